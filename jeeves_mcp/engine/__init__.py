@@ -1,0 +1,11 @@
+"""The built-in pruning engine: which lines of a text matter for a question.
+
+CPU only, offline, deterministic. Texts are cut into units (functions and
+classes, log records, document sections), the units are ranked against the
+question with BM25F, and the best ones are kept whole with what encloses them.
+"""
+
+from ._select import PruneTimeout, Selection, select_lines
+from ._sniff import guess_source_type
+
+__all__ = ["PruneTimeout", "Selection", "guess_source_type", "select_lines"]

@@ -1,0 +1,288 @@
+"""Units of source code: Python through `ast`, anything else through indentation."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ._units import Layout, Unit
+
+__all__ = ["code_layout"]
+
+# Above this many lines `ast` costs more than the whole speed budget allows.
+AST_MAX_LINES = 20_000
+
+_IMPORT = re.compile(
+    r"^\s*(?:import\s|from\s+\S+\s+import\s|#\s*include\b|using\s+[\w.:]+\s*;|use\s+[\w:{}, *]+;"
+    r"|package\s+[\w.]+|extern\s+crate\b|require\s*\(|(?:const|let|var)\s+[\w{}, ]+=\s*require\s*\()"
+)
+_CONTROL = re.compile(
+    r"^\s*(?:if|for|while|switch|catch|else|try|do|return|with|elif|except|finally|foreach|"
+    r"match|case|when|unless|until|loop|select|defer|go|throw|raise|yield|assert|print)\b"
+)
+_DECL = re.compile(
+    r"\b(?:def|class|function|func|fn|sub|proc|struct|impl|trait|interface|enum|module|"
+    r"namespace|object|record|protocol|extension|macro_rules!|test|describe|it)\b"
+    r"|^\s*(?:[\w:<>\[\]*&,.$]+\s+)*[\w$:~]+\s*\([^;]*$"
+    r"|=>\s*\{?\s*$"
+)
+_CLOSER = re.compile(r"^\s*(?:[}\])]+[;,)]*\s*(?://.*)?$|end\b|</|fi\b|done\b|esac\b)")
+_NAME = re.compile(
+    r"\b(?:def|class|function|func|fn|sub|proc|struct|impl|trait|interface|enum|module|"
+    r"namespace|object|record|protocol|type)\s+(?:\([^)]*\)\s*)?([\w$.:<>]+)"
+    r"|([\w$]+)\s*(?:=\s*(?:async\s*)?(?:function\b|\([^)]*\)\s*=>)|\()"
+)
+
+
+def code_layout(lines: list[str], path: str | None) -> Layout:
+    is_python = path is None or path.endswith((".py", ".pyi", ".pyw"))
+    if is_python and len(lines) <= AST_MAX_LINES:
+        layout = _python_layout(lines)
+        if layout is not None:
+            return layout
+    return _indent_layout(lines)
+
+
+def _header(lines: list[str]) -> set[int]:
+    """The first few lines that say what a file is: shebang, encoding, licence."""
+    keep: set[int] = set()
+    for i, line in enumerate(lines[:3]):
+        s = line.strip()
+        if s.startswith(("#!", "# -*-", "//", "/*", "*", "#", '"""', "'''", "<?", "--")):
+            keep.add(i)
+        else:
+            break
+    return keep
+
+
+def _leading_comments(lines: list[str], start: int, floor: int) -> int:
+    """Move a unit's start up over the comment lines glued to it."""
+    i = start
+    while i - 1 > floor and lines[i - 1].lstrip().startswith(("#", "//", "/*", "*")):
+        i -= 1
+    return i
+
+
+# --------------------------------------------------------------------- Python
+
+
+def _python_layout(lines: list[str]) -> Layout | None:
+    text = "\n".join(lines)
+    if "\r" in text.replace("\r\n", ""):
+        return None  # ast would count lone CRs as line ends; our numbering would drift
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    units: list[Unit] = []
+    always = _header(lines)
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        always.add(body[0].lineno - 1)  # first line of the module docstring
+        body = body[1:]
+    _python_body(lines, body, [], units, always, top=True, owner="")
+    return Layout(units=units, always=always)
+
+
+def _sig_range(node: ast.AST, lines: list[str]) -> tuple[int, int]:
+    start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1  # type: ignore[attr-defined]
+    first = node.body[0]  # type: ignore[attr-defined]
+    sig_end = max(node.lineno - 1, first.lineno - 2)
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and first.lineno - 1 > node.lineno - 1:
+        sig_end = first.lineno - 2
+    return start, sig_end
+
+
+def _python_body(
+    lines: list[str],
+    stmts: list[ast.stmt],
+    heads: list[tuple[int, int]],
+    units: list[Unit],
+    always: set[int],
+    *,
+    top: bool,
+    owner: str,
+) -> None:
+    group: list[ast.stmt] = []
+    prev_end = -1
+
+    def flush() -> None:
+        if not group:
+            return
+        s, e = group[0].lineno - 1, group[-1].end_lineno - 1  # type: ignore[operator]
+        label = f"class {owner}" if owner else "code"
+        units.append(Unit(s, e, label, name=owner, heads=list(heads)))
+        group.clear()
+
+    for st in stmts:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            flush()
+            s, sig_end = _sig_range(st, lines)
+            s = _leading_comments(lines, s, prev_end)
+            sig = (s, sig_end)
+            if isinstance(st, ast.ClassDef):
+                _python_body(lines, st.body, heads + [sig], units, always, top=False, owner=st.name)
+            else:
+                kw = "async def" if isinstance(st, ast.AsyncFunctionDef) else "def"
+                units.append(Unit(s, st.end_lineno - 1, f"{kw} {st.name}", name=st.name, sig=sig, heads=heads + [sig]))  # type: ignore[operator]
+        else:
+            if top and _python_imports(st, always):
+                flush()
+            else:
+                if group and st.lineno - 1 > prev_end + 1 and not any(
+                    lines[k].strip() for k in range(prev_end + 1, st.lineno - 1)
+                ):
+                    flush()  # a blank line separates statement groups
+                group.append(st)
+        prev_end = st.end_lineno - 1  # type: ignore[operator]
+    flush()
+
+
+def _python_imports(st: ast.stmt, always: set[int]) -> bool:
+    """Record the import lines of a module-level statement; True if it is only imports."""
+    if isinstance(st, (ast.Import, ast.ImportFrom)):
+        always.update(range(st.lineno - 1, st.end_lineno))  # type: ignore[arg-type]
+        return True
+    if isinstance(st, (ast.If, ast.Try)):
+        inner = list(st.body) + list(getattr(st, "orelse", []))
+        found = False
+        for sub in inner:
+            if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                always.update(range(sub.lineno - 1, sub.end_lineno))  # type: ignore[arg-type]
+                found = True
+        if found:
+            always.add(st.lineno - 1)
+        return False
+    return False
+
+
+# ----------------------------------------------------------------- indentation
+
+
+def _indent(line: str) -> int | None:
+    s = line.lstrip(" \t")
+    if not s:
+        return None
+    lead = line[: len(line) - len(s)]
+    return lead.count(" ") + 4 * lead.count("\t")
+
+
+class _Block:
+    __slots__ = ("start", "body", "end", "children")
+
+    def __init__(self, start: int, body: int) -> None:
+        self.start = start  # opener line
+        self.body = body  # first line of the body
+        self.end = start
+        self.children: list[_Block] = []
+
+
+def _blocks(lines: list[str]) -> list[_Block]:
+    """Top-level indentation blocks with their nested blocks."""
+    n = len(lines)
+    ind = [_indent(x) for x in lines]
+    nxt = [n] * n  # next non-blank line after i
+    j = n
+    for i in range(n - 1, -1, -1):
+        nxt[i] = j
+        if ind[i] is not None:
+            j = i
+    root = _Block(-1, 0)
+    stack: list[tuple[int, _Block]] = [(-1, root)]
+    i = 0
+    while i < n:
+        d = ind[i]
+        if d is None:
+            i += 1
+            continue
+        while len(stack) > 1 and d <= stack[-1][0]:
+            lvl, blk = stack.pop()
+            blk.end = _close(lines, ind, blk, lvl, i)
+        j = nxt[i]
+        if j < n:
+            dj = ind[j]
+            opener = dj is not None and dj > d
+            if not opener and dj == d and lines[j].strip() == "{":
+                opener = True  # brace on its own line under a C-style signature
+            if opener:
+                blk = _Block(i, j)
+                stack[-1][1].children.append(blk)
+                stack.append((d, blk))
+        i += 1
+    while len(stack) > 1:
+        lvl, blk = stack.pop()
+        blk.end = _close(lines, ind, blk, lvl, n)
+    return root.children
+
+
+def _close(lines: list[str], ind: list[int | None], blk: _Block, lvl: int, nxt: int) -> int:
+    """Last line of a block that ends before line `nxt`; takes a closing brace line along."""
+    end = nxt - 1
+    while end > blk.start and ind[end] is None:
+        end -= 1
+    if nxt < len(lines) and ind[nxt] == lvl and _CLOSER.match(lines[nxt]):
+        end = nxt
+    return end
+
+
+def _label(line: str) -> str:
+    m = _NAME.search(line)
+    if m:
+        return m.group(1) or m.group(2) or ""
+    return ""
+
+
+def _is_decl(line: str) -> bool:
+    return bool(_DECL.search(line)) and not _CONTROL.match(line)
+
+
+def _indent_layout(lines: list[str]) -> Layout:
+    always = _header(lines)
+    for i, line in enumerate(lines):
+        if _IMPORT.match(line):
+            always.add(i)
+    units: list[Unit] = []
+    _emit(lines, _blocks(lines), 0, len(lines) - 1, [], units, always, owner="")
+    return Layout(units=units, always=always)
+
+
+def _emit(
+    lines: list[str],
+    blocks: list[_Block],
+    lo: int,
+    hi: int,
+    heads: list[tuple[int, int]],
+    units: list[Unit],
+    always: set[int],
+    owner: str,
+) -> None:
+    """Units for the lines lo..hi: each block a unit (or a container of units), gaps as chunks."""
+    pos = lo
+    for blk in blocks:
+        _gap_units(lines, pos, blk.start - 1, heads, units, always, owner)
+        sig = (blk.start, blk.body - 1 if blk.body - 1 >= blk.start else blk.start)
+        name = _label(lines[blk.start])
+        decl_children = sum(1 for c in blk.children if _is_decl(lines[c.start]))
+        if decl_children >= 2 and blk.end - blk.start > 20:
+            _emit(lines, blk.children, blk.body, blk.end, heads + [sig], units, always, owner=name or owner)
+        else:
+            start = _leading_comments(lines, blk.start, pos - 1)
+            label = name if name else "bloc"
+            units.append(Unit(start, blk.end, label, name=name, sig=sig, heads=heads + [sig]))
+        pos = blk.end + 1
+    _gap_units(lines, pos, hi, heads, units, always, owner)
+
+
+def _gap_units(
+    lines: list[str], lo: int, hi: int, heads: list[tuple[int, int]], units: list[Unit], always: set[int], owner: str
+) -> None:
+    """Loose lines between blocks, cut into chunks at blank lines."""
+    start = None
+    for i in range(lo, hi + 2):
+        blank = i > hi or not lines[i].strip() or i in always
+        if blank:
+            if start is not None:
+                units.append(Unit(start, i - 1, owner or "code", name=owner, heads=list(heads)))
+                start = None
+        elif start is None:
+            start = i

@@ -1,0 +1,84 @@
+"""Relevance of units to a question: BM25F over the unit text plus a name match."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ._text import _WORD, Matcher, name_text, terms
+from ._units import Unit
+
+__all__ = ["score_units"]
+
+W_SIG = 1.5  # a term in a signature line counts this many body terms
+K1 = 1.2
+B = 0.75
+W_NAME = 2.0  # weight of the name score against the BM25F score
+NAME_COVER = 0.5  # share of the name score that needs the whole name explained
+
+
+def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[str]) -> list[float]:
+    """One score per unit."""
+    if not units or not question_terms:
+        return [0.0] * len(units)
+    match = Matcher(question_terms)
+    word = match.word
+    findall = _WORD.findall
+    nq = len(question_terms)
+    n = len(units)
+
+    tfs: list[list[float]] = []
+    lens: list[int] = []
+    names: list[tuple[list[float], float]] = []  # per unit: best weight per term, share of name parts matched
+    for u in units:
+        tf = [0.0] * nq
+        length = 0
+        sig = u.sig
+        for k in range(u.start, u.end + 1):
+            words = findall(lines[k])
+            length += len(words)
+            w_line = W_SIG if sig is not None and sig[0] <= k <= sig[1] else 1.0
+            for w in words:
+                for qi, wt in word(w):
+                    tf[qi] += w_line * wt
+        tfs.append(tf)
+        lens.append(length)
+        nm = [0.0] * nq
+        cover = 0.0
+        if u.name:
+            parts = terms(name_text(u.name))
+            hit_parts = 0
+            for p in parts:
+                hits = match.part(p)
+                if hits:
+                    hit_parts += 1
+                for qi, wt in hits:
+                    nm[qi] = max(nm[qi], wt)
+            cover = hit_parts / len(parts) if parts else 0.0
+        names.append((nm, cover))
+
+    avg = max(1.0, sum(lens) / n)
+    df = [0] * nq
+    ndf = [0] * nq
+    for tf, (nm, _) in zip(tfs, names):
+        for qi in range(nq):
+            if tf[qi]:
+                df[qi] += 1
+            if nm[qi]:
+                ndf[qi] += 1
+    idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df]
+    nidf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in ndf]
+    scores = []
+    for tf, length, (nm, cover) in zip(tfs, lens, names):
+        norm = 1.0 - B + B * length / avg
+        s = 0.0
+        for qi in range(nq):
+            f = tf[qi]
+            if f:
+                f /= norm
+                s += idf[qi] * f * (K1 + 1) / (K1 + f)
+        if cover:
+            ns = sum(nidf[qi] * nm[qi] for qi in range(nq))
+            s += W_NAME * ns * ((1 - NAME_COVER) + NAME_COVER * cover)
+        scores.append(s)
+    return scores

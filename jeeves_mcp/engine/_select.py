@@ -1,0 +1,153 @@
+"""`select_lines`: which lines of a text to keep for a question."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ._code import code_layout
+from ._rank import score_units
+from ._text import query_terms
+from ._units import Layout
+
+__all__ = ["Selection", "PruneTimeout", "select_lines"]
+
+NO_PRUNE_BEGIN = "⟦NO_PRUNE_BEGIN⟧"
+NO_PRUNE_END = "⟦NO_PRUNE_END⟧"
+
+# Share of the characters the ranked units may fill; the best unit is kept even past it.
+BUDGET = 0.25
+# A unit scoring below this share of the best one is not worth keeping.
+REL_CUT = 0.2
+
+
+class PruneTimeout(Exception):
+    """The deadline given to `select_lines` passed before a selection was made."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    keep: list[bool]
+    reasons: list[str | None]
+
+
+def _check(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise PruneTimeout("pruning deadline passed")
+
+
+def select_lines(
+    lines: Sequence[str],
+    question: str,
+    source_type: str,
+    *,
+    max_prune_ratio: float = 0.9,
+    min_keep_lines: int = 0,
+    path: str | None = None,
+    deadline: float | None = None,
+) -> Selection:
+    n = len(lines)
+    _check(deadline)
+    qterms = query_terms(question) if question and question.strip() else []
+    if not qterms or n == 0:
+        return Selection([True] * n, [None] * n)
+    lines = list(lines)
+    layout = _layout(lines, source_type, path)
+    _check(deadline)
+    scores = score_units(lines, layout.units, qterms)
+    _check(deadline)
+    keep = _choose(lines, layout, scores)
+    _check(deadline)
+    _enforce(lines, layout, scores, keep, max_prune_ratio, min_keep_lines)
+    return Selection(keep, _reasons(layout, keep))
+
+
+def _layout(lines: list[str], source_type: str, path: str | None) -> Layout:
+    if source_type == "code":
+        return code_layout(lines, path)
+    raise ValueError(f"unknown source_type {source_type!r}")
+
+
+def _choose(lines: list[str], layout: Layout, scores: list[float]) -> list[bool]:
+    n = len(lines)
+    keep = [False] * n
+    for i in layout.always:
+        keep[i] = True
+    sizes = [len(x) + 1 for x in lines]
+    total = sum(sizes)
+    kept = sum(sizes[i] for i in range(n) if keep[i])
+    order = sorted(range(len(scores)), key=lambda k: (-scores[k], k))
+    if not order or scores[order[0]] <= 0:
+        return keep
+    top = scores[order[0]]
+    for rank, k in enumerate(order):
+        if scores[k] < REL_CUT * top:
+            break
+        u = layout.units[k]
+        rows = [i for a, b in u.heads for i in range(a, b + 1)]
+        rows.extend(range(u.start, u.end + 1))
+        cost = sum(sizes[i] for i in set(rows) if not keep[i])
+        if rank > 0 and kept + cost > BUDGET * total:
+            continue
+        for i in rows:
+            keep[i] = True
+        kept += cost
+    return keep
+
+
+def _enforce(
+    lines: list[str],
+    layout: Layout,
+    scores: list[float],
+    keep: list[bool],
+    max_prune_ratio: float,
+    min_keep_lines: int,
+) -> None:
+    """The invariants: protected blocks, atoms, at most max_prune_ratio pruned, min_keep_lines."""
+    n = len(lines)
+    inside = False
+    for i, line in enumerate(lines):
+        if NO_PRUNE_BEGIN in line:
+            inside = True
+        if inside:
+            keep[i] = True
+        if NO_PRUNE_END in line:
+            inside = False
+    ratio = min(1.0, max(0.0, max_prune_ratio))
+    need = max(n - math.floor(n * ratio + 1e-9), min(n, max(0, min_keep_lines)))
+    have = sum(keep)
+    if have < need:
+        order = sorted(range(len(scores)), key=lambda k: (-scores[k], k))
+        for k in order:
+            u = layout.units[k]
+            for a, b in [*u.heads, (u.start, u.end)]:
+                for i in range(a, b + 1):
+                    if not keep[i]:
+                        keep[i] = True
+                        have += 1
+                        if have >= need:
+                            break
+                if have >= need:
+                    break
+            if have >= need:
+                break
+        for i in range(n):
+            if have >= need:
+                break
+            if not keep[i]:
+                keep[i] = True
+                have += 1
+    for a, b in layout.atoms:
+        if any(keep[a : b + 1]):
+            for i in range(a, b + 1):
+                keep[i] = True
+
+
+def _reasons(layout: Layout, keep: list[bool]) -> list[str | None]:
+    label: list[str | None] = [None] * len(keep)
+    for u in layout.units:
+        for i in range(u.start, u.end + 1):
+            label[i] = u.label
+    return [None if k else (f"hors focus: {lab}" if lab else "hors focus") for k, lab in zip(keep, label)]

@@ -1,0 +1,257 @@
+"""Turning text into search terms: identifier splitting, light stemming, stop words."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+__all__ = ["terms", "query_terms"]
+
+# Runs of letters/digits; identifiers are then split on case changes and digits.
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+# English function words and words so common in code or in docstrings that they
+# carry no signal about *which* part of a text a question is about.
+STOP = frozenset(
+    """
+    a an the and or but if then else elif of in on at to for from by with without
+    into onto over under as is are was were be been being it its this that these
+    those there here which who whom whose what when where why how not no nor so
+    than too very can could should would will shall may might must do does did
+    done has have had having i we you he she they them their our your my me us
+    all any each every some such only own same other also just about above below
+    up down out off again further once both few more most s t
+    self cls def return returns returned none true false pass lambda async await
+    given use used using uses new value values object objects function functions
+    method methods argument arguments param params parameter parameters
+    """.split()
+)
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A deliberately light suffix stripper: plurals, -ing, -ed, -ly, final e."""
+    w = word
+    n = len(w)
+    if n <= 3:
+        return w
+    if w.endswith("ies") and n > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    if w.endswith("ing") and len(w) > 5:
+        w = w[:-3]
+    elif w.endswith("ed") and len(w) > 4:
+        w = w[:-2]
+    elif w.endswith("ly") and len(w) > 4:
+        w = w[:-2]
+    if w.endswith("e") and len(w) > 3:
+        w = w[:-1]
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+        w = w[:-1]  # running -> runn -> run
+    return w
+
+
+@lru_cache(maxsize=65536)
+def _split_word(word: str) -> tuple[str, ...]:
+    parts = _PART.findall(word)
+    out = []
+    for p in parts:
+        p = p.lower()
+        if p.isdigit() or p in STOP or len(p) < 2:
+            continue
+        out.append(stem(p))
+    return tuple(out)
+
+
+def terms(text: str) -> list[str]:
+    """All search terms of `text`, in order, with repetitions."""
+    out: list[str] = []
+    for w in _WORD.findall(text):
+        out.extend(_split_word(w))
+    return out
+
+
+def query_terms(question: str) -> list[str]:
+    """Distinct terms of a question, in first-seen order."""
+    seen: dict[str, None] = {}
+    for t in terms(question):
+        seen.setdefault(t, None)
+    return list(seen)
+
+
+# Words that name the same thing in code: abbreviations and common verb synonyms.
+# A question term matches a text term of its group at a lower weight.
+_GROUPS = """
+remove delete pop del discard drop erase clear unset
+get fetch retrieve obtain lookup find
+create make build construct generate instantiate new
+show display print echo render
+check validate verify ensure
+start begin launch
+stop end close finish terminate shutdown halt
+add append insert push register attach put
+update replace modify change assign
+send emit dispatch post
+receive recv
+parse decode deserialize unmarshal
+serialize encode dump marshal
+copy clone duplicate
+compare equal eq
+length len size
+iterate iter loop each walk traverse
+error err exception exc failure fail
+argument arg args parameter param params
+configuration config cfg conf settings
+directory dir folder
+environment env environ
+application app
+request req
+response resp
+message msg
+context ctx
+object obj
+attribute attr
+function func fn callable callback cb
+temporary tmp temp
+information info
+number num
+string str
+dictionary dict mapping
+index idx
+position pos
+buffer buf
+source src
+destination dst dest
+address addr
+authentication auth
+database db
+specification spec
+process proc
+command cmd
+representation repr
+asynchronous async
+value val
+variable var
+character char
+previous prev
+current cur curr
+maximum max
+minimum min
+initialize init
+execute exec run invoke call
+connection conn
+certificate cert
+password passwd pwd
+library lib
+package pkg
+utility util
+reference ref
+document doc
+description desc
+sequence seq
+element elem item
+token tok
+statistic stat stats
+allocate alloc
+boolean bool flag
+"""
+
+_DUNDER = {
+    "init": "initialize create construct",
+    "new": "create construct",
+    "getitem": "get item",
+    "setitem": "set item",
+    "delitem": "delete item",
+    "getattr": "get attribute",
+    "getattribute": "get attribute",
+    "setattr": "set attribute",
+    "delattr": "delete attribute",
+    "repr": "representation string",
+    "str": "string",
+    "iter": "iterate",
+    "aiter": "iterate asynchronous",
+    "next": "next",
+    "anext": "next asynchronous",
+    "len": "length",
+    "contains": "contains",
+    "eq": "equal",
+    "ne": "equal",
+    "lt": "less compare",
+    "le": "less compare",
+    "gt": "greater compare",
+    "ge": "greater compare",
+    "hash": "hash",
+    "bool": "boolean",
+    "call": "call",
+    "enter": "enter context",
+    "exit": "exit context",
+    "aenter": "enter context asynchronous",
+    "aexit": "exit context asynchronous",
+}
+
+
+def _build_groups() -> dict[str, frozenset[int]]:
+    out: dict[str, set[int]] = {}
+    for gid, row in enumerate(x for x in _GROUPS.strip().split("\n") if x.strip()):
+        for w in row.split():
+            out.setdefault(stem(w), set()).add(gid)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+_SYN = _build_groups()
+SYN_WEIGHT = 0.6
+PREFIX_WEIGHT = 0.6
+PREFIX_MIN = 4
+
+
+def name_text(name: str) -> str:
+    """The words a unit's name stands for (dunder methods spelled out)."""
+    if name.startswith("__") and name.endswith("__") and len(name) > 4:
+        return _DUNDER.get(name[2:-2], name[2:-2])
+    return name
+
+
+class Matcher:
+    """Maps text terms to the question terms they match, with a weight."""
+
+    def __init__(self, question_terms: list[str]) -> None:
+        self.qterms = question_terms
+        self.index = {t: i for i, t in enumerate(question_terms)}
+        self.qgroups = [_SYN.get(t, frozenset()) for t in question_terms]
+        self._cache: dict[str, tuple[tuple[int, float], ...]] = {}
+        self._words: dict[str, tuple[tuple[int, float], ...]] = {}
+
+    def part(self, p: str) -> tuple[tuple[int, float], ...]:
+        hit = self._cache.get(p)
+        if hit is not None:
+            return hit
+        qi = self.index.get(p)
+        if qi is not None:
+            hit = ((qi, 1.0),)
+        else:
+            found: list[tuple[int, float]] = []
+            groups = _SYN.get(p)
+            for qi, q in enumerate(self.qterms):
+                if groups and groups & self.qgroups[qi]:
+                    found.append((qi, SYN_WEIGHT))
+                elif min(len(p), len(q)) >= PREFIX_MIN and (p.startswith(q) or q.startswith(p)):
+                    found.append((qi, PREFIX_WEIGHT))
+            hit = tuple(found)
+        self._cache[p] = hit
+        return hit
+
+    def word(self, w: str) -> tuple[tuple[int, float], ...]:
+        """Matches of a raw word of the text (an identifier or an English word)."""
+        hit = self._words.get(w)
+        if hit is None:
+            parts = _split_word(w)
+            if len(parts) == 1:
+                hit = self.part(parts[0])
+            else:
+                hit = tuple(m for p in parts for m in self.part(p))
+            self._words[w] = hit
+        return hit
