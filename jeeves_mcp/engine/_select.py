@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._code import code_layout
+from ._docs import docs_layout
 from ._rank import score_units
 from ._text import query_terms
 from ._units import Layout
@@ -67,6 +68,8 @@ def select_lines(
 def _layout(lines: list[str], source_type: str, path: str | None) -> Layout:
     if source_type == "code":
         return code_layout(lines, path)
+    if source_type == "docs":
+        return docs_layout(lines)
     raise ValueError(f"unknown source_type {source_type!r}")
 
 
