@@ -1,0 +1,49 @@
+"""`jeeves-mcp pruner`: run one pruner child by hand (the daemon starts them for runs)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import typer
+
+
+def pruner(
+    host: str = typer.Option(None, help="Address to bind [env MCP_PRUNER_HOST; default 127.0.0.1]."),
+    port: int = typer.Option(None, help="TCP port, 0 = chosen by the OS [env MCP_PRUNER_PORT; default 0]."),
+    root: Path = typer.Option(None, help="Run root that read/grep/bash stay inside [env JEEVES_MCP_ROOT; default cwd]."),
+    token: str = typer.Option(
+        None, envvar="JEEVES_MCP_TOKEN", show_envvar=True,
+        help="Bearer token required on /mcp and /rpc (prefer the env var: argv is visible to other users).",
+    ),
+    stdio: bool = typer.Option(False, "--stdio", help="Speak MCP on stdin/stdout instead of HTTP."),
+    pruner_endpoint: str = typer.Option(
+        None, help="External SWE-Pruner service URL [env JEEVES_PRUNER_ENDPOINT; default built-in engine]."
+    ),
+    log_level: str = typer.Option("info", help="debug, info, warning or error (logs go to stderr as JSON lines)."),
+) -> None:
+    """Run a pruner child: an MCP server with read, bash, grep, prune_text and recover_text.
+
+    Over HTTP it prints one ready line on stdout once listening,
+    {"event": "ready", "url": ..., "port": ..., "pid": ...}, and logs JSON lines on stderr.
+    """
+    import trio
+
+    from jeeves_mcp import _log
+    from jeeves_mcp.config import ConfigError, load_config
+    from jeeves_mcp.server import run_pruner
+
+    _log.configure(getattr(logging, log_level.upper(), logging.INFO))
+    try:
+        config = load_config(
+            os.environ, host=host, port=port, root=root, token=token, pruner_endpoint=pruner_endpoint
+        )
+    except ConfigError as exc:
+        typer.echo(f"jeeves-mcp pruner: bad configuration: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    trio.run(lambda: run_pruner(config, stdio=stdio))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(pruner)

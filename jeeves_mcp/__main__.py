@@ -1,0 +1,3 @@
+from jeeves_mcp.cli import main
+
+main()

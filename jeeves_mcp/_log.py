@@ -1,0 +1,47 @@
+"""One JSON object per line on stderr, with seed 000's event names."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import Any
+
+_RESERVED = frozenset(vars(logging.makeLogRecord({})))
+
+
+class JsonLineFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "event": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _RESERVED and not key.startswith("_"):
+                entry[key] = value
+        if record.exc_info:
+            entry["stack"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+def configure(level: int = logging.INFO, stream: Any = None) -> None:
+    """Route the `jeeves_mcp` loggers to `stream` (stderr) as JSON lines."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonLineFormatter())
+    root = logging.getLogger("jeeves_mcp")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+def event(logger: logging.Logger, name: str, level: int = logging.INFO, **fields: Any) -> None:
+    """Log the event `name` with structured `fields` (kept as top-level JSON keys)."""
+    if logger.isEnabledFor(level):
+        clean = {k if k not in _RESERVED else f"{k}_": v for k, v in fields.items()}
+        logger.log(level, name, extra=clean)
+
+
+def monotonic_ms(start: float) -> int:
+    return int((time.monotonic() - start) * 1000)

@@ -1,0 +1,69 @@
+"""Errors of the pruner child.
+
+    McpError                     a JSON-RPC error response (`error.code`, `message`, `data`)
+    ToolError                    a tool result with `isError: true` and `{message, code, ...}`
+
+Tool error codes are seed 004's table; COMMAND_FAILED is the one addition,
+for a `bash` command that ran and exited non-zero (its output still matters).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# JSON-RPC 2.0 and MCP protocol codes.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+HEADER_MISMATCH = -32020
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+# Seed 001's domain codes.
+PRUNE_ID_NOT_FOUND = -32004
+INVALID_RANGE = -32005
+
+TOOL_ERROR_CODES = frozenset(
+    {
+        "INVALID_REQUEST",
+        "NOT_FOUND",
+        "CAPABILITY_MISSING",
+        "QUEUE_OVERLOADED",
+        "TOOL_TIMEOUT",
+        "CANCELLED",
+        "INTERNAL",
+        "UNAUTHORIZED",
+        "FORBIDDEN",
+        "COMMAND_FAILED",
+    }
+)
+
+
+class McpError(Exception):
+    """Answered as a JSON-RPC error object."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ToolError(Exception):
+    """Answered as a tool result with `isError: true`."""
+
+    def __init__(self, code: str, message: str, **details: Any) -> None:
+        assert code in TOOL_ERROR_CODES, code
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+    def payload(self) -> dict[str, Any]:
+        return {"message": self.message, "code": self.code, **self.details}

@@ -1,0 +1,241 @@
+"""Seed 000's request pipeline for `tools/call`, the same for every transport.
+
+    received → validating → executing_tool → raw_output_ready → prune_check
+    → (calling_pruner) → respond_raw | respond_pruned → responded
+
+Every state logs its seed 000 event. Tool failures become `isError` results
+with seed 004's `{message, code, ...}`; protocol misuse becomes -32602.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+import trio
+
+from jeeves_mcp import _log
+from jeeves_mcp.config import PrunerConfig
+from jeeves_mcp.errors import INVALID_PARAMS, McpError, ToolError
+from jeeves_mcp.progress import ProgressReporter
+from jeeves_mcp.pruning import PruneOptions, Pruner
+from jeeves_mcp.render import Row, fit_rows, raw_rows, rows_text
+from jeeves_mcp.schema import validate
+from jeeves_mcp.store import RecoveryStore
+from jeeves_mcp.tools._base import CallContext, TextOutput, Tool, ToolOutput
+
+log = logging.getLogger("jeeves_mcp.tools")
+
+MIN_PRUNE_BYTES = 512  # smaller outputs are returned whole: a marker would cost as much
+FOCUS = "context_focus_question"
+
+
+class ToolRunner:
+    def __init__(
+        self,
+        config: PrunerConfig,
+        tools: list[Tool],
+        store: RecoveryStore,
+        pruner: Pruner,
+        *,
+        aliases: list[Tool] = (),  # type: ignore[assignment]
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.pruner = pruner
+        self._listed = tools
+        self._tools = {tool.name: tool for tool in [*tools, *aliases]}
+        self._definitions = [tool.definition() for tool in tools]
+        self.active_calls = 0
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return self._definitions
+
+    async def call(
+        self, params: Any, *, request_id: str, progress: ProgressReporter
+    ) -> dict[str, Any]:
+        """Run one `tools/call`; returns the MCP CallToolResult."""
+        if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+            raise McpError(INVALID_PARAMS, "tools/call needs params.name (string)")
+        name = params["name"]
+        arguments = params.get("arguments", {})
+        _log.event(log, "tool.request_received", tool=name, request_id=request_id)
+        tool = self._tools.get(name)
+        if tool is None:
+            _log.event(log, "tool.request_invalid", tool=name, request_id=request_id,
+                       validation_errors=["unknown tool"])
+            raise McpError(
+                INVALID_PARAMS,
+                f"unknown tool: {name}",
+                {"code": "INVALID_REQUEST", "tools": sorted(t["name"] for t in self._definitions)},
+            )
+        if arguments is None:
+            arguments = {}
+        problems = validate(arguments, tool.input_schema)
+        if problems:
+            _log.event(log, "tool.request_invalid", tool=name, request_id=request_id,
+                       validation_errors=problems)
+            raise McpError(
+                INVALID_PARAMS,
+                f"invalid arguments for {name}: {'; '.join(problems)}",
+                {"code": "INVALID_REQUEST", "errors": problems},
+            )
+        if self.active_calls >= self.config.max_concurrent_calls:
+            return error_result(
+                ToolError(
+                    "QUEUE_OVERLOADED",
+                    f"{self.active_calls} tool calls already running",
+                    hint="retry when one finishes",
+                )
+            )
+        self.active_calls += 1
+        try:
+            return await self._execute(tool, arguments, request_id, progress)
+        finally:
+            self.active_calls -= 1
+
+    async def _execute(
+        self, tool: Tool, args: dict[str, Any], request_id: str, progress: ProgressReporter
+    ) -> dict[str, Any]:
+        ctx = CallContext(self.config, self.store, self.pruner, progress, request_id, log)
+        started = time.monotonic()
+        _log.event(log, "tool.exec_start", tool=tool.name, request_id=request_id)
+        try:
+            output = await tool.handler(ctx, args)
+        except ToolError as exc:
+            event = "tool.exec_timeout" if exc.code == "TOOL_TIMEOUT" else "tool.exec_failed"
+            _log.event(log, event, tool=tool.name, request_id=request_id, error_code=exc.code,
+                       error=exc.message, duration_ms=_log.monotonic_ms(started))
+            return error_result(exc)
+        except McpError:
+            raise
+        except trio.Cancelled:
+            raise
+        except Exception as exc:
+            log.error("tool.internal_error", exc_info=exc,
+                      extra={"tool": tool.name, "request_id": request_id})
+            return error_result(ToolError("INTERNAL", f"internal error in {tool.name}",
+                                          request_id=request_id))
+        raw_bytes = sum(len(t.text.encode("utf-8", "surrogatepass")) for t in output.texts)
+        _log.event(log, "tool.exec_ok", tool=tool.name, request_id=request_id,
+                   duration_ms=_log.monotonic_ms(started), bytes=raw_bytes)
+        if output.raw_result is not None:
+            result = _result(output.raw_result, is_error=False)
+            _log.event(log, "tool.respond_ok", tool=tool.name, request_id=request_id, mode="raw")
+            return result
+        structured, mode = await self._shape(tool, args, output, request_id)
+        _log.event(log, "tool.respond_ok", tool=tool.name, request_id=request_id, mode=mode)
+        return _result(structured, is_error=output.error is not None)
+
+    async def _shape(
+        self, tool: Tool, args: dict[str, Any], output: ToolOutput, request_id: str
+    ) -> tuple[dict[str, Any], str]:
+        """Prune (when asked) and fit every output text into the response budget."""
+        question = args.get(FOCUS)
+        pruning: dict[str, Any] = {"attempted": False, "applied": False, "fallback": False}
+        rows_per_text: list[list[Row]] = []
+        ids: list[str | None] = []
+        reasons: list[str] = []
+        errors: list[str] = []
+        for text in output.texts:
+            reason = self._prune_check(text, question)
+            if reason is not None:
+                reasons.append(reason)
+                rows_per_text.append(raw_rows(text.text.split("\n")))
+                ids.append(None)
+                continue
+            pruning["attempted"] = True
+            outcome = await self.pruner.prune(
+                text.text, question, text.source_type, PruneOptions(timeout_ms=self.config.prune_timeout_ms),
+                path=text.path_hint, request_id=request_id,
+            )
+            rows_per_text.append(outcome.rows)
+            ids.append(outcome.prune_id)
+            if outcome.used_fallback:
+                pruning["fallback"] = outcome.error is not None or pruning["fallback"]
+                if outcome.error:
+                    errors.append(outcome.error)
+                reasons.extend(outcome.warnings)
+            elif outcome.annotations:
+                pruning["applied"] = True
+            else:
+                reasons.append("nothing_to_prune")
+        if not pruning["applied"] and reasons:
+            pruning["reason"] = reasons[0]
+        if errors:
+            pruning["error"] = errors[0]
+        if pruning["applied"] or pruning["attempted"]:
+            pruning["engine"] = self.pruner.engine.name
+
+        budgets = share_budget(
+            [len(rows_text(rows).encode("utf-8", "surrogatepass")) for rows in rows_per_text],
+            self.config.response_budget_bytes,
+        )
+        structured: dict[str, Any] = {"summary": output.summary}
+        if output.error is not None:
+            structured.update(output.error.payload())
+        structured.update(output.fields)
+        truncated: dict[str, Any] = {}
+        for text, rows, prune_id, budget in zip(output.texts, rows_per_text, ids, budgets, strict=True):
+            fitted, cut = fit_rows(rows, budget, prune_id or "pending")
+            if cut is not None:
+                if prune_id is None:
+                    prune_id = self.store.put(text.text)
+                    fitted, cut = fit_rows(rows, budget, prune_id)
+                assert cut is not None
+                truncated[text.name] = {
+                    "prune_id": prune_id,
+                    "lines": [cut["original_start_line"], cut["original_end_line"]],
+                    "original_bytes": len(text.text.encode("utf-8", "surrogatepass")),
+                }
+            structured[text.name] = rows_text(fitted)
+        if truncated:
+            structured["truncated"] = truncated
+        structured["pruning"] = pruning
+        return structured, "pruned" if pruning["applied"] else "raw"
+
+    def _prune_check(self, text: TextOutput, question: Any) -> str | None:
+        """Why `text` is not pruned (seed 000's `pruning.reason`), or None to prune it."""
+        if not isinstance(question, str) or not question.strip():
+            return "no_question"
+        if not self.config.pruning_enabled:
+            return "disabled_or_unconfigured"
+        size = len(text.text.encode("utf-8", "surrogatepass"))
+        if size > self.config.max_prune_input_bytes:
+            return "input_too_large"
+        if size < MIN_PRUNE_BYTES:
+            return "below_threshold"
+        return None
+
+
+def share_budget(sizes: list[int], total: int) -> list[int]:
+    """Split `total` bytes between texts: small ones whole, the rest share equally."""
+    budgets = [0] * len(sizes)
+    remaining = total
+    pending = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    while pending:
+        fair = remaining // len(pending)
+        index = pending[0]
+        if sizes[index] <= fair:
+            budgets[index] = sizes[index]
+            remaining -= sizes[index]
+            pending.pop(0)
+            continue
+        for index in pending:
+            budgets[index] = fair
+        break
+    return budgets
+
+
+def _result(structured: dict[str, Any], *, is_error: bool) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
+        "structuredContent": structured,
+        "isError": is_error,
+    }
+
+
+def error_result(error: ToolError) -> dict[str, Any]:
+    return _result(error.payload(), is_error=True)

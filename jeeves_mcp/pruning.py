@@ -1,0 +1,297 @@
+"""Seed 001's pruning contract around any engine: invariants, fail-open, recovery.
+
+An engine only chooses which lines to keep (`Selection`). This module checks
+the choice against the invariants, renders markers and annotations, stores
+the original for `recover_text`, and turns every failure into a raw pass-through
+with a warning code, so a broken engine can never cost the agent its output.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import trio
+
+from jeeves_mcp import _log
+from jeeves_mcp.config import PrunerConfig
+from jeeves_mcp.render import Row, pruned_rows, raw_rows, rows_text
+from jeeves_mcp.store import RecoveryStore
+
+log = logging.getLogger("jeeves_mcp.pruning")
+
+NO_PRUNE_BEGIN = "⟦NO_PRUNE_BEGIN⟧"
+NO_PRUNE_END = "⟦NO_PRUNE_END⟧"
+SOURCE_TYPES = ("code", "logs", "docs")
+
+
+@dataclass(frozen=True)
+class PruneOptions:
+    max_prune_ratio: float = 0.9
+    min_keep_lines: int = 0
+    timeout_ms: int = 3000
+    annotate_lines: bool = True
+    include_markers: bool = True
+
+
+@dataclass(frozen=True)
+class Selection:
+    keep: list[bool]
+    reasons: list[str | None]
+
+
+class EngineError(Exception):
+    """An engine could not prune; `kind` is seed 000's `pruning.error` value."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind  # "timeout" | "http_error" | "invalid_response" | "internal_error"
+
+
+class Engine(Protocol):
+    name: str
+
+    async def select(
+        self,
+        lines: list[str],
+        question: str,
+        source_type: str,
+        *,
+        options: PruneOptions,
+        path: str | None,
+    ) -> Selection: ...
+
+    async def aclose(self) -> None: ...
+
+
+class LocalEngine:
+    """The built-in engine (`jeeves_mcp.engine`), run in a worker thread."""
+
+    name = "builtin"
+
+    async def select(
+        self,
+        lines: list[str],
+        question: str,
+        source_type: str,
+        *,
+        options: PruneOptions,
+        path: str | None,
+    ) -> Selection:
+        from jeeves_mcp import engine  # imported on first use: keeps child start-up light
+
+        timeout_s = options.timeout_ms / 1000
+        deadline = time.monotonic() + timeout_s
+
+        def work() -> Selection:
+            chosen = engine.select_lines(
+                lines,
+                question,
+                source_type,
+                max_prune_ratio=options.max_prune_ratio,
+                min_keep_lines=options.min_keep_lines,
+                path=path,
+                deadline=deadline,
+            )
+            return Selection(list(chosen.keep), list(chosen.reasons))
+
+        # The engine checks its deadline itself; the outer bound only covers a
+        # thread that stopped checking, which is then abandoned.
+        with trio.move_on_after(timeout_s + 0.5) as scope:
+            try:
+                return await trio.to_thread.run_sync(work, abandon_on_cancel=True)
+            except engine.PruneTimeout as exc:
+                raise EngineError("timeout", "built-in engine passed its deadline") from exc
+        assert scope.cancelled_caught
+        raise EngineError("timeout", "built-in engine passed its deadline")
+
+    async def aclose(self) -> None:
+        return None
+
+
+@dataclass
+class PruneOutcome:
+    """A pruning as seed 001 returns it, plus the rows for the response budget."""
+
+    prune_id: str
+    text: str
+    rows: list[Row]
+    annotations: list[dict[str, Any]]
+    stats: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None  # seed 000's pruning.error when fallen back
+
+    @property
+    def used_fallback(self) -> bool:
+        return bool(self.stats["used_fallback"])
+
+    def contract(self) -> dict[str, Any]:
+        return {
+            "prune_id": self.prune_id,
+            "pruned_text": rows_text(self.rows),
+            "annotations": self.annotations,
+            "stats": self.stats,
+            "warnings": self.warnings,
+        }
+
+
+def estimate_tokens(text: str) -> int:
+    # Four characters a token is the usual rule of thumb for code and English.
+    return math.ceil(len(text) / 4)
+
+
+def protected_lines(lines: list[str]) -> list[bool]:
+    """Lines inside ⟦NO_PRUNE_BEGIN⟧ ... ⟦NO_PRUNE_END⟧, directive lines included."""
+    protected = [False] * len(lines)
+    inside = False
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.endswith(NO_PRUNE_BEGIN) or stripped == NO_PRUNE_BEGIN:
+            inside = True
+        if inside:
+            protected[i] = True
+        if NO_PRUNE_END in stripped:
+            inside = False
+    return protected
+
+
+def check_selection(selection: Selection, lines: list[str], options: PruneOptions) -> str | None:
+    """The first broken invariant, or None."""
+    n = len(lines)
+    if len(selection.keep) != n or len(selection.reasons) != n:
+        return "engine returned a selection of the wrong length"
+    kept = sum(selection.keep)
+    if n - kept > math.floor(options.max_prune_ratio * n + 1e-9):
+        return f"pruned {n - kept} of {n} lines, above max_prune_ratio {options.max_prune_ratio}"
+    if kept < min(options.min_keep_lines, n):
+        return f"kept {kept} lines, fewer than min_keep_lines {options.min_keep_lines}"
+    for keep, protect in zip(selection.keep, protected_lines(lines), strict=True):
+        if protect and not keep:
+            return "pruned a line inside a NO_PRUNE block"
+    return None
+
+
+class Pruner:
+    """Prunes text with one engine under seed 001's contract."""
+
+    def __init__(self, config: PrunerConfig, store: RecoveryStore, engine: Engine) -> None:
+        self.config = config
+        self.store = store
+        self.engine = engine
+
+    async def prune(
+        self,
+        text: str,
+        question: str,
+        source_type: str,
+        options: PruneOptions,
+        *,
+        path: str | None = None,
+        request_id: str | None = None,
+    ) -> PruneOutcome:
+        started = time.monotonic()
+        lines = text.split("\n")
+        prune_id = self.store.put(text)
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > self.config.max_prune_input_bytes:
+            return self._fallback(text, lines, prune_id, started, "input_too_large", options)
+        if not question.strip():
+            return self._fallback(text, lines, prune_id, started, "empty_question", options)
+        _log.event(log, "pruner.call_start", endpoint=self.engine.name, request_id=request_id)
+        try:
+            selection = await self.engine.select(
+                lines, question, source_type, options=options, path=path
+            )
+        except EngineError as exc:
+            _log.event(
+                log,
+                "pruner.call_failed",
+                logging.WARNING,
+                reason=exc.kind,
+                detail=str(exc),
+                duration_ms=_log.monotonic_ms(started),
+                request_id=request_id,
+            )
+            return self._fallback(text, lines, prune_id, started, exc.kind, options, error=exc.kind)
+        except Exception as exc:  # any engine bug fails open; Cancelled is not an Exception
+            log.warning("pruner.call_failed", exc_info=exc, extra={"reason": "internal_error"})
+            return self._fallback(
+                text, lines, prune_id, started, "internal_error", options, error="internal_error"
+            )
+        broken = check_selection(selection, lines, options)
+        if broken is not None:
+            _log.event(log, "pruner.call_failed", logging.WARNING, reason="constraints_unmet", detail=broken)
+            return self._fallback(text, lines, prune_id, started, "constraints_unmet", options)
+        rows, annotations = pruned_rows(
+            lines,
+            selection.keep,
+            selection.reasons,
+            prune_id,
+            annotate_lines=options.annotate_lines,
+            include_markers=options.include_markers,
+        )
+        kept = sum(selection.keep)
+        pruned_text = rows_text(rows)
+        outcome = PruneOutcome(
+            prune_id=prune_id,
+            text=text,
+            rows=rows,
+            annotations=annotations,
+            stats=self._stats(text, pruned_text, len(lines), kept, started, fallback=False),
+        )
+        _log.event(
+            log,
+            "pruner.call_ok",
+            duration_ms=outcome.stats["elapsed_ms"],
+            pruned_bytes=len(pruned_text.encode()),
+            request_id=request_id,
+        )
+        return outcome
+
+    def _fallback(
+        self,
+        text: str,
+        lines: list[str],
+        prune_id: str,
+        started: float,
+        warning: str,
+        options: PruneOptions,
+        *,
+        error: str | None = None,
+    ) -> PruneOutcome:
+        rows = raw_rows(lines)
+        return PruneOutcome(
+            prune_id=prune_id,
+            text=text,
+            rows=rows,
+            annotations=[],
+            stats=self._stats(text, text, len(lines), len(lines), started, fallback=True),
+            warnings=[warning],
+            error=error,
+        )
+
+    @staticmethod
+    def _stats(
+        text: str, pruned: str, n: int, kept: int, started: float, *, fallback: bool
+    ) -> dict[str, Any]:
+        return {
+            "original_lines": n,
+            "kept_lines": kept,
+            "pruned_lines": n - kept,
+            "pruned_ratio": round((n - kept) / n, 4) if n else 0.0,
+            "tokens_est_before": estimate_tokens(text),
+            "tokens_est_after": estimate_tokens(pruned),
+            "elapsed_ms": _log.monotonic_ms(started),
+            "used_fallback": fallback,
+        }
+
+
+def make_engine(config: PrunerConfig) -> Engine:
+    if config.pruner_endpoint:
+        from jeeves_mcp.swe_pruner import ExternalEngine
+
+        return ExternalEngine(config.pruner_endpoint)
+    return LocalEngine()

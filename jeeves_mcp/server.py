@@ -1,0 +1,111 @@
+"""The pruner child: build the MCP server from a config and serve it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+from dataclasses import dataclass
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+
+from jeeves_mcp import _log
+from jeeves_mcp.config import PrunerConfig
+from jeeves_mcp.pipeline import ToolRunner
+from jeeves_mcp.protocol import Dispatcher
+from jeeves_mcp.pruning import Pruner, make_engine
+from jeeves_mcp.store import RecoveryStore
+from jeeves_mcp.tools import ALIASES, DEFAULT_TOOLS
+from jeeves_mcp.transports.http import McpHttpApp
+from jeeves_mcp.transports.stdio import serve_stdio
+
+log = logging.getLogger("jeeves_mcp.server")
+
+
+@dataclass
+class PrunerServer:
+    config: PrunerConfig
+    store: RecoveryStore
+    pruner: Pruner
+    runner: ToolRunner
+    dispatcher: Dispatcher
+
+
+def build_server(config: PrunerConfig) -> PrunerServer:
+    store = RecoveryStore(config.store_ttl_s, config.store_max_bytes)
+    pruner = Pruner(config, store, make_engine(config))
+    runner = ToolRunner(config, DEFAULT_TOOLS, store, pruner, aliases=ALIASES)
+    return PrunerServer(config, store, pruner, runner, Dispatcher(runner))
+
+
+def _hypercorn_config(config: PrunerConfig) -> HypercornConfig:
+    hyper = HypercornConfig()
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    hyper.bind = [f"{host}:{config.port}"]
+    hyper.accesslog = None
+    hyper.errorlog = logging.getLogger("jeeves_mcp.hypercorn")
+    hyper.graceful_timeout = 2.0
+    hyper.include_server_header = False
+    return hyper
+
+
+async def serve_http(
+    server: PrunerServer,
+    *,
+    shutdown: trio.Event,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve /mcp, /rpc and /health; reports the bound port once listening."""
+    app = McpHttpApp(server.config, server.dispatcher)
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(
+            lambda task_status: serve(
+                app, _hypercorn_config(server.config), shutdown_trigger=shutdown.wait,
+                task_status=task_status,
+            )
+        )
+        port = int(binds[0].rsplit(":", 1)[1])
+        task_status.started(port)
+
+
+async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
+    """The child's main: serve until SIGTERM/SIGINT (or stdin EOF for stdio)."""
+    from jeeves_mcp.tools._process import become_subreaper
+
+    become_subreaper()
+    server = build_server(config)
+    shutdown = trio.Event()
+    async with trio.open_nursery() as outer:
+        outer.start_soon(_watch_signals, shutdown, outer.cancel_scope)
+        if stdio:
+            await serve_stdio(server.dispatcher)
+        else:
+            async with trio.open_nursery() as inner:
+                port = await inner.start(
+                    lambda task_status: serve_http(server, shutdown=shutdown, task_status=task_status)
+                )
+                host = f"[{config.host}]" if ":" in config.host else config.host
+                ready = {"event": "ready", "url": f"http://{host}:{port}/mcp", "port": port,
+                         "pid": os.getpid()}
+                sys.stdout.write(json.dumps(ready) + "\n")
+                sys.stdout.flush()
+                _log.event(log, "pruner.ready", port=port, root=str(config.root),
+                           engine=server.pruner.engine.name)
+            # hypercorn returns once its graceful shutdown is over
+        outer.cancel_scope.cancel()
+    await server.pruner.engine.aclose()
+    _log.event(log, "pruner.stopped")
+
+
+async def _watch_signals(shutdown: trio.Event, scope: trio.CancelScope) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            _log.event(log, "pruner.signal", signal=signal.Signals(signum).name)
+            if shutdown.is_set():
+                scope.cancel()  # second signal: stop now
+                return
+            shutdown.set()

@@ -1,0 +1,79 @@
+"""In-memory recovery store: original text behind every prune_id.
+
+Bounded two ways: each entry lives `ttl_s`, and the total size stays under
+`max_bytes` by evicting the least recently used entries. A text larger than
+the whole bound is not kept; `put` still returns an id and `get` then says
+the id is not found, which is seed 001's "explicit and actionable" error.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StoredText:
+    prune_id: str
+    lines: list[str]
+    size: int
+    expires_at: float
+
+
+def new_prune_id() -> str:
+    return f"prn_{secrets.token_hex(8)}"
+
+
+class RecoveryStore:
+    def __init__(
+        self, ttl_s: float, max_bytes: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._ttl_s = ttl_s
+        self._max_bytes = max_bytes
+        self._clock = clock
+        self._entries: OrderedDict[str, StoredText] = OrderedDict()
+        self._bytes = 0
+
+    @property
+    def total_bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, text: str, prune_id: str | None = None) -> str:
+        """Keep `text` (split on "\\n", the numbering seed 001 uses) and return its id."""
+        prune_id = prune_id or new_prune_id()
+        size = len(text.encode("utf-8", "surrogatepass"))
+        self._expire()
+        if prune_id in self._entries:
+            self._drop(prune_id)
+        if size > self._max_bytes:
+            return prune_id
+        while self._bytes + size > self._max_bytes and self._entries:
+            self._drop(next(iter(self._entries)))
+        self._entries[prune_id] = StoredText(
+            prune_id, text.split("\n"), size, self._clock() + self._ttl_s
+        )
+        self._bytes += size
+        return prune_id
+
+    def get(self, prune_id: str) -> StoredText | None:
+        self._expire()
+        entry = self._entries.get(prune_id)
+        if entry is not None:
+            self._entries.move_to_end(prune_id)
+        return entry
+
+    def _expire(self) -> None:
+        now = self._clock()
+        expired = [key for key, entry in self._entries.items() if entry.expires_at <= now]
+        for key in expired:
+            self._drop(key)
+
+    def _drop(self, prune_id: str) -> None:
+        entry = self._entries.pop(prune_id)
+        self._bytes -= entry.size

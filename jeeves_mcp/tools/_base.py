@@ -1,0 +1,121 @@
+"""What every tool is made of, and the run-root rule they share."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jeeves_mcp.errors import ToolError
+
+if TYPE_CHECKING:
+    from jeeves_mcp.config import PrunerConfig
+    from jeeves_mcp.progress import ProgressReporter
+    from jeeves_mcp.pruning import Pruner
+    from jeeves_mcp.store import RecoveryStore
+
+SCHEMA_VERSION = 1
+
+FOCUS_PROPERTY = {
+    "type": "string",
+    "description": "What you need from this output; the rest is cut into recoverable markers.",
+}
+
+
+@dataclass
+class CallContext:
+    """What a running tool may use; built per call by the pipeline."""
+
+    config: PrunerConfig
+    store: RecoveryStore
+    pruner: Pruner
+    progress: ProgressReporter
+    request_id: str
+    log: logging.Logger
+
+
+@dataclass
+class TextOutput:
+    """One output text of a tool, subject to pruning and to the response budget."""
+
+    name: str  # key in the result: "content", "stdout", "stderr", "matches"
+    text: str
+    source_type: str  # "code" | "logs" | "docs"
+    path_hint: str | None = None
+
+
+@dataclass
+class ToolOutput:
+    summary: str  # one line, at most 100 characters (seed 002)
+    fields: dict[str, Any] = field(default_factory=dict)
+    texts: list[TextOutput] = field(default_factory=list)
+    # Set when the tool ran but failed in a way whose output still matters
+    # (a command that exited non-zero): answered with isError and the texts.
+    error: ToolError | None = None
+    # A tool whose whole result is its own contract (prune_text) skips the
+    # shared pruning step and formatting.
+    raw_result: dict[str, Any] | None = None
+
+
+ToolHandler = Callable[[CallContext, dict[str, Any]], Awaitable[ToolOutput]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: ToolHandler
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def prunable(self) -> bool:
+        return "context_focus_question" in self.input_schema.get("properties", {})
+
+    def definition(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "_meta": {"schemaVersion": self.schema_version},
+        }
+
+
+def resolve_in_root(config: PrunerConfig, raw: str, *, what: str = "path") -> Path:
+    """Resolve `raw` against the run root; FORBIDDEN if it leaves the root.
+
+    Symlinks and `..` are resolved before the check, so a link pointing out
+    of the root is refused like an absolute path outside it.
+    """
+    if "\x00" in raw:
+        raise ToolError("INVALID_REQUEST", f"{what} contains a NUL byte")
+    candidate = (config.root / Path(raw).expanduser()).resolve()
+    if not config.allow_outside_root and not candidate.is_relative_to(config.root):
+        raise ToolError(
+            "FORBIDDEN",
+            f"{what} {raw!r} is outside the run root",
+            hint=f"use a path inside {config.root}",
+        )
+    return candidate
+
+
+def display_path(config: PrunerConfig, path: Path) -> str:
+    """The path as the agent should see it: relative to the root when inside it."""
+    try:
+        return str(path.relative_to(config.root)) or "."
+    except ValueError:
+        return str(path)
+
+
+def clip_summary(text: str) -> str:
+    return text if len(text) <= 100 else text[:99] + "…"
+
+
+def human_bytes(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.0f} KiB"
+    return f"{size / (1024 * 1024):.1f} MiB"

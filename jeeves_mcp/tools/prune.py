@@ -1,0 +1,183 @@
+"""Seed 001's tools: `prune_text`, `recover_text` (alias `recover_range`), `health`."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from jeeves_mcp import __version__
+from jeeves_mcp.errors import INVALID_RANGE, PRUNE_ID_NOT_FOUND, McpError
+from jeeves_mcp.pruning import SOURCE_TYPES, PruneOptions
+from jeeves_mcp.render import fit_rows, raw_rows, rows_text
+from jeeves_mcp.tools._base import CallContext, Tool, ToolOutput, clip_summary
+
+PRUNE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string"},
+        "goal_hint": {"type": "string"},
+        "source_type": {"type": "string", "enum": list(SOURCE_TYPES)},
+        "options": {
+            "type": "object",
+            "properties": {
+                "max_prune_ratio": {"type": "number", "minimum": 0, "maximum": 1},
+                "min_keep_lines": {"type": "integer", "minimum": 0},
+                "timeout_ms": {"type": "integer", "minimum": 1},
+                "annotate_lines": {"type": "boolean"},
+                "include_markers": {"type": "boolean"},
+            },
+            "required": [
+                "max_prune_ratio",
+                "min_keep_lines",
+                "timeout_ms",
+                "annotate_lines",
+                "include_markers",
+            ],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["text", "goal_hint", "source_type", "options"],
+    "additionalProperties": False,
+}
+
+RECOVER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "prune_id": {"type": "string"},
+        "ranges": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "start_line": {"type": "integer", "minimum": 1},
+                    "end_line": {"type": "integer", "minimum": 1},
+                },
+                "required": ["start_line", "end_line"],
+                "additionalProperties": False,
+            },
+        },
+        "include_line_numbers": {"type": "boolean"},
+    },
+    "required": ["prune_id", "ranges", "include_line_numbers"],
+    "additionalProperties": False,
+}
+
+HEALTH_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": False}
+
+
+async def prune_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
+    raw_options = args["options"]
+    options = PruneOptions(
+        max_prune_ratio=float(raw_options["max_prune_ratio"]),
+        min_keep_lines=int(raw_options["min_keep_lines"]),
+        timeout_ms=int(raw_options["timeout_ms"]),
+        annotate_lines=raw_options["annotate_lines"],
+        include_markers=raw_options["include_markers"],
+    )
+    outcome = await ctx.pruner.prune(
+        args["text"], args["goal_hint"], args["source_type"], options, request_id=ctx.request_id
+    )
+    result = outcome.contract()
+    rows, cut = fit_rows(outcome.rows, ctx.config.response_budget_bytes, outcome.prune_id)
+    if cut is not None:
+        result["pruned_text"] = rows_text(rows)
+        result["annotations"] = _merge_annotation(result["annotations"], cut)
+        result["warnings"] = [*result["warnings"], "response_budget"]
+    stats = outcome.stats
+    result["summary"] = clip_summary(
+        f"prune_text: kept {stats['kept_lines']} of {stats['original_lines']} lines"
+        + (" (fallback)" if outcome.used_fallback else "")
+    )
+    return ToolOutput(summary=result["summary"], raw_result=result)
+
+
+def _merge_annotation(annotations: list[dict[str, Any]], cut: dict[str, Any]) -> list[dict[str, Any]]:
+    """The budget cut replaces the annotations it covers."""
+    start, end = cut["original_start_line"], cut["original_end_line"]
+    kept = [a for a in annotations if a["original_end_line"] < start or a["original_start_line"] > end]
+    return sorted([*kept, cut], key=lambda a: a["original_start_line"])
+
+
+async def recover_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
+    prune_id = args["prune_id"]
+    entry = ctx.store.get(prune_id)
+    if entry is None:
+        raise McpError(
+            PRUNE_ID_NOT_FOUND,
+            "prune_id_not_found",
+            {"code": "prune_id_not_found", "prune_id": prune_id},
+        )
+    total = len(entry.lines)
+    chosen: list[tuple[int, str]] = []
+    ranges: list[dict[str, int]] = []
+    for item in args["ranges"]:
+        start, end = int(item["start_line"]), int(item["end_line"])
+        if start > end or start > total:
+            raise McpError(
+                INVALID_RANGE,
+                "invalid_range",
+                {
+                    "code": "invalid_range",
+                    "range": {"start_line": start, "end_line": end},
+                    "total_lines": total,
+                },
+            )
+        end = min(end, total)
+        ranges.append({"start_line": start, "end_line": end})
+        chosen.extend((n, entry.lines[n - 1]) for n in range(start, end + 1))
+    numbered = args["include_line_numbers"]
+    rows = raw_rows([f"{n}│ {line}" if numbered else line for n, line in chosen])
+    # Row numbers must be the original ones so a budget marker points at them.
+    rows = [row.__class__(n, n, row.text) for row, (n, _) in zip(rows, chosen, strict=True)]
+    rows, cut = fit_rows(rows, ctx.config.response_budget_bytes, prune_id)
+    result: dict[str, Any] = {
+        "raw_text": rows_text(rows),
+        "metadata": {"prune_id": prune_id, "ranges": ranges, "line_numbering": "original"},
+    }
+    if cut is not None:
+        result["metadata"]["truncated"] = cut
+    result["summary"] = clip_summary(f"recover_text {prune_id}: {len(chosen)} of {total} lines")
+    return ToolOutput(summary=result["summary"], raw_result=result)
+
+
+def health_payload() -> dict[str, Any]:
+    return {
+        "status": "healthy",
+        "server": "mcp-pruner",
+        "version": __version__,
+        "capabilities": ["prune_text", "recover_text", "annotations", "markers"],
+        "timestamp": datetime.datetime.now(datetime.UTC).astimezone().isoformat(timespec="seconds"),
+    }
+
+
+async def health(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
+    payload = health_payload()
+    payload["engine"] = ctx.pruner.engine.name
+    payload["summary"] = f"healthy, engine {payload['engine']}"
+    return ToolOutput(summary=payload["summary"], raw_result=payload)
+
+
+PRUNE_TEXT = Tool(
+    name="prune_text",
+    description="Prune text (code/logs/docs) to goal_hint; cut blocks become recoverable markers.",
+    input_schema=PRUNE_SCHEMA,
+    handler=prune_text,
+)
+RECOVER_TEXT = Tool(
+    name="recover_text",
+    description="Get original lines back by prune_id (from a ⟦PRUNÉ prune_id=…⟧ marker).",
+    input_schema=RECOVER_SCHEMA,
+    handler=recover_text,
+)
+RECOVER_RANGE = Tool(
+    name="recover_range",
+    description=RECOVER_TEXT.description,
+    input_schema=RECOVER_SCHEMA,
+    handler=recover_text,
+)
+HEALTH = Tool(
+    name="health",
+    description="Server status and capabilities.",
+    input_schema=HEALTH_SCHEMA,
+    handler=health,
+)

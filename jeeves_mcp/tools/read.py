@@ -1,0 +1,114 @@
+"""`read`: a file of the run root, whole or a window of lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from jeeves_mcp.errors import ToolError
+from jeeves_mcp.tools._base import (
+    FOCUS_PROPERTY,
+    CallContext,
+    TextOutput,
+    Tool,
+    ToolOutput,
+    clip_summary,
+    display_path,
+    human_bytes,
+    resolve_in_root,
+)
+
+MAX_FILE_BYTES = 64 * 1024 * 1024  # refuse to load larger files whole
+DOCS_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc"})
+LOG_SUFFIXES = frozenset({".log", ".out"})
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "minLength": 1},
+        "offset": {"type": "integer", "minimum": 1, "description": "First line, 1-based."},
+        "limit": {"type": "integer", "minimum": 1, "description": "Lines to read."},
+        "context_focus_question": FOCUS_PROPERTY,
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+
+
+def source_type_for(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in DOCS_SUFFIXES:
+        return "docs"
+    if suffix in LOG_SUFFIXES:
+        return "logs"
+    return "code"
+
+
+def _load(path: Path) -> tuple[str, bool]:
+    """Text of the file and whether bytes had to be replaced (not UTF-8)."""
+    with path.open("rb") as handle:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ToolError(
+            "INVALID_REQUEST",
+            f"file is larger than {human_bytes(MAX_FILE_BYTES)}",
+            hint="read a window with offset/limit or use grep",
+        )
+    if b"\x00" in data[:8192]:
+        raise ToolError("INVALID_REQUEST", "binary file", hint="use bash with xxd or file")
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace"), True
+
+
+async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
+    path = resolve_in_root(ctx.config, args["path"])
+    shown = display_path(ctx.config, path)
+    if not path.exists():
+        raise ToolError("NOT_FOUND", f"no such file: {shown}")
+    if path.is_dir():
+        raise ToolError("INVALID_REQUEST", f"{shown} is a directory", hint="use bash ls or grep")
+    try:
+        text, replaced = await trio.to_thread.run_sync(_load, path)
+    except PermissionError as exc:
+        raise ToolError("FORBIDDEN", f"permission denied: {shown}") from exc
+    except OSError as exc:
+        raise ToolError("NOT_FOUND", f"cannot read {shown}: {exc.strerror}") from exc
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # a final newline ends the last line, it does not start a new one
+    total = len(lines)
+    offset = int(args.get("offset", 1))
+    limit = int(args["limit"]) if "limit" in args else None
+    window = lines[offset - 1 : None if limit is None else offset - 1 + limit]
+    fields: dict[str, Any] = {
+        "path": shown,
+        "total_lines": total,
+        "offset": offset,
+        "lines_returned": len(window),
+    }
+    if replaced:
+        fields["encoding_note"] = "not valid UTF-8: undecodable bytes shown as U+FFFD"
+    size = len(text.encode("utf-8", "surrogatepass"))
+    span = "" if len(window) == total else f" (lines {offset}-{offset + len(window) - 1})"
+    summary = clip_summary(f"read {shown}: {total} lines, {human_bytes(size)}{span}")
+    return ToolOutput(
+        summary=summary,
+        fields=fields,
+        texts=[TextOutput("content", "\n".join(window), source_type_for(path), shown)],
+    )
+
+
+TOOL = Tool(
+    name="read",
+    description=(
+        "Read a file of the workspace (optionally offset/limit lines). With "
+        "context_focus_question, only the parts relevant to it are returned; cut blocks "
+        "become ⟦PRUNÉ …⟧ markers recoverable with recover_text."
+    ),
+    input_schema=SCHEMA,
+    handler=run,
+)

@@ -1,0 +1,1 @@
+"""Transports of the pruner child: Streamable HTTP (+ legacy /rpc) and stdio."""

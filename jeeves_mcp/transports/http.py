@@ -1,0 +1,402 @@
+"""Streamable HTTP at /mcp, seed 001's legacy JSON-RPC at /rpc, and GET /health.
+
+A plain ASGI app served by hypercorn's trio worker: five routes do not need a
+framework, and the child starts faster and smaller without one (every run
+pays for its own child).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import trio
+
+from jeeves_mcp import _log
+from jeeves_mcp.config import PrunerConfig
+from jeeves_mcp.errors import HEADER_MISMATCH, INVALID_REQUEST, PARSE_ERROR, McpError
+from jeeves_mcp.protocol import (
+    HANDSHAKE_VERSIONS,
+    MODERN_VERSIONS,
+    Dispatcher,
+    Session,
+    error_response,
+    request_version,
+    unsupported_version,
+)
+from jeeves_mcp.tools.prune import health_payload
+from jeeves_mcp.transports._asgi import (
+    BodyTooLarge,
+    ClientGone,
+    Receive,
+    Send,
+    end_stream,
+    header,
+    read_body,
+    send_bytes,
+    send_json,
+    send_sse_event,
+    start_sse,
+)
+
+log = logging.getLogger("jeeves_mcp.http")
+
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+BODY_TIMEOUT_S = 30.0
+# Errors of the stateless era carry an HTTP status, as the official SDK server does.
+MODERN_ERROR_STATUS = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400, -32601: 404}
+
+Route = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
+
+
+class HttpSession:
+    def __init__(self) -> None:
+        self.session = Session()
+        self.closed = trio.Event()
+
+    def close(self) -> None:
+        self.session.cancel_all()
+        self.closed.set()
+
+
+class McpHttpApp:
+    def __init__(self, config: PrunerConfig, dispatcher: Dispatcher) -> None:
+        self.config = config
+        self.dispatcher = dispatcher
+        self.sessions: OrderedDict[str, HttpSession] = OrderedDict()
+        self.rpc_session = Session(id="rpc")
+        self.extra_routes: dict[tuple[str, str], Route] = {}
+        self._token = config.token.encode() if config.token else None
+
+    # -- ASGI entry ---------------------------------------------------------
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        method, path = scope["method"], scope["path"]
+        try:
+            if path == "/health" and method == "GET":
+                await send_json(send, 200, {**health_payload(), "model_loaded": True})
+            elif path == "/mcp":
+                if await self._guard(scope, send):
+                    await self._mcp(scope, receive, send)
+            elif path == "/rpc":
+                if method != "POST":
+                    await _status(send, 405, "use POST", allow="POST")
+                elif await self._guard(scope, send):
+                    await self._rpc(receive, send)
+            elif (method, path) in self.extra_routes:
+                await self.extra_routes[(method, path)](scope, receive, send)
+            else:
+                await _status(send, 404, f"no route {method} {path}")
+        except ClientGone:
+            return
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                for entry in self.sessions.values():
+                    entry.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # -- security -------------------------------------------------------------
+
+    async def _guard(self, scope: dict[str, Any], send: Send) -> bool:
+        """Origin (DNS rebinding) then bearer token; answers and returns False on refusal."""
+        origin = header(scope, b"origin")
+        if origin is not None and not _is_local_origin(origin):
+            _log.event(log, "http.origin_rejected", logging.WARNING, origin=origin)
+            await _status(send, 403, "origin not allowed")
+            return False
+        if self._token is not None:
+            supplied = header(scope, b"authorization") or ""
+            scheme, _, credential = supplied.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                credential.strip().encode(), self._token
+            ):
+                await _status(
+                    send, 401, "missing or wrong bearer token", www_authenticate='Bearer realm="jeeves-mcp"'
+                )
+                return False
+        return True
+
+    async def _body(self, receive: Receive, send: Send) -> bytes | None:
+        try:
+            with trio.fail_after(BODY_TIMEOUT_S):
+                return await read_body(receive, self.config.max_body_bytes)
+        except BodyTooLarge:
+            await _status(send, 413, f"body larger than {self.config.max_body_bytes} bytes")
+        except trio.TooSlowError:
+            await _status(send, 408, "request body too slow")
+        return None
+
+    # -- /rpc -------------------------------------------------------------------
+
+    async def _rpc(self, receive: Receive, send: Send) -> None:
+        body = await self._body(receive, send)
+        if body is None:
+            return
+        message = _parse(body)
+        if isinstance(message, McpError):
+            await send_json(send, 400, error_response(None, message))
+            return
+        reply = await self._watching(receive, self._batch(message, self.rpc_session, None, False))
+        if reply is None:
+            await send_bytes(send, 202, b"", None)
+        else:
+            await send_json(send, 200, reply)
+
+    # -- /mcp -------------------------------------------------------------------
+
+    async def _mcp(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        method = scope["method"]
+        if method == "POST":
+            await self._mcp_post(scope, receive, send)
+        elif method == "GET":
+            await self._mcp_get(scope, send)
+        elif method == "DELETE":
+            entry = await self._session_for(scope, send)
+            if entry is not None:
+                self.sessions.pop(entry.session.id, None)
+                entry.close()
+                _log.event(log, "mcp.session_closed", session=entry.session.id)
+                await send_bytes(send, 200, b"", None)
+        else:
+            await _status(send, 405, "use POST, GET or DELETE", allow="POST, GET, DELETE")
+
+    async def _mcp_post(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        body = await self._body(receive, send)
+        if body is None:
+            return
+        message = _parse(body)
+        if isinstance(message, McpError):
+            await send_json(send, 400, error_response(None, message))
+            return
+        header_version = header(scope, b"mcp-protocol-version")
+        body_version = request_version(message)
+        if header_version in MODERN_VERSIONS or body_version is not None:
+            await self._mcp_modern(scope, receive, send, message, header_version, body_version)
+            return
+        if header_version is not None and header_version not in HANDSHAKE_VERSIONS:
+            await send_json(
+                send, 400, error_response(None, unsupported_version(header_version))
+            )
+            return
+        messages = message if isinstance(message, list) else [message]
+        initializing = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
+        response_headers: list[tuple[str, str]] = []
+        if initializing:
+            entry = self._new_session()
+            response_headers.append(("mcp-session-id", entry.session.id))
+        else:
+            entry = await self._session_for(scope, send)
+            if entry is None:
+                return
+        session = entry.session
+        if not any(isinstance(m, dict) and "id" in m and "method" in m for m in messages):
+            await self._batch(message, session, None, False)
+            await send_bytes(send, 202, b"", None, response_headers)
+            return
+        if _wants_stream(scope, messages):
+            await start_sse(send, response_headers)
+
+            async def notify(method: str, params: dict[str, Any]) -> None:
+                await send_sse_event(send, {"jsonrpc": "2.0", "method": method, "params": params})
+
+            reply = await self._watching(receive, self._batch(message, session, notify, False))
+            if reply is not None:
+                await send_sse_event(send, reply)
+            await end_stream(send)
+            return
+        reply = await self._watching(receive, self._batch(message, session, None, False))
+        await send_json(send, 200, reply, response_headers)
+
+    async def _mcp_modern(
+        self,
+        scope: dict[str, Any],
+        receive: Receive,
+        send: Send,
+        message: Any,
+        header_version: str | None,
+        body_version: str | None,
+    ) -> None:
+        """Stateless 2026-07-28 request: one self-contained POST, no session."""
+        request_id = message.get("id") if isinstance(message, dict) else None
+        problem: McpError | None = None
+        if not isinstance(message, dict):
+            problem = McpError(INVALID_REQUEST, "batches are not part of protocol 2026-07-28")
+        elif body_version is None or (header_version is not None and header_version != body_version):
+            problem = McpError(
+                HEADER_MISMATCH,
+                "MCP-Protocol-Version header and params._meta protocolVersion differ",
+                {"header": header_version, "body": body_version},
+            )
+        elif body_version not in MODERN_VERSIONS:
+            problem = unsupported_version(body_version)
+        else:
+            problem = _routing_header_mismatch(scope, message)
+        if problem is not None:
+            status = MODERN_ERROR_STATUS.get(problem.code, 200)
+            await send_json(send, status, error_response(request_id, problem))
+            return
+        if "id" not in message:
+            await self.dispatcher.handle(message, Session(), None, modern=True)
+            await send_bytes(send, 202, b"", None)
+            return
+        session = Session(protocol_version=body_version)
+        if _wants_stream(scope, [message]):
+            await start_sse(send)
+
+            async def notify(method: str, params: dict[str, Any]) -> None:
+                await send_sse_event(send, {"jsonrpc": "2.0", "method": method, "params": params})
+
+            reply = await self._watching(
+                receive, self.dispatcher.handle(message, session, notify, modern=True)
+            )
+            if reply is not None:
+                await send_sse_event(send, reply)
+            await end_stream(send)
+            return
+        reply = await self._watching(receive, self.dispatcher.handle(message, session, None, modern=True))
+        status = 200
+        if reply is not None and "error" in reply:
+            status = MODERN_ERROR_STATUS.get(reply["error"]["code"], 200)
+        await send_json(send, status, reply)
+
+    async def _mcp_get(self, scope: dict[str, Any], send: Send) -> None:
+        accept = header(scope, b"accept") or ""
+        if "text/event-stream" not in accept:
+            await _status(send, 405, "GET /mcp serves only text/event-stream", allow="POST, DELETE")
+            return
+        entry = await self._session_for(scope, send)
+        if entry is None:
+            return
+        # The server sends no requests of its own: the stream stays open, quiet,
+        # until the client leaves or the session ends.
+        await start_sse(send)
+        with trio.move_on_after(24 * 3600):
+            await entry.closed.wait()
+        await end_stream(send)
+
+    # -- helpers ----------------------------------------------------------------
+
+    def _new_session(self) -> HttpSession:
+        while len(self.sessions) >= self.config.max_sessions:
+            _, oldest = self.sessions.popitem(last=False)
+            oldest.close()
+        entry = HttpSession()
+        self.sessions[entry.session.id] = entry
+        _log.event(log, "mcp.session_started", session=entry.session.id)
+        return entry
+
+    async def _session_for(self, scope: dict[str, Any], send: Send) -> HttpSession | None:
+        session_id = header(scope, b"mcp-session-id")
+        if session_id is None:
+            await _status(send, 400, "missing Mcp-Session-Id header; send initialize first")
+            return None
+        entry = self.sessions.get(session_id)
+        if entry is None:
+            await _status(send, 404, "unknown or ended session; initialize again")
+            return None
+        self.sessions.move_to_end(session_id)
+        return entry
+
+    async def _batch(
+        self, message: Any, session: Session, notify: Any, modern: bool
+    ) -> Any:
+        if not isinstance(message, list):
+            return await self.dispatcher.handle(message, session, notify, modern=modern)
+        if not message:
+            return error_response(None, McpError(INVALID_REQUEST, "empty batch"))
+        replies: list[Any] = [None] * len(message)
+
+        async def one(index: int, item: Any) -> None:
+            replies[index] = await self.dispatcher.handle(item, session, notify, modern=modern)
+
+        async with trio.open_nursery() as nursery:
+            for index, item in enumerate(message):
+                nursery.start_soon(one, index, item)
+        answered = [reply for reply in replies if reply is not None]
+        return answered or None
+
+    @staticmethod
+    async def _watching(receive: Receive, work: Awaitable[Any]) -> Any:
+        """Await `work`, cancelling it if the client disconnects meanwhile."""
+        result: Any = None
+        gone = False
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                nonlocal gone
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                gone = True
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch)
+            result = await work
+            nursery.cancel_scope.cancel()
+        if gone:
+            raise ClientGone
+        return result
+
+
+def _parse(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return McpError(PARSE_ERROR, f"parse error: {exc}"[:200])
+
+
+def _routing_header_mismatch(scope: dict[str, Any], message: dict[str, Any]) -> McpError | None:
+    method_header = header(scope, b"mcp-method")
+    if method_header is not None and method_header != message.get("method"):
+        return McpError(HEADER_MISMATCH, "Mcp-Method header does not match the body",
+                        {"header": method_header, "body": message.get("method")})
+    name_header = header(scope, b"mcp-name")
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    if name_header is not None and name is not None and name_header != name:
+        return McpError(HEADER_MISMATCH, "Mcp-Name header does not match params.name",
+                        {"header": name_header, "body": name})
+    return None
+
+
+def _wants_stream(scope: dict[str, Any], messages: list[Any]) -> bool:
+    """SSE only when there is something to stream: progress for a tools/call."""
+    accept = header(scope, b"accept") or ""
+    if "text/event-stream" not in accept:
+        return False
+    if "application/json" not in accept:
+        return True
+    for message in messages:
+        params = message.get("params") if isinstance(message, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and meta.get("progressToken") is not None:
+            return True
+    return False
+
+
+def _is_local_origin(origin: str) -> bool:
+    try:
+        host = urlsplit(origin).hostname
+    except ValueError:
+        return False
+    return host in LOCAL_HOSTS
+
+
+async def _status(send: Send, status: int, message: str, **headers: str) -> None:
+    extra = [(key.replace("_", "-"), value) for key, value in headers.items()]
+    await send_json(send, status, {"error": {"code": status, "message": message}}, extra)

@@ -1,0 +1,80 @@
+"""stdio transport: newline-delimited JSON-RPC; stdout carries protocol only."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import trio
+
+from jeeves_mcp.errors import PARSE_ERROR, McpError
+from jeeves_mcp.protocol import (
+    MODERN_VERSIONS,
+    Dispatcher,
+    Session,
+    error_response,
+    request_version,
+    unsupported_version,
+)
+
+log = logging.getLogger("jeeves_mcp.stdio")
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+async def serve_stdio(
+    dispatcher: Dispatcher,
+    stdin: trio.abc.ReceiveStream | None = None,
+    stdout: trio.abc.SendStream | None = None,
+) -> None:
+    """Serve until stdin closes and the calls already read have answered."""
+    stdin = stdin or trio.lowlevel.FdStream(0)
+    stdout = stdout or trio.lowlevel.FdStream(1)
+    session = Session(id="stdio")
+    write_lock = trio.Lock()
+
+    async def write(payload: Any) -> None:
+        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        async with write_lock:
+            await stdout.send_all(data)
+
+    async def notify(method: str, params: dict[str, Any]) -> None:
+        await write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def answer(line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            await write(error_response(None, McpError(PARSE_ERROR, f"parse error: {exc}"[:200])))
+            return
+        version = request_version(message)
+        if version is not None and version not in MODERN_VERSIONS:
+            request_id = message.get("id") if isinstance(message, dict) else None
+            await write(error_response(request_id, unsupported_version(version)))
+            return
+        messages = message if isinstance(message, list) else [message]
+        replies = []
+        for item in messages:
+            reply = await dispatcher.handle(item, session, notify, modern=version is not None)
+            if reply is not None:
+                replies.append(reply)
+        if replies:
+            await write(replies if isinstance(message, list) else replies[0])
+
+    buffer = bytearray()
+    async with trio.open_nursery() as nursery:
+        while True:
+            chunk = await stdin.receive_some(65536)
+            if not chunk:
+                break
+            buffer += chunk
+            while (newline := buffer.find(b"\n")) >= 0:
+                line = bytes(buffer[:newline]).strip()
+                del buffer[: newline + 1]
+                if line:
+                    nursery.start_soon(answer, line)
+            if len(buffer) > MAX_LINE_BYTES:
+                buffer.clear()
+                await write(error_response(None, McpError(PARSE_ERROR, "message too large")))
+        # stdin closed: let the calls already read finish and answer, then stop.

@@ -1,0 +1,1 @@
+"""The supervisor daemon: one pruner child per agent run (installed as `jeeves_mcp.supervisor`)."""
