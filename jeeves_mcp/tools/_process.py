@@ -1,0 +1,455 @@
+"""Run a command as a process tree that always dies (Linux).
+
+A command runs in its own session and process group, with its environment
+tagged `JEEVES_MCP_CALL=<random>`. When it ends, whichever way (normal exit,
+timeout, cancellation), `kill_tree` kills what is left of it:
+
+- the process group (`killpg`), which catches plain background jobs and fork
+  bombs (a group kill is atomic with respect to fork);
+- every process whose `/proc/PID/environ` carries the tag, which catches
+  descendants that left the group with `setsid` or a double fork.
+
+Signals go through pidfds (`pidfd_send_signal`), opened and then re-checked
+against the tag, so a recycled pid is never signalled. The order is SIGTERM,
+`kill_grace_s` for the tree to go (waiting on the pidfds, not polling), then
+SIGKILL in rounds until a scan finds nothing. Killed processes that are our
+children (the pruner is a subreaper, so orphans reparent to it) are reaped,
+and a final sweep reaps orphaned zombies that exited on their own.
+
+What escapes: a descendant that both leaves the group and scrubs the tag from
+its environment (`setsid env -i ...`) survives the command; under a subreaper
+it stays our child and is reaped by a later sweep once it exits.
+
+Output: each stream keeps at most `max_output_bytes`: the first half and the
+last half, joined by an omission marker line when bytes were dropped, so
+both a command's start and its final summary survive. Everything is counted
+(`stdout_bytes`); nothing beyond the cap is held in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import secrets
+import signal
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from jeeves_mcp.errors import ToolError
+
+TAG_VAR = "JEEVES_MCP_CALL"
+_PR_SET_CHILD_SUBREAPER = 36
+_READ_CHUNK = 64 * 1024
+# SIGKILL rounds: each kills every process a scan finds; a tree that keeps
+# forking out of its group is caught by the next round.
+_KILL_ROUNDS = 20
+# After SIGKILL, how long to wait for the kernel to finish the processes.
+_KILL_WAIT_S = 2.0
+# After the command's leader exited and its tree was killed, how long the
+# readers may still drain pipes (held open only by a tag-scrubbed escapee).
+_DRAIN_AFTER_EXIT_S = 1.0
+# Pidfds waited on at once; a fork bomb beyond this is handled by the rounds.
+_MAX_WAIT_FDS = 256
+# Zombie children younger than this are left to a later sweep: one may be a
+# child trio spawned a moment ago whose pidfd is not open yet.
+_ZOMBIE_MIN_AGE_S = 1.0
+
+
+@dataclass
+class CommandResult:
+    stdout: bytes  # head + marker + tail when more than max_output_bytes came
+    stderr: bytes
+    stdout_bytes: int  # total produced
+    stderr_bytes: int
+    exit_code: int | None  # None when killed by a signal
+    signal: int | None
+    duration_ms: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.stdout_bytes > len(self.stdout) or self.stderr_bytes > len(self.stderr)
+
+
+def become_subreaper(enable: bool = True) -> bool:
+    """Make this process the subreaper of its descendants (prctl); False if refused."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(enable), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def new_tag() -> str:
+    return secrets.token_hex(12)
+
+
+class _Capture:
+    """Keeps the first and last `cap // 2` bytes of a stream (or only the first
+    `cap` without `keep_tail`) and counts all of it."""
+
+    def __init__(self, cap: int, keep_tail: bool = True) -> None:
+        self._tail_cap = cap // 2 if keep_tail else 0
+        self._head_cap = cap - self._tail_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self._head_cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk and self._tail_cap:
+            self.tail += chunk[-self._tail_cap :]
+            # Trim in batches so appending stays amortised O(1).
+            if len(self.tail) > 2 * self._tail_cap:
+                del self.tail[: len(self.tail) - self._tail_cap]
+
+    def data(self) -> bytes:
+        tail = bytes(self.tail[-self._tail_cap :]) if self._tail_cap else b""
+        dropped = self.total - len(self.head) - len(tail)
+        if dropped <= 0 or not self._tail_cap:
+            return bytes(self.head) + tail
+        marker = f"\n[... {dropped} bytes omitted ...]\n".encode()
+        return bytes(self.head) + marker + tail
+
+
+async def _drain(
+    stream: trio.abc.ReceiveStream,
+    capture: _Capture,
+    on_output: Callable[[str], None] | None,
+    done: trio.Event,
+) -> None:
+    try:
+        while chunk := await stream.receive_some(_READ_CHUNK):
+            capture.add(chunk)
+            if on_output is not None:
+                lines = chunk[-400:].decode("utf-8", "replace").strip().splitlines()
+                if lines:
+                    on_output(lines[-1])
+    except (trio.ClosedResourceError, trio.BrokenResourceError):
+        pass
+    finally:
+        done.set()
+
+
+def _decode_trim(data: bytes, limit: int = 4000) -> str:
+    text = data.decode("utf-8", "replace")
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+async def run_command(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    max_output_bytes: int,
+    kill_grace_s: float,
+    on_output: Callable[[str], None] | None = None,
+    keep_tail: bool = True,
+) -> CommandResult:
+    """Run `argv`, capture its output, and leave no process of it behind.
+
+    Raises TOOL_TIMEOUT (with the partial stdout/stderr) after `timeout_s`;
+    on cancellation kills the tree inside a shielded, bounded scope and
+    re-raises. A missing executable raises NOT_FOUND. `keep_tail=False` keeps
+    only the head of each stream (no omission marker).
+    """
+    tag = new_tag()
+    started = trio.current_time()
+    try:
+        proc = await trio.lowlevel.open_process(
+            argv,
+            cwd=str(cwd),
+            env={**env, TAG_VAR: tag},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise ToolError("NOT_FOUND", f"cannot run {argv[0]!r}: {exc.strerror}") from exc
+    except PermissionError as exc:
+        raise ToolError("FORBIDDEN", f"cannot run {argv[0]!r}: {exc.strerror}") from exc
+    assert proc.stdout is not None and proc.stderr is not None
+    out = _Capture(max_output_bytes, keep_tail)
+    err = _Capture(max_output_bytes, keep_tail)
+    out_done, err_done = trio.Event(), trio.Event()
+    timed_out = False
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_drain, proc.stdout, out, on_output, out_done)
+            nursery.start_soon(_drain, proc.stderr, err, on_output, err_done)
+            with trio.move_on_after(timeout_s) as timeout_scope:
+                await proc.wait()
+            timed_out = timeout_scope.cancelled_caught
+            # Normal exit or timeout: what is left of the tree goes now.
+            # Shielded so that a cancel arriving mid-kill still finishes it.
+            with trio.CancelScope(shield=True, deadline=_kill_deadline(kill_grace_s)):
+                await kill_tree(proc.pid, tag, grace_s=kill_grace_s, leader=proc)
+            with trio.move_on_after(_DRAIN_AFTER_EXIT_S):
+                await out_done.wait()
+                await err_done.wait()
+            nursery.cancel_scope.cancel()
+    except BaseException:
+        # Cancelled (or anything else): trio's _run_process pattern.
+        with trio.CancelScope(shield=True, deadline=_kill_deadline(kill_grace_s)):
+            await kill_tree(proc.pid, tag, grace_s=kill_grace_s, leader=proc)
+        raise
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.aclose_forcefully(proc.stdout)
+            await trio.aclose_forcefully(proc.stderr)
+    duration_ms = int((trio.current_time() - started) * 1000)
+    if timed_out:
+        raise ToolError(
+            "TOOL_TIMEOUT",
+            f"command timed out after {timeout_s:g} s; its process tree was killed",
+            timeoutMs=int(timeout_s * 1000),
+            stdout=_decode_trim(out.data()),
+            stderr=_decode_trim(err.data()),
+        )
+    code = proc.returncode
+    assert code is not None
+    return CommandResult(
+        stdout=out.data(),
+        stderr=err.data(),
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+        exit_code=code if code >= 0 else None,
+        signal=-code if code < 0 else None,
+        duration_ms=duration_ms,
+    )
+
+
+def _kill_deadline(grace_s: float) -> float:
+    return trio.current_time() + grace_s + _KILL_WAIT_S + 3.0
+
+
+# ---------------------------------------------------------------- tree kill
+
+
+async def kill_tree(
+    pgid: int | None,
+    tag: str | None,
+    *,
+    grace_s: float,
+    leader: trio.Process | None = None,
+) -> int:
+    """SIGTERM, `grace_s`, SIGKILL: the group `pgid` and every process tagged `tag`.
+
+    `leader` (the trio Process that leads the group) is waited on through trio,
+    which reaps it. Returns how many processes were found besides the leader.
+    Call it inside a shielded scope with a deadline when cleaning up.
+    """
+    me = os.getpid()
+    tag_entry = f"{TAG_VAR}={tag}".encode() if tag else None
+    seen: dict[int, int] = {}  # pid -> pidfd
+    try:
+        # SIGTERM phase.
+        _signal_group(pgid, signal.SIGTERM)
+        if leader is not None and leader.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                leader.send_signal(signal.SIGTERM)
+        fresh = await _scan_and_open(pgid, tag_entry, me, seen)
+        _send(fresh, signal.SIGTERM)
+        if grace_s > 0:
+            with trio.move_on_after(grace_s):
+                await _wait_gone(leader, seen.values())
+        # SIGKILL rounds until a scan finds nothing new and alive.
+        _signal_group(pgid, signal.SIGKILL)
+        if leader is not None and leader.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                leader.send_signal(signal.SIGKILL)
+        _send(seen.items(), signal.SIGKILL)
+        for _ in range(_KILL_ROUNDS):
+            fresh = await _scan_and_open(pgid, tag_entry, me, seen)
+            if not fresh:
+                break
+            _signal_group(pgid, signal.SIGKILL)
+            _send(fresh, signal.SIGKILL)
+        with trio.move_on_after(_KILL_WAIT_S):
+            await _wait_gone(leader, seen.values())
+        _reap(seen)
+        return len(seen)
+    finally:
+        for fd in seen.values():
+            os.close(fd)
+        if seen or leader is not None:
+            await trio.to_thread.run_sync(sweep_zombies)
+
+
+def _signal_group(pgid: int | None, sig: int) -> None:
+    # The group number cannot be reused while any member is alive, so this
+    # only reaches our tree (or nobody: ESRCH).
+    if pgid is not None and pgid > 1:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+
+
+def _send(targets: Iterable[tuple[int, int]], sig: int) -> None:
+    for _pid, fd in targets:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            signal.pidfd_send_signal(fd, sig)
+
+
+async def _wait_gone(leader: trio.Process | None, fds: Iterable[int]) -> None:
+    """Until the leader and every pidfd'd process has exited (pidfd readable)."""
+    async with trio.open_nursery() as nursery:
+        if leader is not None:
+            nursery.start_soon(leader.wait)
+        for fd in list(fds)[:_MAX_WAIT_FDS]:
+            nursery.start_soon(trio.lowlevel.wait_readable, fd)
+
+
+async def _scan_and_open(
+    pgid: int | None, tag_entry: bytes | None, me: int, seen: dict[int, int]
+) -> list[tuple[int, int]]:
+    found = await trio.to_thread.run_sync(_scan_and_open_sync, pgid, tag_entry, me, set(seen))
+    seen.update(found)
+    return found
+
+
+def _scan_and_open_sync(
+    pgid: int | None, tag_entry: bytes | None, me: int, known: set[int]
+) -> list[tuple[int, int]]:
+    """Pids of the tree not in `known`, each with a pidfd opened and re-verified."""
+    found = []
+    for pid in _list_pids():
+        if pid == me or pid in known:
+            continue
+        if not _belongs(pid, pgid, tag_entry):
+            continue
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            continue
+        # Re-check through the open pidfd's pid: if the pid was recycled
+        # between the check and the open, the new process fails the check.
+        if _belongs(pid, pgid, tag_entry, alive_only=True):
+            found.append((pid, fd))
+        else:
+            os.close(fd)
+    return found
+
+
+def _list_pids() -> list[int]:
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    return [int(n) for n in names if n.isdigit()]
+
+
+def _stat(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name: state, ppid, pgrp, ..."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    return raw[raw.rfind(b")") + 2 :].decode("ascii", "replace").split()
+
+
+def _has_tag(pid: int, tag_entry: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            environ = f.read()
+    except OSError:
+        return False
+    return (b"\0" + tag_entry + b"\0") in (b"\0" + environ + b"\0")
+
+
+def _belongs(
+    pid: int, pgid: int | None, tag_entry: bytes | None, *, alive_only: bool = False
+) -> bool:
+    stat = _stat(pid)
+    if stat is None or (alive_only and stat[0] in ("Z", "X")):
+        return False
+    if pgid is not None and stat[2] == str(pgid):
+        return True
+    return tag_entry is not None and _has_tag(pid, tag_entry)
+
+
+def _reap(seen: dict[int, int]) -> None:
+    """Reap killed processes that reparented to us (we are a subreaper)."""
+    for pid in seen:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def _pidfd_pids() -> set[int]:
+    """Pids this process holds a pidfd for (trio holds one per unreaped child)."""
+    held = set()
+    try:
+        fds = os.listdir("/proc/self/fdinfo")
+    except OSError:
+        return held
+    for fd in fds:
+        try:
+            with open(f"/proc/self/fdinfo/{fd}", "rb") as f:
+                info = f.read()
+        except OSError:
+            continue
+        for line in info.splitlines():
+            if line.startswith(b"Pid:"):
+                held.add(int(line.split()[1]))
+    return held
+
+
+def sweep_zombies() -> int:
+    """Reap zombie children of ours that nobody waits for; returns how many.
+
+    Orphans of finished commands reparent to the subreaper and become our
+    zombies when they exit. A zombie child is left alone when this process
+    holds a pidfd for it (trio's Process does, until it has reaped its child)
+    or when it is younger than `_ZOMBIE_MIN_AGE_S`. Blocking: run in a thread.
+    """
+    me = str(os.getpid())
+    zombies = []
+    for pid in _list_pids():
+        stat = _stat(pid)
+        if stat and stat[0] == "Z" and stat[1] == me:
+            zombies.append((pid, stat))
+    if not zombies:
+        return 0
+    held = _pidfd_pids()
+    now_ticks = _uptime_ticks()
+    reaped = 0
+    for pid, stat in zombies:
+        if pid in held:
+            continue
+        try:
+            start_ticks = int(stat[19])  # field 22 of stat: starttime in clock ticks
+        except (IndexError, ValueError):
+            continue
+        if now_ticks is None or now_ticks - start_ticks < _ZOMBIE_MIN_AGE_S * _TICKS:
+            continue
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                reaped += 1
+        except ChildProcessError:
+            pass
+        except OSError as exc:  # pragma: no cover - defensive
+            if exc.errno != errno.ECHILD:
+                raise
+    return reaped
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _uptime_ticks() -> float | None:
+    try:
+        with open("/proc/uptime", "rb") as f:
+            return float(f.read().split()[0]) * _TICKS
+    except (OSError, ValueError, IndexError):
+        return None

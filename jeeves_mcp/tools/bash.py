@@ -1,0 +1,125 @@
+"""`bash`: a shell command in the run root, as a process tree that always dies."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from typing import Any
+
+from jeeves_mcp.errors import ToolError
+from jeeves_mcp.tools._base import (
+    FOCUS_PROPERTY,
+    CallContext,
+    TextOutput,
+    Tool,
+    ToolOutput,
+    clip_summary,
+    display_path,
+    resolve_in_root,
+)
+from jeeves_mcp.tools._process import TAG_VAR, run_command
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "cmd": {"type": "string", "minLength": 1},
+        "cwd": {"type": "string"},
+        "env": {"type": "object"},
+        "timeout_ms": {"type": "integer", "minimum": 1},
+        "context_focus_question": FOCUS_PROPERTY,
+    },
+    "required": ["cmd"],
+    "additionalProperties": False,
+}
+
+
+def shell() -> str:
+    return shutil.which("bash") or "/bin/sh"
+
+
+def sanitized_env(
+    allow: tuple[str, ...], extra: Mapping[str, Any] | None, parent: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Only the allow-listed variables of `parent` (default os.environ), then `extra`."""
+    parent = os.environ if parent is None else parent
+    env = {name: parent[name] for name in allow if name in parent}
+    env.setdefault("PATH", os.defpath)
+    for name, value in (extra or {}).items():
+        if not isinstance(value, str):
+            raise ToolError("INVALID_REQUEST", f"env.{name}: expected string")
+        if not name or "=" in name or "\x00" in name or "\x00" in value:
+            raise ToolError("INVALID_REQUEST", f"env: invalid variable name {name!r}")
+        if name == TAG_VAR:
+            raise ToolError("INVALID_REQUEST", f"env.{name} is reserved")
+        env[name] = value
+    return env
+
+
+def _seconds(ms: int) -> str:
+    return f"{ms / 1000:.1f} s" if ms < 60_000 else f"{ms / 60_000:.1f} min"
+
+
+def _quote(cmd: str, room: int) -> str:
+    flat = " ".join(cmd.split())
+    return flat if len(flat) <= room else flat[: room - 1] + "…"
+
+
+async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
+    config = ctx.config
+    cmd: str = args["cmd"]
+    cwd = resolve_in_root(config, args.get("cwd", "."), what="cwd")
+    if not cwd.is_dir():
+        raise ToolError("NOT_FOUND", f"cwd is not a directory: {display_path(config, cwd)}")
+    env = sanitized_env(config.env_allow, args.get("env"))
+    timeout_ms = int(args.get("timeout_ms", config.bash_timeout_ms))
+    result = await run_command(
+        [shell(), "-c", cmd],
+        cwd=cwd,
+        env=env,
+        timeout_s=timeout_ms / 1000,
+        max_output_bytes=config.max_output_bytes,
+        kill_grace_s=config.kill_grace_ms / 1000,
+        on_output=ctx.progress.report,
+    )
+    stdout = result.stdout.decode("utf-8", "replace")
+    stderr = result.stderr.decode("utf-8", "replace")
+    lines = stdout.count("\n") + stderr.count("\n")
+    if result.signal is not None:
+        status, status_word = f"signal {result.signal}", f"killed by signal {result.signal}"
+    else:
+        status, status_word = f"exit {result.exit_code}", f"exited with status {result.exit_code}"
+    tail = f": {status} in {_seconds(result.duration_ms)}, {lines} lines"
+    summary = clip_summary(f'bash "{_quote(cmd, max(10, 100 - len(tail) - 7))}"{tail}')
+    fields: dict[str, Any] = {
+        "exit_code": result.exit_code,
+        "duration_ms": result.duration_ms,
+        "cwd": display_path(config, cwd),
+        "stdout_bytes": result.stdout_bytes,
+        "stderr_bytes": result.stderr_bytes,
+    }
+    if result.signal is not None:
+        fields["signal"] = result.signal
+    if result.truncated:
+        fields["output_capped"] = True
+    error = None
+    if result.exit_code != 0:
+        code = result.exit_code if result.exit_code is not None else 128 + (result.signal or 0)
+        error = ToolError("COMMAND_FAILED", f"command {status_word}", exit_code=code)
+    return ToolOutput(
+        summary=summary,
+        fields=fields,
+        texts=[TextOutput("stdout", stdout, "logs"), TextOutput("stderr", stderr, "logs")],
+        error=error,
+    )
+
+
+TOOL = Tool(
+    name="bash",
+    description=(
+        "Run a shell command (bash -c) in the workspace; returns exit_code, stdout, stderr. "
+        "Non-zero exit is an error. The whole process tree is killed on timeout."
+    ),
+    input_schema=SCHEMA,
+    handler=run,
+)

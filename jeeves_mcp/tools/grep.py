@@ -1,0 +1,207 @@
+"""`grep`: a regex search of the run root, with ripgrep when it is on PATH.
+
+Both paths give `path:line:text` lines sorted by path, paths relative to the
+root, each line clipped to 500 characters, and the fields `match_count`
+(matching lines seen), `files_with_matches` and `truncated` (more than
+`max_matches`, or ripgrep's output reached the capture cap: the counts are
+then lower bounds). ripgrep honours `.gitignore`; the built-in does not.
+Both skip hidden entries and binary files below the given paths.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from jeeves_mcp.errors import ToolError
+from jeeves_mcp.tools import _grep_builtin
+from jeeves_mcp.tools._base import (
+    FOCUS_PROPERTY,
+    CallContext,
+    TextOutput,
+    Tool,
+    ToolOutput,
+    clip_summary,
+    display_path,
+    resolve_in_root,
+)
+from jeeves_mcp.tools._process import run_command
+
+DEFAULT_MAX_MATCHES = 200
+MAX_MATCHES = 10_000
+# Bytes of ripgrep output captured per allowed match; the rest is drained.
+_BYTES_PER_MATCH = 1024
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "minLength": 1},
+        "paths": {"type": "array", "items": {"type": "string"}, "maxItems": 100},
+        "glob": {"type": "string", "description": "File filter, e.g. *.py"},
+        "ignore_case": {"type": "boolean"},
+        "max_matches": {"type": "integer", "minimum": 1, "maximum": MAX_MATCHES},
+        "timeout_ms": {"type": "integer", "minimum": 1},
+        "context_focus_question": FOCUS_PROPERTY,
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
+
+_RG_LINE = re.compile(r"^(.+?):(\d+):")
+
+
+def find_rg() -> str | None:
+    return shutil.which("rg")
+
+
+def _targets(ctx: CallContext, raw_paths: list[str]) -> list[tuple[Path, str]]:
+    targets = []
+    for raw in raw_paths or ["."]:
+        path = resolve_in_root(ctx.config, raw)
+        shown = display_path(ctx.config, path)
+        if not path.exists():
+            raise ToolError("NOT_FOUND", f"no such file or directory: {shown}")
+        targets.append((path, shown))
+    return targets
+
+
+async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
+    pattern: str = args["pattern"]
+    ignore_case = bool(args.get("ignore_case", False))
+    glob: str | None = args.get("glob") or None
+    max_matches = int(args.get("max_matches", DEFAULT_MAX_MATCHES))
+    timeout_ms = int(args.get("timeout_ms", ctx.config.grep_timeout_ms))
+    targets = _targets(ctx, args.get("paths") or ["."])
+    rg = find_rg()
+    if rg is not None:
+        result = await _run_rg(
+            ctx, rg, pattern, targets, glob, ignore_case, max_matches, timeout_ms
+        )
+        engine = "rg"
+    else:
+        result = await _run_builtin(pattern, targets, glob, ignore_case, max_matches, timeout_ms)
+        engine = "builtin"
+    files = len(result.files)
+    more = "+" if result.truncated else ""
+    summary = clip_summary(f"grep {pattern!r}: {result.match_count}{more} matches in {files} files")
+    fields: dict[str, Any] = {
+        "match_count": result.match_count,
+        "files_with_matches": files,
+        "truncated": result.truncated,
+        "engine": engine,
+    }
+    if result.skipped_files:
+        fields["skipped_files"] = result.skipped_files
+    return ToolOutput(
+        summary=summary,
+        fields=fields,
+        texts=[TextOutput("matches", "\n".join(result.lines), "logs")],
+    )
+
+
+async def _run_builtin(
+    pattern: str,
+    targets: list[tuple[Path, str]],
+    glob: str | None,
+    ignore_case: bool,
+    max_matches: int,
+    timeout_ms: int,
+) -> _grep_builtin.GrepResult:
+    try:
+        rx = _grep_builtin.compile_pattern(pattern, ignore_case)
+    except re.error as exc:
+        raise ToolError("INVALID_REQUEST", f"invalid regex: {exc}") from exc
+    stop = threading.Event()
+    try:
+        with trio.move_on_after(timeout_ms / 1000) as scope:
+            return await trio.to_thread.run_sync(
+                lambda: _grep_builtin.search(
+                    rx, targets, glob=glob, max_matches=max_matches, stop=stop
+                ),
+                abandon_on_cancel=True,
+            )
+    finally:
+        stop.set()  # an abandoned walk stops at its next file
+    assert scope.cancelled_caught
+    raise ToolError(
+        "TOOL_TIMEOUT", f"grep timed out after {timeout_ms / 1000:g} s", timeoutMs=timeout_ms
+    )
+
+
+async def _run_rg(
+    ctx: CallContext,
+    rg: str,
+    pattern: str,
+    targets: list[tuple[Path, str]],
+    glob: str | None,
+    ignore_case: bool,
+    max_matches: int,
+    timeout_ms: int,
+) -> _grep_builtin.GrepResult:
+    argv = [rg, "--line-number", "--no-heading", "--with-filename", "--color=never"]
+    argv += ["--sort=path", "--no-messages", "--max-columns=500", "--max-columns-preview"]
+    if ignore_case:
+        argv.append("--ignore-case")
+    if glob:
+        argv += ["--glob", glob]
+    argv += ["-e", pattern, "--"]
+    # Relative to the root (its cwd), so rg prints the paths the agent uses.
+    argv += ["./" if shown == "." else shown for _, shown in targets]
+    cap = min(ctx.config.max_output_bytes, max(64 * 1024, max_matches * _BYTES_PER_MATCH))
+    result = await run_command(
+        argv,
+        cwd=ctx.config.root,
+        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
+        timeout_s=timeout_ms / 1000,
+        max_output_bytes=cap,
+        kill_grace_s=ctx.config.kill_grace_ms / 1000,
+        keep_tail=False,
+    )
+    stderr = result.stderr.decode("utf-8", "replace").strip()
+    if result.exit_code == 2 and "regex parse error" in stderr:
+        message = (
+            stderr.split("error:", 1)[-1].strip().splitlines()[0] if "error:" in stderr else stderr
+        )
+        raise ToolError(
+            "INVALID_REQUEST",
+            f"invalid regex: {message}",
+            hint="ripgrep syntax (Rust regex): no look-around or backreferences",
+        )
+    if result.exit_code not in (0, 1, 2):
+        raise ToolError(
+            "INTERNAL", f"rg exited with status {result.exit_code}", stderr=stderr[-2000:]
+        )
+    grep = _grep_builtin.GrepResult()
+    text = result.stdout.decode("utf-8", "replace")
+    if result.stdout_bytes > len(result.stdout):
+        grep.truncated = True
+        text = text[: text.rfind("\n") + 1]  # the last line may be cut mid-way
+    for line in text.splitlines():
+        found = _RG_LINE.match(line)
+        if found is None:
+            continue  # "binary file matches" notes and the like
+        path = found.group(1).removeprefix("./")
+        grep.match_count += 1
+        grep.files.add(path)
+        if len(grep.lines) < max_matches:
+            grep.lines.append(line[2:] if line.startswith("./") else line)
+    if result.exit_code == 2 and not grep.match_count:
+        raise ToolError("INTERNAL", "rg failed", stderr=stderr[-2000:])
+    grep.truncated = grep.truncated or grep.match_count > len(grep.lines)
+    return grep
+
+
+TOOL = Tool(
+    name="grep",
+    description=(
+        "Regex search of workspace files (ripgrep); returns path:line:text lines. "
+        "Use before read to locate code."
+    ),
+    input_schema=SCHEMA,
+    handler=run,
+)
