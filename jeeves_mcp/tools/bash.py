@@ -23,7 +23,7 @@ from jeeves_mcp.tools._process import TAG_VAR, run_command
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "cmd": {"type": "string", "minLength": 1},
+        "cmd": {"type": "string"},
         "cwd": {"type": "string"},
         "env": {"type": "object"},
         "timeout_ms": {"type": "integer", "minimum": 1},
@@ -117,8 +117,8 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
 TOOL = Tool(
     name="bash",
     description=(
-        "Run a shell command (bash -c) in the workspace; returns exit_code, stdout, stderr. "
-        "Non-zero exit is an error. The whole process tree is killed on timeout."
+        "Run a shell command (bash -c) in the workspace: exit_code, stdout, stderr. "
+        "Timeout kills its whole process tree."
     ),
     input_schema=SCHEMA,
     handler=run,

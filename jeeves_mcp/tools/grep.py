@@ -41,8 +41,8 @@ SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "pattern": {"type": "string", "minLength": 1},
-        "paths": {"type": "array", "items": {"type": "string"}, "maxItems": 100},
-        "glob": {"type": "string", "description": "File filter, e.g. *.py"},
+        "paths": {"type": "array", "items": {"type": "string"}},
+        "glob": {"type": "string", "description": "e.g. *.py"},
         "ignore_case": {"type": "boolean"},
         "max_matches": {"type": "integer", "minimum": 1, "maximum": MAX_MATCHES},
         "timeout_ms": {"type": "integer", "minimum": 1},
@@ -199,8 +199,8 @@ async def _run_rg(
 TOOL = Tool(
     name="grep",
     description=(
-        "Regex search of workspace files (ripgrep); returns path:line:text lines. "
-        "Use before read to locate code."
+        "Regex search of workspace files (ripgrep): path:line:text lines. "
+        "Use it to locate code before read."
     ),
     input_schema=SCHEMA,
     handler=run,

@@ -1,0 +1,292 @@
+"""Process trees that always die: real processes, no mocks."""
+
+from __future__ import annotations
+
+import os
+import resource
+import secrets
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+import trio
+
+from jeeves_mcp.errors import ToolError
+from jeeves_mcp.tools._process import (
+    TAG_VAR,
+    become_subreaper,
+    kill_tree,
+    new_tag,
+    run_command,
+    sweep_zombies,
+)
+
+GRACE_S = 0.3
+
+
+@pytest.fixture
+def subreaper():
+    """This test process is the subreaper, as the pruner child is in production."""
+    assert become_subreaper(True)
+    yield
+    become_subreaper(False)
+
+
+@pytest.fixture
+def marker():
+    """A variable every process of the test inherits, so leftovers can be found."""
+    name, value = "JEEVES_TEST_MARK", secrets.token_hex(8)
+    yield name, value
+    leftovers = marked_pids(name, value)
+    for pid in leftovers:  # never leak, even when an assertion failed
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert not leftovers, f"processes left behind: {leftovers}"
+
+
+def marked_pids(name: str, value: str) -> list[int]:
+    needle = f"\0{name}={value}\0".encode()
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in b"\0" + environ + b"\0":
+            pids.append(int(entry))
+    return pids
+
+
+def gone(pid: int) -> bool:
+    """Neither running nor a zombie: the pid has been reaped."""
+    return not Path(f"/proc/{pid}").exists()
+
+
+def our_zombies() -> list[int]:
+    me = str(os.getpid())
+    zombies = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields[0] == "Z" and fields[1] == me:
+            zombies.append(int(entry))
+    return zombies
+
+
+def base_env(marker: tuple[str, str]) -> dict[str, str]:
+    return {"PATH": os.environ["PATH"], marker[0]: marker[1]}
+
+
+async def test_normal_exit_captures_output_and_status(tmp_path, marker):
+    result = await run_command(
+        ["bash", "-c", "echo out; echo err >&2; pwd; exit 3"],
+        cwd=tmp_path,
+        env=base_env(marker),
+        timeout_s=30,
+        max_output_bytes=4096,
+        kill_grace_s=GRACE_S,
+    )
+    assert result.stdout == f"out\n{tmp_path}\n".encode()
+    assert result.stderr == b"err\n"
+    assert (result.exit_code, result.signal) == (3, None)
+    assert result.stdout_bytes == len(result.stdout)
+    assert not result.truncated
+
+
+async def test_missing_executable_is_not_found(tmp_path):
+    with pytest.raises(ToolError) as info:
+        await run_command(
+            ["/nonexistent/jeeves-tool"],
+            cwd=tmp_path,
+            env={},
+            timeout_s=5,
+            max_output_bytes=1024,
+            kill_grace_s=GRACE_S,
+        )
+    assert info.value.code == "NOT_FOUND"
+
+
+async def test_timeout_kills_double_forked_setsid_daemon(tmp_path, marker, subreaper):
+    pidfile = tmp_path / "daemon.pid"
+    script = f"(setsid sleep 300 & echo $! > {pidfile}); echo started; sleep 300"
+    with pytest.raises(ToolError) as info:
+        await run_command(
+            ["bash", "-c", script],
+            cwd=tmp_path,
+            env=base_env(marker),
+            timeout_s=2,
+            max_output_bytes=4096,
+            kill_grace_s=GRACE_S,
+        )
+    error = info.value
+    assert error.code == "TOOL_TIMEOUT"
+    assert error.details["timeoutMs"] == 2000
+    assert "started" in error.details["stdout"]
+    daemon = int(pidfile.read_text())
+    assert gone(daemon), "the setsid daemon survived or was left a zombie"
+    assert marked_pids(*marker) == []
+    assert daemon not in our_zombies()
+
+
+async def test_leftover_background_jobs_die_when_command_exits(tmp_path, marker, subreaper):
+    # 20 background sleepers in the group and 20 that left it with setsid.
+    script = (
+        "for i in $(seq 20); do sleep 300 & (setsid sleep 300 &); done; "
+        "sleep 0.1; echo done"  # let the setsid children exec before we return
+    )
+    result = await run_command(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        env=base_env(marker),
+        timeout_s=30,
+        max_output_bytes=4096,
+        kill_grace_s=GRACE_S,
+    )
+    assert result.exit_code == 0
+    assert result.stdout == b"done\n"
+    assert marked_pids(*marker) == []
+
+
+async def test_kill_tree_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path, marker):
+    tag = new_tag()
+    proc = await trio.lowlevel.open_process(
+        ["bash", "-c", "trap '' TERM; echo ready; while :; do sleep 1; done"],
+        cwd=tmp_path,
+        env={**base_env(marker), TAG_VAR: tag},
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert await proc.stdout.receive_some(64) == b"ready\n"  # the trap is set
+        with trio.fail_after(10):
+            await kill_tree(proc.pid, tag, grace_s=GRACE_S, leader=proc)
+        assert proc.returncode == -signal.SIGKILL
+    finally:
+        await proc.stdout.aclose()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def test_kill_tree_stops_at_sigterm_when_it_is_honoured(tmp_path, marker):
+    proc = await trio.lowlevel.open_process(
+        ["bash", "-c", "echo ready; exec sleep 300"],
+        cwd=tmp_path,
+        env=base_env(marker),
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert await proc.stdout.receive_some(64) == b"ready\n"
+        with trio.fail_after(10):
+            await kill_tree(proc.pid, None, grace_s=5, leader=proc)
+        assert proc.returncode == -signal.SIGTERM
+    finally:
+        await proc.stdout.aclose()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def test_cancellation_kills_the_tree(tmp_path, marker, subreaper):
+    pidfile = tmp_path / "daemon.pid"
+    script = (
+        f"(setsid bash -c 'trap \"\" TERM; sleep 300' & echo $! > {pidfile}); "
+        "trap '' TERM; echo ready; sleep 300"
+    )
+    ready = trio.Event()
+
+    def on_output(line: str) -> None:
+        if line == "ready":
+            ready.set()
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+
+            async def call() -> None:
+                await run_command(
+                    ["bash", "-c", script],
+                    cwd=tmp_path,
+                    env=base_env(marker),
+                    timeout_s=600,
+                    max_output_bytes=4096,
+                    kill_grace_s=GRACE_S,
+                    on_output=on_output,
+                )
+                raise AssertionError("run_command returned although cancelled")
+
+            nursery.start_soon(call)
+            await ready.wait()
+            nursery.cancel_scope.cancel()
+    daemon = int(pidfile.read_text())
+    assert gone(daemon)
+    assert marked_pids(*marker) == []
+
+
+async def test_output_over_the_cap_is_capped_counted_and_bounded(tmp_path, marker):
+    total = 200_000_000
+    cap = 1024 * 1024
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+    result = await run_command(
+        ["bash", "-c", f"yes | head -c {total}; echo tail-marker >&2"],
+        cwd=tmp_path,
+        env=base_env(marker),
+        timeout_s=120,
+        max_output_bytes=cap,
+        kill_grace_s=GRACE_S,
+    )
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert result.exit_code == 0
+    assert result.stdout_bytes == total
+    assert result.truncated
+    assert len(result.stdout) < cap + 100  # head + omission marker + tail
+    assert result.stdout.startswith(b"y\ny\n") and result.stdout.endswith(b"y\n")
+    assert f"[... {total - cap} bytes omitted ...]".encode() in result.stdout
+    assert result.stderr == b"tail-marker\n"
+    assert rss_after - rss_before < 64 * 1024, "peak RSS grew by more than 64 MiB"
+
+
+async def test_head_only_capture_has_no_marker(tmp_path, marker):
+    result = await run_command(
+        ["bash", "-c", "seq 1 100000"],
+        cwd=tmp_path,
+        env=base_env(marker),
+        timeout_s=30,
+        max_output_bytes=1024,
+        kill_grace_s=GRACE_S,
+        keep_tail=False,
+    )
+    assert len(result.stdout) == 1024
+    assert result.stdout.startswith(b"1\n2\n3\n")
+    assert result.stdout_bytes > 1024
+
+
+async def test_sweep_reaps_orphans_that_exited_on_their_own(tmp_path, marker, subreaper):
+    # An orphan that exits by itself becomes our zombie (we are the
+    # subreaper); once it is older than the sweep's safety age it is reaped.
+    result = await run_command(
+        ["bash", "-c", "(setsid true &); sleep 0.2; echo $$"],
+        cwd=tmp_path,
+        env=base_env(marker),
+        timeout_s=30,
+        max_output_bytes=1024,
+        kill_grace_s=GRACE_S,
+    )
+    assert result.exit_code == 0
+    with trio.fail_after(10):
+        while our_zombies():
+            # Zombies younger than the safety age are left to a later sweep;
+            # wait for them to age (no event exists for "a second has passed").
+            await trio.sleep(0.2)
+            await trio.to_thread.run_sync(sweep_zombies)
+    assert our_zombies() == []
