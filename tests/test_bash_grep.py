@@ -1,0 +1,302 @@
+"""The `bash` and `grep` tool handlers, called directly with a CallContext."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+import trio
+
+from jeeves_mcp.config import PrunerConfig
+from jeeves_mcp.errors import ToolError
+from jeeves_mcp.progress import NullProgress
+from jeeves_mcp.store import RecoveryStore
+from jeeves_mcp.tools import _grep_builtin, grep
+from jeeves_mcp.tools import bash as bash_tool
+from jeeves_mcp.tools._base import CallContext
+
+
+def make_ctx(root: Path, **config) -> CallContext:
+    return CallContext(
+        config=PrunerConfig(root=root, kill_grace_ms=300, **config),
+        store=RecoveryStore(60, 1024 * 1024),
+        pruner=None,  # type: ignore[arg-type]  # not needed by these handlers
+        progress=NullProgress(),
+        request_id="test",
+        log=logging.getLogger("jeeves_mcp.test"),
+    )
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "src" / "pkg").mkdir(parents=True)
+    (ws / ".git").mkdir()
+    (ws / "src" / "app.py").write_text("import os\n\ndef Greet(name):\n    return 'hello'\n")
+    (ws / "src" / "pkg" / "util.py").write_text("def greet_all():\n    pass\n# greet\n")
+    (ws / "README.md").write_text("greet people\n")
+    (ws / ".git" / "config").write_text("greet hidden\n")
+    (ws / "blob.bin").write_bytes(b"greet\x00\x01\x02binary\n")
+    return ws
+
+
+def definition_size(tool) -> int:
+    return len(json.dumps(tool.definition(), separators=(",", ":")).encode())
+
+
+def test_definitions_stay_small():
+    assert definition_size(bash_tool.TOOL) <= 600
+    assert definition_size(grep.TOOL) <= 700
+    for tool in (bash_tool.TOOL, grep.TOOL):
+        assert tool.input_schema["additionalProperties"] is False
+        assert tool.prunable
+
+
+# ------------------------------------------------------------------ bash
+
+
+async def test_bash_success(root):
+    out = await bash_tool.run(make_ctx(root), {"cmd": "echo hi; echo warn >&2; pwd"})
+    assert out.error is None
+    assert out.fields["exit_code"] == 0
+    assert out.fields["cwd"] == "."
+    texts = {t.name: t for t in out.texts}
+    assert texts["stdout"].text == f"hi\n{root}\n"
+    assert texts["stderr"].text == "warn\n"
+    assert texts["stdout"].source_type == "logs"
+    assert out.summary.startswith('bash "echo hi; echo warn >&2; pwd": exit 0 in ')
+    assert out.summary.endswith(", 3 lines")
+
+
+async def test_bash_nonzero_exit_is_command_failed_with_output(root):
+    out = await bash_tool.run(make_ctx(root), {"cmd": "echo partial; exit 7"})
+    assert out.error is not None
+    assert out.error.code == "COMMAND_FAILED"
+    assert out.error.details["exit_code"] == 7
+    assert out.fields["exit_code"] == 7
+    assert out.texts[0].text == "partial\n"
+
+
+async def test_bash_summary_is_clipped(root):
+    out = await bash_tool.run(make_ctx(root), {"cmd": "true " + "x" * 300})
+    assert len(out.summary) <= 100
+    assert out.summary.endswith("lines")
+
+
+async def test_bash_cwd_inside_root(root):
+    out = await bash_tool.run(make_ctx(root), {"cmd": "pwd", "cwd": "src/pkg"})
+    assert out.texts[0].text == f"{root / 'src' / 'pkg'}\n"
+    assert out.fields["cwd"] == "src/pkg"
+
+
+@pytest.mark.parametrize("cwd", ["..", "/", "src/../../"])
+async def test_bash_cwd_outside_root_is_forbidden(root, cwd):
+    with pytest.raises(ToolError) as info:
+        await bash_tool.run(make_ctx(root), {"cmd": "pwd", "cwd": cwd})
+    assert info.value.code == "FORBIDDEN"
+
+
+async def test_bash_cwd_symlink_escape_is_forbidden(root, tmp_path):
+    (root / "escape").symlink_to(tmp_path)
+    with pytest.raises(ToolError) as info:
+        await bash_tool.run(make_ctx(root), {"cmd": "pwd", "cwd": "escape"})
+    assert info.value.code == "FORBIDDEN"
+
+
+async def test_bash_missing_cwd_is_not_found(root):
+    with pytest.raises(ToolError) as info:
+        await bash_tool.run(make_ctx(root), {"cmd": "pwd", "cwd": "nope"})
+    assert info.value.code == "NOT_FOUND"
+
+
+async def test_bash_env_allow_list(root, monkeypatch):
+    monkeypatch.setenv("JEEVES_TEST_DAEMON_SECRET", "s3cret-value")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    out = await bash_tool.run(make_ctx(root), {"cmd": "env", "env": {"FOO": "bar baz"}})
+    stdout = out.texts[0].text
+    assert "s3cret-value" not in stdout
+    assert "JEEVES_TEST_DAEMON_SECRET" not in stdout
+    assert "FOO=bar baz\n" in stdout
+    assert "LANG=C.UTF-8\n" in stdout  # allow-listed names pass
+
+
+@pytest.mark.parametrize(
+    "env", [{"A": 1}, {"": "x"}, {"A=B": "x"}, {"JEEVES_MCP_CALL": "x"}, {"A": "x\x00y"}]
+)
+async def test_bash_bad_env_is_invalid_request(root, env):
+    with pytest.raises(ToolError) as info:
+        await bash_tool.run(make_ctx(root), {"cmd": "true", "env": env})
+    assert info.value.code == "INVALID_REQUEST"
+
+
+async def test_bash_timeout(root):
+    with pytest.raises(ToolError) as info:
+        await bash_tool.run(make_ctx(root), {"cmd": "echo begun; sleep 300", "timeout_ms": 1000})
+    assert info.value.code == "TOOL_TIMEOUT"
+    assert info.value.details["timeoutMs"] == 1000
+    assert info.value.details["stdout"] == "begun\n"
+
+
+async def test_bash_default_timeout_comes_from_config(root):
+    with pytest.raises(ToolError) as info:
+        await bash_tool.run(make_ctx(root, bash_timeout_ms=500), {"cmd": "sleep 300"})
+    assert info.value.details["timeoutMs"] == 500
+
+
+async def test_bash_output_cap(root):
+    out = await bash_tool.run(
+        make_ctx(root, max_output_bytes=4096), {"cmd": "head -c 100000 /dev/zero | tr '\\0' x"}
+    )
+    assert out.fields["stdout_bytes"] == 100_000
+    assert out.fields["output_capped"] is True
+    assert "bytes omitted" in out.texts[0].text
+
+
+async def test_bash_signal_death_is_reported(root):
+    out = await bash_tool.run(make_ctx(root), {"cmd": "kill -KILL $$"})
+    assert out.fields["signal"] == 9
+    assert out.error is not None and out.error.details["exit_code"] == 137
+
+
+# ------------------------------------------------------------------ grep
+
+
+@pytest.fixture(params=["rg", "builtin"])
+def engine(request, monkeypatch):
+    if request.param == "rg":
+        if shutil.which("rg") is None:
+            pytest.skip("ripgrep is not installed (apt-get install -y ripgrep)")
+    else:
+        monkeypatch.setattr(grep, "find_rg", lambda: None)
+    return request.param
+
+
+async def call_grep(root: Path, **args):
+    return await grep.run(make_ctx(root), args)
+
+
+def lines(out) -> list[str]:
+    (text,) = [t.text for t in out.texts if t.name == "matches"]
+    return text.splitlines() if text else []
+
+
+async def test_grep_matches(root, engine):
+    out = await call_grep(root, pattern="greet")
+    assert out.fields["engine"] == engine
+    assert lines(out) == [
+        "README.md:1:greet people",
+        "src/pkg/util.py:1:def greet_all():",
+        "src/pkg/util.py:3:# greet",
+    ]
+    assert out.fields["match_count"] == 3
+    assert out.fields["files_with_matches"] == 2
+    assert out.fields["truncated"] is False
+    assert out.summary == "grep 'greet': 3 matches in 2 files"
+
+
+async def test_grep_ignore_case(root, engine):
+    out = await call_grep(root, pattern="greet", ignore_case=True, paths=["src"])
+    assert lines(out) == [
+        "src/app.py:3:def Greet(name):",
+        "src/pkg/util.py:1:def greet_all():",
+        "src/pkg/util.py:3:# greet",
+    ]
+
+
+async def test_grep_glob(root, engine):
+    out = await call_grep(root, pattern="greet", glob="*.md")
+    assert lines(out) == ["README.md:1:greet people"]
+    out = await call_grep(root, pattern="greet", glob="!*.md")
+    assert [line.split(":")[0] for line in lines(out)] == ["src/pkg/util.py"] * 2
+
+
+async def test_grep_explicit_file(root, engine):
+    out = await call_grep(root, pattern="import", paths=["src/app.py"])
+    assert lines(out) == ["src/app.py:1:import os"]
+
+
+async def test_grep_max_matches_truncates(root, engine):
+    (root / "many.txt").write_text("".join(f"hit {i}\n" for i in range(50)))
+    out = await call_grep(root, pattern="hit", max_matches=5, paths=["many.txt"])
+    assert lines(out) == [f"many.txt:{i + 1}:hit {i}" for i in range(5)]
+    assert out.fields["truncated"] is True
+    assert out.fields["match_count"] == 50
+
+
+async def test_grep_no_match_is_success(root, engine):
+    out = await call_grep(root, pattern="zzz_not_there")
+    assert out.error is None
+    assert out.fields["match_count"] == 0
+    assert lines(out) == []
+
+
+@pytest.mark.parametrize("pattern", ["(", "a[", "*x"])
+async def test_grep_bad_regex_is_invalid_request(root, engine, pattern):
+    with pytest.raises(ToolError) as info:
+        await call_grep(root, pattern=pattern)
+    assert info.value.code == "INVALID_REQUEST"
+    assert "regex" in info.value.message
+
+
+@pytest.mark.parametrize("path", ["..", "/etc", "src/../../"])
+async def test_grep_path_outside_root_is_forbidden(root, engine, path):
+    with pytest.raises(ToolError) as info:
+        await call_grep(root, pattern="x", paths=[path])
+    assert info.value.code == "FORBIDDEN"
+
+
+async def test_grep_missing_path_is_not_found(root, engine):
+    with pytest.raises(ToolError) as info:
+        await call_grep(root, pattern="x", paths=["src", "missing.py"])
+    assert info.value.code == "NOT_FOUND"
+
+
+async def test_grep_pattern_starting_with_dash(root, engine):
+    (root / "flags.txt").write_text("use --force here\n")
+    out = await call_grep(root, pattern="--force")
+    assert lines(out) == ["flags.txt:1:use --force here"]
+
+
+async def test_grep_long_lines_are_clipped(root, engine):
+    (root / "min.js").write_text("var a='" + "x" * 5000 + "';\n")
+    out = await call_grep(root, pattern="var a")
+    (line,) = lines(out)
+    assert line.startswith("min.js:1:var a='xxx")
+    assert len(line) < 700
+
+
+async def test_builtin_grep_timeout_stops_the_walk(root, monkeypatch):
+    monkeypatch.setattr(grep, "find_rg", lambda: None)
+    entered, stopped = threading.Event(), threading.Event()
+
+    def slow_search(rx, targets, *, glob, max_matches, stop):
+        entered.set()
+        stop.wait(30)  # a walk that only ends when told to
+        stopped.set()
+        return _grep_builtin.GrepResult()
+
+    monkeypatch.setattr(_grep_builtin, "search", slow_search)
+    with pytest.raises(ToolError) as info:
+        await call_grep(root, pattern="x", timeout_ms=200)
+    assert info.value.code == "TOOL_TIMEOUT"
+    assert info.value.details["timeoutMs"] == 200
+    assert entered.is_set()
+    with trio.fail_after(5):
+        await trio.to_thread.run_sync(stopped.wait)
+
+
+async def test_rg_gets_a_clean_environment(root, monkeypatch):
+    if shutil.which("rg") is None:
+        pytest.skip("ripgrep is not installed")
+    # A config file named by the parent's environment must not change results.
+    config = root.parent / "rgrc"
+    config.write_text("--fixed-strings\n")
+    monkeypatch.setenv("RIPGREP_CONFIG_PATH", str(config))
+    out = await call_grep(root, pattern="gre+t", paths=["README.md"])
+    assert lines(out) == ["README.md:1:greet people"]
+    assert os.environ["RIPGREP_CONFIG_PATH"] == str(config)
