@@ -290,3 +290,71 @@ async def test_sweep_reaps_orphans_that_exited_on_their_own(tmp_path, marker, su
             await trio.sleep(0.2)
             await trio.to_thread.run_sync(sweep_zombies)
     assert our_zombies() == []
+
+
+async def test_timeout_kills_a_forking_tree_that_escapes_and_ignores_sigterm(
+    tmp_path, marker, subreaper
+):
+    # A binary tree of ~127 processes; every left branch leaves the group
+    # with setsid, and every node ignores SIGTERM.
+    script = (
+        "bomb() { if [ $1 -gt 0 ]; then "
+        'setsid bash -c "$(declare -f bomb); bomb $(($1-1))" & bomb $(($1-1)) & fi; '
+        "trap '' TERM; sleep 300; }; bomb 6"
+    )
+    with pytest.raises(ToolError) as info:
+        await run_command(
+            ["bash", "-c", script],
+            cwd=tmp_path,
+            env=base_env(marker),
+            timeout_s=2,
+            max_output_bytes=4096,
+            kill_grace_s=GRACE_S,
+        )
+    assert info.value.code == "TOOL_TIMEOUT"
+    assert marked_pids(*marker) == []
+
+
+async def test_one_command_ending_does_not_kill_another_commands_daemon(
+    tmp_path, marker, subreaper
+):
+    fifo = tmp_path / "go"
+    os.mkfifo(fifo)
+    pidfile = tmp_path / "b.pid"
+    script_b = f"(setsid sleep 300 & echo $! > {pidfile}); echo ready; read x < {fifo}; echo got $x"
+    ready = trio.Event()
+    results = {}
+
+    async def command_b() -> None:
+        results["b"] = await run_command(
+            ["bash", "-c", script_b],
+            cwd=tmp_path,
+            env=base_env(marker),
+            timeout_s=60,
+            max_output_bytes=4096,
+            kill_grace_s=GRACE_S,
+            on_output=lambda line: ready.set() if line == "ready" else None,
+        )
+
+    def release_b() -> None:
+        with open(fifo, "w") as f:  # blocks until B opens the fifo for reading
+            f.write("go\n")
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(command_b)
+            await ready.wait()
+            daemon_b = int(pidfile.read_text())
+            a = await run_command(
+                ["bash", "-c", "(setsid sleep 300 &); echo a"],
+                cwd=tmp_path,
+                env=base_env(marker),
+                timeout_s=60,
+                max_output_bytes=4096,
+                kill_grace_s=GRACE_S,
+            )
+            assert a.stdout == b"a\n"
+            assert not gone(daemon_b), "command A's cleanup killed command B's daemon"
+            await trio.to_thread.run_sync(release_b)
+    assert results["b"].stdout == b"ready\ngot go\n"
+    assert gone(daemon_b)

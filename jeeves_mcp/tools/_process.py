@@ -255,11 +255,14 @@ async def kill_tree(
     seen: dict[int, int] = {}  # pid -> pidfd
     try:
         # SIGTERM phase.
-        _signal_group(pgid, signal.SIGTERM)
-        if leader is not None and leader.returncode is None:
+        group_alive = _signal_group(pgid, signal.SIGTERM)
+        leader_alive = leader is not None and leader.returncode is None
+        if leader_alive:
             with contextlib.suppress(ProcessLookupError):
                 leader.send_signal(signal.SIGTERM)
         fresh = await _scan_and_open(pgid, tag_entry, me, seen)
+        if not (group_alive or leader_alive or fresh):
+            return 0  # the usual case after a normal exit: nothing is left
         _send(fresh, signal.SIGTERM)
         if grace_s > 0:
             with trio.move_on_after(grace_s):
@@ -287,12 +290,22 @@ async def kill_tree(
             await trio.to_thread.run_sync(sweep_zombies)
 
 
-def _signal_group(pgid: int | None, sig: int) -> None:
-    # The group number cannot be reused while any member is alive, so this
-    # only reaches our tree (or nobody: ESRCH).
-    if pgid is not None and pgid > 1:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
+def _signal_group(pgid: int | None, sig: int) -> bool:
+    """Signal the group; False when it has no member left.
+
+    A group number is not reused while any member is alive, so this reaches
+    our tree or nobody (the theoretical exception: the group emptied and a
+    new process took the number as its own group within the same moment).
+    """
+    if pgid is None or pgid <= 1:
+        return False
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _send(targets: Iterable[tuple[int, int]], sig: int) -> None:
