@@ -64,12 +64,16 @@ class ToolRunner:
         _log.event(log, "tool.request_received", tool=name, request_id=request_id)
         tool = self._tools.get(name)
         if tool is None:
+            # A tool result rather than -32602: the agent sees the valid names and
+            # retries, as with the official SDK server (and the conformance suite).
             _log.event(log, "tool.request_invalid", tool=name, request_id=request_id,
                        validation_errors=["unknown tool"])
-            raise McpError(
-                INVALID_PARAMS,
-                f"unknown tool: {name}",
-                {"code": "INVALID_REQUEST", "tools": sorted(t["name"] for t in self._definitions)},
+            return error_result(
+                ToolError(
+                    "INVALID_REQUEST",
+                    f"unknown tool: {name}",
+                    tools=[t["name"] for t in self._definitions],
+                )
             )
         if arguments is None:
             arguments = {}

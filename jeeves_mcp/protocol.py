@@ -46,6 +46,10 @@ INSTRUCTIONS = (
     "what answers it; cut blocks show as ⟦PRUNÉ prune_id=… lignes a-b⟧ and recover_text "
     "returns them."
 )
+# Stateless-era results that carry cache hints (CacheableResult in the 2026-07-28 schema).
+CACHEABLE_METHODS = frozenset(
+    {"server/discover", "tools/list", "resources/list", "resources/templates/list", "prompts/list"}
+)
 CAPABILITIES: dict[str, Any] = {
     "tools": {"listChanged": False},
     "resources": {},
@@ -162,6 +166,9 @@ class Dispatcher:
             )
         if modern:
             result = {**result, "resultType": "complete"}
+            if method in CACHEABLE_METHODS:
+                result.setdefault("cacheScope", "private")
+                result.setdefault("ttlMs", 0)
             result.setdefault("_meta", {})[META_SERVER_INFO] = SERVER_INFO
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
@@ -190,7 +197,7 @@ class Dispatcher:
             return self._initialize(params, session)
         if method == "server/discover":
             return {
-                "supportedVersions": list(MODERN_VERSIONS),
+                "supportedVersions": [*HANDSHAKE_VERSIONS, *MODERN_VERSIONS],
                 "capabilities": CAPABILITIES,
                 "instructions": INSTRUCTIONS,
                 "cacheScope": "private",

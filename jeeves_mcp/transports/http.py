@@ -72,6 +72,7 @@ class McpHttpApp:
         self.rpc_session = Session(id="rpc")
         self.extra_routes: dict[tuple[str, str], Route] = {}
         self._token = config.token.encode() if config.token else None
+        self._loopback = _is_local_host(config.host)
 
     # -- ASGI entry ---------------------------------------------------------
 
@@ -114,7 +115,12 @@ class McpHttpApp:
     # -- security -------------------------------------------------------------
 
     async def _guard(self, scope: dict[str, Any], send: Send) -> bool:
-        """Origin (DNS rebinding) then bearer token; answers and returns False on refusal."""
+        """Host and Origin (DNS rebinding), then the bearer token; False once refused."""
+        host = header(scope, b"host")
+        if self._loopback and host is not None and not _is_local_host(host):
+            _log.event(log, "http.host_rejected", logging.WARNING, host=host)
+            await _status(send, 421, "host not allowed: this server answers only to localhost")
+            return False
         origin = header(scope, b"origin")
         if origin is not None and not _is_local_origin(origin):
             _log.event(log, "http.origin_rejected", logging.WARNING, origin=origin)
@@ -177,6 +183,10 @@ class McpHttpApp:
             await _status(send, 405, "use POST, GET or DELETE", allow="POST, GET, DELETE")
 
     async def _mcp_post(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            await _status(send, 415, "Content-Type must be application/json")
+            return
         body = await self._body(receive, send)
         if body is None:
             return
@@ -277,8 +287,8 @@ class McpHttpApp:
 
     async def _mcp_get(self, scope: dict[str, Any], send: Send) -> None:
         accept = header(scope, b"accept") or ""
-        if "text/event-stream" not in accept:
-            await _status(send, 405, "GET /mcp serves only text/event-stream", allow="POST, DELETE")
+        if "text/event-stream" not in accept or header(scope, b"mcp-protocol-version") in MODERN_VERSIONS:
+            await _status(send, 405, "GET /mcp serves only a session's text/event-stream", allow="POST, DELETE")
             return
         entry = await self._session_for(scope, send)
         if entry is None:
@@ -387,6 +397,15 @@ def _wants_stream(scope: dict[str, Any], messages: list[Any]) -> bool:
         if isinstance(meta, dict) and meta.get("progressToken") is not None:
             return True
     return False
+
+
+def _is_local_host(host: str) -> bool:
+    """A Host header (or bind address) naming this machine's loopback, port optional."""
+    try:
+        name = urlsplit(f"//{host}").hostname
+    except ValueError:
+        return False
+    return name in LOCAL_HOSTS or (name or "").startswith("127.")
 
 
 def _is_local_origin(origin: str) -> bool:

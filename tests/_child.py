@@ -1,0 +1,95 @@
+"""Start a real pruner child process for a test and make sure it is gone after."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+START_TIMEOUT_S = 20
+
+
+@dataclass
+class Child:
+    process: trio.Process
+    url: str
+    port: int
+    token: str | None
+    stderr_path: Path
+
+    @property
+    def base(self) -> str:
+        return self.url.removesuffix("/mcp")
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def log_events(self) -> list[dict]:
+        events = []
+        for line in self.stderr_path.read_text().splitlines():
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue
+        return events
+
+
+def pruner_argv(root: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "jeeves_mcp", "pruner", "--root", str(root), *extra]
+
+
+@asynccontextmanager
+async def running_child(
+    root: Path, tmp: Path, *, token: str | None = "test-token", env: dict[str, str] | None = None
+) -> AsyncIterator[Child]:
+    child_env = {**os.environ, **(env or {})}
+    child_env.pop("JEEVES_MCP_TOKEN", None)
+    if token:
+        child_env["JEEVES_MCP_TOKEN"] = token
+    stderr_path = tmp / f"child-{os.urandom(3).hex()}.log"
+    with stderr_path.open("wb") as stderr:
+        process = await trio.lowlevel.open_process(
+            pruner_argv(root, "--port", "0"),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=child_env,
+            start_new_session=True,
+        )
+    try:
+        assert process.stdout is not None
+        buffer = b""
+        with trio.fail_after(START_TIMEOUT_S):
+            while b"\n" not in buffer:
+                chunk = await process.stdout.receive_some(4096)
+                if not chunk:
+                    raise RuntimeError(f"child exited before ready: {stderr_path.read_text()[-2000:]}")
+                buffer += chunk
+        ready = json.loads(buffer.split(b"\n", 1)[0])
+        assert ready["event"] == "ready"
+        yield Child(process, ready["url"], ready["port"], token, stderr_path)
+    finally:
+        with trio.CancelScope(shield=True):
+            await stop_process_group(process)
+
+
+async def stop_process_group(process: trio.Process, grace_s: float = 5.0) -> None:
+    """SIGTERM the child's group, SIGKILL what is left after `grace_s`."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    with trio.move_on_after(grace_s):
+        await process.wait()
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    await process.wait()
