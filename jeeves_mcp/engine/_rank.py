@@ -15,6 +15,7 @@ K1 = 1.2
 B = 0.75
 W_NAME = 2.0  # weight of the name score against the BM25F score
 NAME_COVER = 0.5  # share of the name score that needs the whole name explained
+W_PRIOR = 2.0  # weight of a unit's question-independent relevance (errors in logs)
 
 
 def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[str]) -> list[float]:
@@ -69,7 +70,7 @@ def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[st
     idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df]
     nidf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in ndf]
     scores = []
-    for tf, length, (nm, cover) in zip(tfs, lens, names):
+    for u, tf, length, (nm, cover) in zip(units, tfs, lens, names):
         norm = 1.0 - B + B * length / avg
         s = 0.0
         for qi in range(nq):
@@ -80,5 +81,5 @@ def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[st
         if cover:
             ns = sum(nidf[qi] * nm[qi] for qi in range(nq))
             s += W_NAME * ns * ((1 - NAME_COVER) + NAME_COVER * cover)
-        scores.append(s)
+        scores.append(s + W_PRIOR * u.prior)
     return scores

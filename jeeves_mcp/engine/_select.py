@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ._code import code_layout
 from ._docs import docs_layout
+from ._logs import logs_layout
 from ._rank import score_units
 from ._text import query_terms
 from ._units import Layout
@@ -70,6 +71,8 @@ def _layout(lines: list[str], source_type: str, path: str | None) -> Layout:
         return code_layout(lines, path)
     if source_type == "docs":
         return docs_layout(lines)
+    if source_type == "logs":
+        return logs_layout(lines)
     raise ValueError(f"unknown source_type {source_type!r}")
 
 
@@ -80,7 +83,7 @@ def _choose(lines: list[str], layout: Layout, scores: list[float]) -> list[bool]
         keep[i] = True
     sizes = [len(x) + 1 for x in lines]
     total = sum(sizes)
-    kept = sum(sizes[i] for i in range(n) if keep[i])
+    kept = 0  # the budget is for ranked units: lines kept by the safety rules are not counted
     order = sorted(range(len(scores)), key=lambda k: (-scores[k], k))
     if not order or scores[order[0]] <= 0:
         return keep

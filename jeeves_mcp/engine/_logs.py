@@ -1,0 +1,113 @@
+"""Units of command output: log records, tracebacks, compiler diagnostics."""
+
+from __future__ import annotations
+
+import re
+
+from ._units import Layout, Unit
+
+__all__ = ["logs_layout", "is_error_line"]
+
+_ERROR = re.compile(
+    r"\b(?:errors?|exceptions?|traceback|fatal|panic(?:ked)?|failed|failures?|critical|aborted"
+    r"|segmentation fault|undefined reference|assertion|cannot|could not|unable to|denied|not found|not ok)\b"
+    r"|^E\s{2,}\S|ERR!|^\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt):|^\s*error(?:\[\w+\])?:",
+    re.IGNORECASE,
+)
+_TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
+_CHAIN = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
+_SEPARATOR = re.compile(r"^\s*(?:[=_\-*#~+!]{5,}|\S.*[=_\-*#~!]{5,}\s*$)")
+_CONT = re.compile(r"^(?:\s|E\s|>\s|\||\^|at\s|Caused by:|\.\.\.|-->|= )")
+# Lines kept around an error line: before, after.
+CONTEXT = (2, 2)
+MAX_RECORD = 40
+MAX_TRACEBACK = 60
+# A failure section (between separator lines) up to this size is kept whole with its errors.
+MAX_SECTION = 50
+# A record of up to this many lines right before an error record is its header.
+MAX_HEADER = 4
+
+
+def is_error_line(line: str) -> bool:
+    return bool(_ERROR.search(line))
+
+
+def logs_layout(lines: list[str]) -> Layout:
+    n = len(lines)
+    errors = [bool(_ERROR.search(x)) for x in lines]
+    records: list[tuple[int, int]] = []
+    always: set[int] = set()
+    start: int | None = None
+    last = -1  # last non-blank line of the open record
+    in_tb = False
+    tb_start = 0
+
+    def close() -> None:
+        nonlocal start
+        if start is not None:
+            records.append((start, last))
+        start = None
+
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        gap = start is not None and i > last + 1  # blank lines since the record's last line
+        if _TRACEBACK.match(line):
+            if not in_tb:
+                close()
+                start, tb_start = i, i
+            in_tb = True
+        elif in_tb:
+            if not (_CHAIN.match(line) or line[:1].isspace()):
+                in_tb = False  # the exception line ends a traceback
+                always.update(range(max(tb_start, i - MAX_TRACEBACK), i + 1))
+                last = i
+                close()
+                continue
+        else:
+            new = start is None or bool(_SEPARATOR.match(line)) or i - start >= MAX_RECORD
+            if not new:
+                # an indented line continues the record, even across blank lines
+                new = not _CONT.match(line) or (gap and not line[:1].isspace())
+            if new:
+                close()
+                start = i
+        last = i
+    close()
+
+    sections = _sections(lines)
+    units: list[Unit] = []
+    for k, (a, b) in enumerate(records):
+        err = any(errors[a : b + 1])
+        heads: list[tuple[int, int]] = []
+        if err:
+            if k > 0 and a - records[k - 1][1] <= 2:
+                pa, pb = records[k - 1]
+                if pb - pa + 1 <= MAX_HEADER:
+                    heads.append((pa, pb))
+            sec = sections.get(a)
+            if sec and sec[1] - sec[0] + 1 <= MAX_SECTION:
+                heads.append(sec)
+        units.append(Unit(a, b, _label(lines[a]), sig=(a, a), heads=heads, prior=float(err)))
+
+    before, after = CONTEXT
+    for i in range(n):
+        if errors[i]:
+            always.update(range(max(0, i - before), min(n, i + after + 1)))
+    return Layout(units=units, always=always)
+
+
+def _sections(lines: list[str]) -> dict[int, tuple[int, int]]:
+    """For each line after a separator line, the range from that separator to the next one."""
+    cuts = [i for i, x in enumerate(lines) if _SEPARATOR.match(x)]
+    bounds = [*cuts, len(lines)]
+    out: dict[int, tuple[int, int]] = {}
+    for a, hi in zip(bounds, bounds[1:]):
+        b = hi - 1  # the separator opening a section belongs to it
+        for i in range(a, b + 1):
+            out[i] = (a, b)
+    return out
+
+
+def _label(line: str) -> str:
+    return " ".join(line.split())[:50]
