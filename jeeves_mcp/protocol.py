@@ -249,16 +249,22 @@ class Dispatcher:
         entry = InFlight(trio.CancelScope())
         session.in_flight[key] = entry
         result: dict[str, Any] | None = None
+        failure: McpError | None = None
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(reporter.run)
                 with entry.scope:
-                    result = await self.runner.call(params, request_id=key, progress=reporter)
+                    try:
+                        result = await self.runner.call(params, request_id=key, progress=reporter)
+                    except McpError as exc:  # kept out of the nursery's exception group
+                        failure = exc
                 reporter.close()
                 nursery.cancel_scope.cancel()
         finally:
             reporter.close()
             session.in_flight.pop(key, None)
+        if failure is not None:
+            raise failure
         if result is None:  # the scope was cancelled by the client
             _log.event(log, "tool.cancelled", request_id=key)
             return error_result(ToolError("CANCELLED", "request cancelled by the client"))
