@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from itertools import accumulate
 
 from ._units import Layout, Unit
 
-__all__ = ["logs_layout", "is_error_line"]
+__all__ = ["logs_layout", "is_error_line", "error_lines"]
 
 _ERROR = re.compile(
     r"\b(?:errors?|exceptions?|traceback|fatal|panic(?:ked)?|failed|failures?|critical|aborted"
     r"|segmentation fault|undefined reference|assertion|cannot|could not|unable to|denied|not found|not ok)\b"
     r"|^E\s{2,}\S|ERR!|^\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt):|^\s*error(?:\[\w+\])?:",
     re.IGNORECASE,
+)
+# Substrings one of which every match of _ERROR contains (lower case), to find candidate lines fast.
+_ERROR_KEYS = (
+    "error", "exception", "traceback", "fatal", "panic", "fail", "critical", "abort", "segmentation",
+    "undefined reference", "assertion", "cannot", "could not", "unable to", "denied", "not found",
+    "not ok", "err!", "exit:", "interrupt:", "\ne  ",
 )
 _TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
 _CHAIN = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
@@ -32,9 +40,28 @@ def is_error_line(line: str) -> bool:
     return bool(_ERROR.search(line))
 
 
+def error_lines(lines: list[str]) -> list[bool]:
+    """Which lines report an error; substring search first, the regex only on candidates."""
+    low = "\n" + "\n".join(lines).lower()
+    starts = list(accumulate((len(x) + 1 for x in lines), initial=1))
+    candidates: set[int] = set()
+    for key in _ERROR_KEYS:
+        pos = low.find(key)
+        while pos >= 0:
+            i = bisect_right(starts, pos + (key[0] == "\n")) - 1
+            candidates.add(i)
+            nxt = starts[i + 1] if i + 1 < len(starts) else len(low)
+            pos = low.find(key, max(pos + 1, nxt - 1))
+    out = [False] * len(lines)
+    for i in candidates:
+        if 0 <= i < len(lines) and _ERROR.search(lines[i]):
+            out[i] = True
+    return out
+
+
 def logs_layout(lines: list[str]) -> Layout:
     n = len(lines)
-    errors = [bool(_ERROR.search(x)) for x in lines]
+    errors = error_lines(lines)
     records: list[tuple[int, int]] = []
     always: set[int] = set()
     start: int | None = None
@@ -88,7 +115,7 @@ def logs_layout(lines: list[str]) -> Layout:
             sec = sections.get(a)
             if sec and sec[1] - sec[0] + 1 <= MAX_SECTION:
                 heads.append(sec)
-        units.append(Unit(a, b, _label(lines[a]), sig=(a, a), heads=heads, prior=float(err)))
+        units.append(Unit(a, b, "", sig=(a, a), heads=heads, prior=float(err)))
 
     before, after = CONTEXT
     for i in range(n):
@@ -107,7 +134,3 @@ def _sections(lines: list[str]) -> dict[int, tuple[int, int]]:
         for i in range(a, b + 1):
             out[i] = (a, b)
     return out
-
-
-def _label(line: str) -> str:
-    return " ".join(line.split())[:50]

@@ -28,58 +28,64 @@ def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[st
     nq = len(question_terms)
     n = len(units)
 
-    tfs: list[list[float]] = []
+    tfs: list[list[float] | None] = []  # None: no term of the question in the unit
     lens: list[int] = []
-    names: list[tuple[list[float], float]] = []  # per unit: best weight per term, share of name parts matched
+    names: list[tuple[list[float], float] | None] = []  # best weight per term, share of name parts matched
     for u in units:
-        tf = [0.0] * nq
+        tf = None
         length = 0
         sig = u.sig
         for k in range(u.start, u.end + 1):
             words = findall(lines[k])
             length += len(words)
-            w_line = W_SIG if sig is not None and sig[0] <= k <= sig[1] else 1.0
             for w in words:
-                for qi, wt in word(w):
-                    tf[qi] += w_line * wt
+                hits = word(w)
+                if hits:
+                    if tf is None:
+                        tf = [0.0] * nq
+                    w_line = W_SIG if sig is not None and sig[0] <= k <= sig[1] else 1.0
+                    for qi, wt in hits:
+                        tf[qi] += w_line * wt
         tfs.append(tf)
         lens.append(length)
+        if not u.name:
+            names.append(None)
+            continue
         nm = [0.0] * nq
-        cover = 0.0
-        if u.name:
-            parts = terms(name_text(u.name))
-            hit_parts = 0
-            for p in parts:
-                hits = match.part(p)
-                if hits:
-                    hit_parts += 1
-                for qi, wt in hits:
-                    nm[qi] = max(nm[qi], wt)
-            cover = hit_parts / len(parts) if parts else 0.0
-        names.append((nm, cover))
+        parts = terms(name_text(u.name))
+        hit_parts = 0
+        for p in parts:
+            hits = match.part(p)
+            if hits:
+                hit_parts += 1
+            for qi, wt in hits:
+                nm[qi] = max(nm[qi], wt)
+        names.append((nm, hit_parts / len(parts) if parts else 0.0))
 
     avg = max(1.0, sum(lens) / n)
     df = [0] * nq
     ndf = [0] * nq
-    for tf, (nm, _) in zip(tfs, names):
+    for tf, name in zip(tfs, names):
         for qi in range(nq):
-            if tf[qi]:
+            if tf is not None and tf[qi]:
                 df[qi] += 1
-            if nm[qi]:
+            if name is not None and name[0][qi]:
                 ndf[qi] += 1
     idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df]
     nidf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in ndf]
     scores = []
-    for u, tf, length, (nm, cover) in zip(units, tfs, lens, names):
-        norm = 1.0 - B + B * length / avg
-        s = 0.0
-        for qi in range(nq):
-            f = tf[qi]
-            if f:
-                f /= norm
-                s += idf[qi] * f * (K1 + 1) / (K1 + f)
-        if cover:
+    for u, tf, length, name in zip(units, tfs, lens, names):
+        s = W_PRIOR * u.prior
+        if tf is not None:
+            norm = 1.0 - B + B * length / avg
+            for qi in range(nq):
+                f = tf[qi]
+                if f:
+                    f /= norm
+                    s += idf[qi] * f * (K1 + 1) / (K1 + f)
+        if name is not None and name[1]:
+            nm, cover = name
             ns = sum(nidf[qi] * nm[qi] for qi in range(nq))
             s += W_NAME * ns * ((1 - NAME_COVER) + NAME_COVER * cover)
-        scores.append(s + W_PRIOR * u.prior)
+        scores.append(s)
     return scores
