@@ -20,7 +20,7 @@ SCHEMA_VERSION = 1
 
 FOCUS_PROPERTY = {
     "type": "string",
-    "description": "What you need from this output; the rest is cut into recoverable markers.",
+    "description": "Return only what answers this; cut blocks become ⟦PRUNÉ⟧ markers for recover_text.",
 }
 
 

@@ -159,13 +159,13 @@ async def health(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
 
 PRUNE_TEXT = Tool(
     name="prune_text",
-    description="Prune text (code/logs/docs) to goal_hint; cut blocks become recoverable markers.",
+    description="Prune text to what goal_hint asks; cut blocks become ⟦PRUNÉ⟧ markers.",
     input_schema=PRUNE_SCHEMA,
     handler=prune_text,
 )
 RECOVER_TEXT = Tool(
     name="recover_text",
-    description="Get original lines back by prune_id (from a ⟦PRUNÉ prune_id=…⟧ marker).",
+    description="Original lines behind a ⟦PRUNÉ prune_id=… lignes a-b⟧ marker.",
     input_schema=RECOVER_SCHEMA,
     handler=recover_text,
 )

@@ -28,8 +28,8 @@ SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "path": {"type": "string", "minLength": 1},
-        "offset": {"type": "integer", "minimum": 1, "description": "First line, 1-based."},
-        "limit": {"type": "integer", "minimum": 1, "description": "Lines to read."},
+        "offset": {"type": "integer", "minimum": 1},
+        "limit": {"type": "integer", "minimum": 1},
         "context_focus_question": FOCUS_PROPERTY,
     },
     "required": ["path"],
@@ -104,11 +104,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
 
 TOOL = Tool(
     name="read",
-    description=(
-        "Read a file of the workspace (optionally offset/limit lines). With "
-        "context_focus_question, only the parts relevant to it are returned; cut blocks "
-        "become ⟦PRUNÉ …⟧ markers recoverable with recover_text."
-    ),
+    description="Read a workspace file, whole or `limit` lines from line `offset` (1-based).",
     input_schema=SCHEMA,
     handler=run,
 )

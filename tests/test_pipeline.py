@@ -1,0 +1,168 @@
+"""The tool pipeline over a real child: budget, recovery, progress, cancellation, overload."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+
+from jeeves_mcp.progress import ProgressReporter
+from tests._child import Child, running_child
+from tests.test_http import INIT, JSON_AND_SSE, call, headers, rpc
+
+
+async def test_long_output_keeps_head_and_tail_and_the_middle_is_recoverable(
+    child: Child, workspace: Path
+) -> None:
+    lines = [f"line {n:05d} " + "x" * 60 for n in range(1, 2001)]
+    (workspace / "big.txt").write_text("\n".join(lines) + "\n")
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        result = (await call(http, child, "read", {"path": "big.txt"}))["structuredContent"]
+        content = result["content"]
+        assert len(content.encode()) <= 10 * 1024
+        assert content.startswith(lines[0]) and content.endswith(lines[-1])
+        marker = next(line for line in content.split("\n") if line.startswith("⟦PRUNÉ"))
+        cut = result["truncated"]["content"]
+        start, end = cut["lines"]
+        assert f"prune_id={cut['prune_id']} lignes {start}-{end}" in marker
+        recovered = (
+            await call(http, child, "recover_text", {
+                "prune_id": cut["prune_id"],
+                "ranges": [{"start_line": start, "end_line": start + 2}, {"start_line": 1, "end_line": 1}],
+                "include_line_numbers": True,
+            })
+        )["structuredContent"]
+        assert recovered["raw_text"].split("\n") == [
+            f"{start}│ {lines[start - 1]}", f"{start + 1}│ {lines[start]}",
+            f"{start + 2}│ {lines[start + 1]}", f"1│ {lines[0]}",
+        ]
+        missing = (await http.post(f"{child.base}/rpc", json=rpc("tools/call", {
+            "name": "recover_range",
+            "arguments": {"prune_id": "prn_nope", "ranges": [], "include_line_numbers": False},
+        }))).json()
+        assert missing["error"]["code"] == -32004
+        assert missing["error"]["data"] == {"code": "prune_id_not_found", "prune_id": "prn_nope"}
+        backwards = (await http.post(f"{child.base}/rpc", json=rpc("tools/call", {
+            "name": "recover_text",
+            "arguments": {"prune_id": cut["prune_id"], "ranges": [{"start_line": 9, "end_line": 3}],
+                          "include_line_numbers": False},
+        }))).json()
+        assert backwards["error"]["code"] == -32005
+        assert backwards["error"]["data"]["code"] == "invalid_range"
+
+
+async def test_recover_clamps_the_end_line(child: Child, workspace: Path) -> None:
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        pruned = (await call(http, child, "prune_text", {
+            "text": "a\nb\nc", "goal_hint": "b", "source_type": "docs",
+            "options": {"max_prune_ratio": 0.5, "min_keep_lines": 1, "timeout_ms": 1000,
+                        "annotate_lines": True, "include_markers": True},
+        }))["structuredContent"]
+        recovered = (await call(http, child, "recover_text", {
+            "prune_id": pruned["prune_id"], "ranges": [{"start_line": 2, "end_line": 99}],
+            "include_line_numbers": False,
+        }))["structuredContent"]
+    assert recovered["raw_text"] == "b\nc"
+    assert recovered["metadata"]["ranges"] == [{"start_line": 2, "end_line": 3}]
+
+
+async def sse_messages(response: httpx.Response) -> list[dict[str, Any]]:
+    messages = []
+    async for line in response.aiter_lines():
+        if line.startswith("data: "):
+            messages.append(json.loads(line[6:]))
+    return messages
+
+
+async def test_progress_with_a_falsy_token_streams_before_the_response(child: Child) -> None:
+    async with httpx.AsyncClient() as http:
+        init = await http.post(child.url, json=INIT, headers=headers(child))
+        session = {"Mcp-Session-Id": init.headers["mcp-session-id"]}
+        params = {
+            "name": "bash",
+            "arguments": {"cmd": "for i in 1 2 3 4; do echo step $i; sleep 0.3; done"},
+            "_meta": {"progressToken": 0},
+        }
+        async with http.stream("POST", child.url, json=rpc("tools/call", params, 5),
+                               headers=headers(child, **session)) as response:
+            assert response.headers["content-type"] == "text/event-stream"
+            messages = await sse_messages(response)
+    *progress, final = messages
+    assert final["id"] == 5 and final["result"]["isError"] is False
+    assert progress and all(m["method"] == "notifications/progress" for m in progress)
+    assert all(m["params"]["progressToken"] == 0 for m in progress)
+    counts = [m["params"]["progress"] for m in progress]
+    assert counts == sorted(set(counts))
+
+
+async def test_progress_is_throttled_and_stops_at_close(autojump_clock: Any) -> None:
+    sent: list[float] = []
+
+    async def notify(method: str, params: dict[str, Any]) -> None:
+        sent.append(trio.current_time())
+
+    reporter = ProgressReporter("tok", notify, rate_hz=4)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(reporter.run)
+        for _ in range(200):  # 200 reports over 2 s
+            reporter.report("working")
+            await trio.sleep(0.01)
+        reporter.close()
+        closed_at = trio.current_time()
+        reporter.report("too late")
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    assert 2 <= len(sent) <= 9
+    assert all(b - a >= 0.25 - 1e-9 for a, b in zip(sent, sent[1:], strict=False))
+    assert all(t <= closed_at for t in sent)
+
+
+async def test_cancel_request_with_a_string_id_stops_a_numeric_request(child: Child) -> None:
+    replies: dict[str, Any] = {}
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+
+        async def slow_call() -> None:
+            replies["call"] = (await http.post(f"{child.base}/rpc", json=rpc(
+                "tools/call", {"name": "bash", "arguments": {"cmd": "sleep 30"}}, 41))).json()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(slow_call)
+            with trio.fail_after(10):
+                while not any(e["event"] == "tool.exec_start" for e in child.log_events()):  # noqa: ASYNC110
+                    await trio.sleep(0.05)  # the child's log is a file: no event to wait on
+            cancel = await http.post(f"{child.base}/rpc", json=rpc("$/cancelRequest", {"id": "41"}, None))
+            assert cancel.status_code == 202
+    result = replies["call"]["result"]
+    assert result["isError"] is True
+    assert result["structuredContent"]["code"] == "CANCELLED"
+
+
+async def test_calls_beyond_the_bound_are_refused_at_once(workspace: Path, tmp_path: Path) -> None:
+    env = {"JEEVES_MCP_MAX_CONCURRENT_CALLS": "1"}
+    async with running_child(workspace, tmp_path, env=env) as child, httpx.AsyncClient(
+        headers=child.headers(), timeout=30
+    ) as http:
+        async with trio.open_nursery() as nursery:
+            slow = rpc("tools/call", {"name": "bash", "arguments": {"cmd": "sleep 30"}}, 1)
+            nursery.start_soon(lambda: http.post(f"{child.base}/rpc", json=slow))
+            with trio.fail_after(10):
+                while not any(e["event"] == "tool.exec_start" for e in child.log_events()):  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+            second = await call(http, child, "read", {"path": "notes.md"}, request_id=2)
+            assert second["isError"] and second["structuredContent"]["code"] == "QUEUE_OVERLOADED"
+            await http.post(f"{child.base}/rpc", json=rpc("notifications/cancelled", {"requestId": 1}, None))
+        third = await call(http, child, "read", {"path": "notes.md"}, request_id=3)
+        assert third["isError"] is False
+
+
+async def test_tools_list_is_small() -> None:
+    from jeeves_mcp.tools import DEFAULT_TOOLS
+
+    payload = {"tools": [tool.definition() for tool in DEFAULT_TOOLS]}
+    size = len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
+    assert size <= 3 * 1024
+    for tool in payload["tools"]:
+        assert tool["description"] and tool["inputSchema"]["type"] == "object"
