@@ -50,6 +50,8 @@ def select_lines(
     path: str | None = None,
     deadline: float | None = None,
 ) -> Selection:
+    if source_type not in ("code", "logs", "docs"):
+        raise ValueError(f"unknown source_type {source_type!r}")
     n = len(lines)
     _check(deadline)
     qterms = query_terms(question) if question and question.strip() else []
@@ -71,9 +73,7 @@ def _layout(lines: list[str], source_type: str, path: str | None) -> Layout:
         return code_layout(lines, path)
     if source_type == "docs":
         return docs_layout(lines)
-    if source_type == "logs":
-        return logs_layout(lines)
-    raise ValueError(f"unknown source_type {source_type!r}")
+    return logs_layout(lines)
 
 
 def _choose(lines: list[str], layout: Layout, scores: list[float]) -> list[bool]:

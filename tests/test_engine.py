@@ -1,0 +1,367 @@
+"""The built-in pruning engine: invariants of select_lines and guess_source_type."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jeeves_mcp.engine import PruneTimeout, Selection, guess_source_type, select_lines
+
+PY_SOURCE = '''\
+#!/usr/bin/env python3
+"""Inventory helpers."""
+
+import json
+import os
+from dataclasses import dataclass
+
+
+@dataclass
+class Item:
+    name: str
+    qty: int
+
+
+class Inventory:
+    def __init__(self):
+        self.items = {}
+
+    def add(self, name, qty):
+        self.items[name] = self.items.get(name, 0) + qty
+
+    def remove_stock(self, name, qty):
+        left = self.items[name] - qty
+        if left < 0:
+            raise ValueError("not enough stock")
+        self.items[name] = left
+
+    def total(self):
+        return sum(self.items.values())
+
+
+def load_inventory(path):
+    with open(path) as f:
+        data = json.load(f)
+    inv = Inventory()
+    for row in data:
+        inv.add(row["name"], row["qty"])
+    return inv
+
+
+def render_report(inv):
+    lines = []
+    for name, qty in sorted(inv.items.items()):
+        lines.append(f"{name}: {qty}")
+    return "\\n".join(lines)
+
+
+def parse_color(text):
+    text = text.strip().lstrip("#")
+    red = int(text[0:2], 16)
+    green = int(text[2:4], 16)
+    blue = int(text[4:6], 16)
+    return red, green, blue
+
+
+def save_report(report, directory):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "report.txt"), "w") as f:
+        f.write(report)
+'''
+
+JS_SOURCE = """\
+import fs from 'node:fs';
+
+export class Cart {
+  constructor() {
+    this.items = [];
+  }
+
+  addItem(item) {
+    this.items.push(item);
+  }
+
+  totalPrice() {
+    let sum = 0;
+    for (const item of this.items) {
+      sum += item.price * item.quantity;
+    }
+    return sum;
+  }
+}
+
+function formatCurrency(amount) {
+  const cents = Math.round(amount * 100);
+  return `$${(cents / 100).toFixed(2)}`;
+}
+
+function readConfigFile(path) {
+  const raw = fs.readFileSync(path, 'utf8');
+  return JSON.parse(raw);
+}
+
+function sendEmailNotification(user, message) {
+  const body = `Hello ${user.name}, ${message}`;
+  return mailer.send(user.email, body);
+}
+"""
+
+LOG = "\n".join(
+    [f"2025-01-01 12:00:{i % 60:02d} INFO worker: processed batch {i}" for i in range(120)]
+    + [
+        "Traceback (most recent call last):",
+        '  File "job.py", line 12, in <module>',
+        "    main()",
+        '  File "job.py", line 9, in main',
+        "    return total / count",
+        "ZeroDivisionError: division by zero",
+    ]
+    + [f"2025-01-01 12:01:{i:02d} INFO cleanup step {i}" for i in range(30)]
+)
+
+DOC = """\
+# Project
+
+Intro paragraph about the project and what it does.
+
+## Installation
+
+Install the package with pip and make sure the compiler is present.
+
+```bash
+pip install project
+# a comment inside the fence
+make build
+```
+
+## Configuration
+
+Settings live in a TOML file next to the executable.
+Each key maps to an environment variable.
+
+## Usage
+
+Run the command with a file argument.
+It prints a summary of the records in that file.
+
+## License
+
+MIT.
+"""
+
+
+def kept(text: str, sel: Selection) -> list[str]:
+    return [line for line, k in zip(text.split("\n"), sel.keep) if k]
+
+
+def lines_of(text: str, needle: str) -> list[int]:
+    return [i for i, line in enumerate(text.split("\n")) if needle in line]
+
+
+def test_shape_and_reasons():
+    lines = PY_SOURCE.split("\n")
+    sel = select_lines(lines, "parse a hex color string into red green blue", "code")
+    assert len(sel.keep) == len(sel.reasons) == len(lines)
+    assert any(not k for k in sel.keep)
+    for k, r in zip(sel.keep, sel.reasons):
+        if k:
+            assert r is None
+        else:
+            assert r and r.startswith("hors focus") and "\n" not in r
+
+
+def test_code_recall_on_python_function():
+    lines = PY_SOURCE.split("\n")
+    sel = select_lines(lines, "parse a hex color string into red green blue", "code")
+    start = lines_of(PY_SOURCE, "def parse_color")[0]
+    body = range(start, start + 6)
+    assert all(sel.keep[i] for i in body)
+    assert not any(sel.keep[i] for i in range(*_block(lines, "def render_report")))
+
+
+def _block(lines: list[str], head: str) -> tuple[int, int]:
+    a = next(i for i, x in enumerate(lines) if head in x)
+    b = a + 1
+    while b < len(lines) and (not lines[b].strip() or lines[b].startswith(" ")):
+        b += 1
+    return a + 1, b  # body lines only
+
+
+def test_code_keeps_imports_header_and_enclosing_signatures():
+    lines = PY_SOURCE.split("\n")
+    sel = select_lines(lines, "remove stock quantity not enough", "code")
+    text = kept(PY_SOURCE, sel)
+    assert "import json" in text and "import os" in text
+    assert text[0].startswith("#!")
+    assert "class Inventory:" in text
+    assert "    def remove_stock(self, name, qty):" in text
+    assert '            raise ValueError("not enough stock")' in text
+
+
+def test_code_other_language_by_indentation():
+    lines = JS_SOURCE.split("\n")
+    sel = select_lines(lines, "format an amount of money as currency", "code", path="cart.js")
+    text = kept(JS_SOURCE, sel)
+    assert "function formatCurrency(amount) {" in text
+    assert "  return `$${(cents / 100).toFixed(2)}`;" in text
+    assert "import fs from 'node:fs';" in text
+    assert "  return mailer.send(user.email, body);" not in text
+
+
+def test_method_in_js_class_keeps_class_line():
+    lines = JS_SOURCE.split("\n")
+    sel = select_lines(lines, "total price of the items times quantity", "code", path="cart.js")
+    text = kept(JS_SOURCE, sel)
+    assert "export class Cart {" in text
+    assert "      sum += item.price * item.quantity;" in text
+
+
+def test_logs_keep_traceback_and_error():
+    lines = LOG.split("\n")
+    sel = select_lines(lines, "why did the job crash?", "logs")
+    text = kept(LOG, sel)
+    assert "ZeroDivisionError: division by zero" in text
+    assert "Traceback (most recent call last):" in text
+    assert "    return total / count" in text
+    assert sum(sel.keep) < len(lines) / 2
+
+
+def test_logs_error_lines_kept_even_off_topic():
+    lines = LOG.split("\n")
+    sel = select_lines(lines, "which batch numbers were processed by the worker", "logs")
+    assert "ZeroDivisionError: division by zero" in kept(LOG, sel)
+
+
+def test_docs_keep_headings_and_relevant_section():
+    lines = DOC.split("\n")
+    sel = select_lines(lines, "where do the settings live, toml environment variable", "docs")
+    text = kept(DOC, sel)
+    for h in ("# Project", "## Installation", "## Configuration", "## Usage", "## License"):
+        assert h in text
+    assert "Settings live in a TOML file next to the executable." in text
+
+
+def test_docs_fenced_block_kept_or_pruned_whole():
+    lines = DOC.split("\n")
+    fence = [i for i, x in enumerate(lines) if x.startswith("```")]
+    a, b = fence[0], fence[1]
+    for q in ("install with pip make build", "license", "usage summary of records", "comment inside"):
+        sel = select_lines(lines, q, "docs", max_prune_ratio=0.9)
+        block = sel.keep[a : b + 1]
+        assert all(block) or not any(block), q
+
+
+def test_fenced_block_whole_when_fill_back_reaches_it():
+    lines = DOC.split("\n")
+    fence = [i for i, x in enumerate(lines) if x.startswith("```")]
+    a, b = fence[0], fence[1]
+    for ratio in (0.2, 0.4, 0.5, 0.6, 0.7):
+        sel = select_lines(lines, "license", "docs", max_prune_ratio=ratio)
+        block = sel.keep[a : b + 1]
+        assert all(block) or not any(block), ratio
+
+
+@pytest.mark.parametrize("source_type,text", [("code", PY_SOURCE), ("logs", LOG), ("docs", DOC)])
+@pytest.mark.parametrize("ratio", [0.0, 0.1, 0.3, 0.5, 0.9, 1.0])
+def test_max_prune_ratio_is_a_bound(source_type, text, ratio):
+    lines = text.split("\n")
+    sel = select_lines(lines, "zebra giraffe unrelated words", source_type, max_prune_ratio=ratio)
+    pruned = sel.keep.count(False)
+    assert pruned <= math.floor(len(lines) * ratio + 1e-9)
+
+
+@pytest.mark.parametrize("source_type,text", [("code", PY_SOURCE), ("logs", LOG), ("docs", DOC)])
+def test_min_keep_lines(source_type, text):
+    lines = text.split("\n")
+    for m in (0, 5, 40, len(lines), len(lines) + 10):
+        sel = select_lines(lines, "parse color", source_type, min_keep_lines=m, max_prune_ratio=1.0)
+        assert sum(sel.keep) >= min(m, len(lines))
+
+
+def test_no_prune_block_kept():
+    src = PY_SOURCE.replace(
+        "def save_report(report, directory):",
+        "# ⟦NO_PRUNE_BEGIN⟧\nSECRET_RULE = 'keep me'\n# ⟦NO_PRUNE_END⟧\n\ndef save_report(report, directory):",
+    )
+    lines = src.split("\n")
+    sel = select_lines(lines, "parse a hex color", "code")
+    text = kept(src, sel)
+    assert "# ⟦NO_PRUNE_BEGIN⟧" in text and "SECRET_RULE = 'keep me'" in text and "# ⟦NO_PRUNE_END⟧" in text
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\n\t"])
+def test_empty_question_keeps_everything(question):
+    lines = PY_SOURCE.split("\n")
+    sel = select_lines(lines, question, "code")
+    assert all(sel.keep) and all(r is None for r in sel.reasons)
+
+
+def test_deterministic():
+    for source_type, text in (("code", PY_SOURCE), ("logs", LOG), ("docs", DOC)):
+        lines = text.split("\n")
+        runs = {tuple(select_lines(lines, "parse color report crash", source_type).keep) for _ in range(3)}
+        assert len(runs) == 1
+
+
+def test_deadline_passed_raises():
+    with pytest.raises(PruneTimeout):
+        select_lines(PY_SOURCE.split("\n"), "parse color", "code", deadline=time.monotonic() - 1)
+
+
+def test_empty_input():
+    assert select_lines([], "anything", "code") == Selection([], [])
+    assert select_lines([""], "anything", "logs").keep == [True]
+
+
+def test_broken_python_falls_back_to_indentation():
+    src = PY_SOURCE.replace("def total(self):", "def total(self)")  # a syntax error
+    lines = src.split("\n")
+    sel = select_lines(lines, "parse a hex color string into red green blue", "code", path="x.py")
+    assert "    blue = int(text[4:6], 16)" in kept(src, sel)
+
+
+def test_unknown_source_type_rejected():
+    with pytest.raises(ValueError):
+        select_lines(["a"], "q", "poetry")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from(list("ab \n\t#`=-:()_{}E") + ["def ", "class ", "```", "⟦NO_PRUNE_BEGIN⟧", "error"]),
+        max_size=200,
+    ).map("".join),
+    source_type=st.sampled_from(["code", "logs", "docs"]),
+    ratio=st.floats(0, 1),
+    min_keep=st.integers(0, 30),
+)
+def test_invariants_hold_on_arbitrary_text(text, source_type, ratio, min_keep):
+    lines = text.split("\n")
+    sel = select_lines(lines, "a b def", source_type, max_prune_ratio=ratio, min_keep_lines=min_keep)
+    assert len(sel.keep) == len(lines)
+    assert sel.keep.count(False) <= math.floor(len(lines) * ratio + 1e-9)
+    assert sum(sel.keep) >= min(min_keep, len(lines))
+
+
+@pytest.mark.parametrize(
+    "path,text,want",
+    [
+        ("README.md", "# Title\n", "docs"),
+        ("docs/guide.rst", "Title\n=====\n", "docs"),
+        ("notes.txt", "hello", "docs"),
+        ("src/app.py", "print(1)\n", "code"),
+        ("main.go", "package main\n", "code"),
+        ("build.log", "ok\n", "logs"),
+        (None, "def f():\n    return 1\n\nclass A:\n    pass\n", "code"),
+        (None, "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nValueError: x\n", "logs"),
+        (None, "# Title\n\nSome text here.\n\n## Section\n\n- item one\n- item two\n", "docs"),
+        (None, "2025-01-01 12:00:00 INFO start\n2025-01-01 12:00:01 ERROR boom\n", "logs"),
+        (None, "", "logs"),
+    ],
+)
+def test_guess_source_type(path, text, want):
+    assert guess_source_type(path, text) == want
