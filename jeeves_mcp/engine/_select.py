@@ -111,7 +111,8 @@ def _enforce(
     max_prune_ratio: float,
     min_keep_lines: int,
 ) -> None:
-    """The invariants: protected blocks, atoms, at most max_prune_ratio pruned, min_keep_lines."""
+    """The invariants: protected blocks, at most max_prune_ratio pruned, min_keep_lines,
+    enclosing signatures and headings of every kept line, atoms whole."""
     n = len(lines)
     inside = False
     for i, line in enumerate(lines):
@@ -125,30 +126,50 @@ def _enforce(
     need = max(n - math.floor(n * ratio + 1e-9), min(n, max(0, min_keep_lines)))
     have = sum(keep)
     if have < need:
-        order = sorted(range(len(scores)), key=lambda k: (-scores[k], k))
-        for k in order:
-            u = layout.units[k]
-            for a, b in [*u.heads, (u.start, u.end)]:
+        have = _fill_by_rank(layout, scores, keep, have, need)
+    if have < need:
+        _fill_by_distance(keep, need - have)
+    for u in layout.units:
+        if u.heads and any(keep[u.start : u.end + 1]):
+            for a, b in u.heads:
                 for i in range(a, b + 1):
-                    if not keep[i]:
-                        keep[i] = True
-                        have += 1
-                        if have >= need:
-                            break
-                if have >= need:
-                    break
-            if have >= need:
-                break
-        for i in range(n):
-            if have >= need:
-                break
-            if not keep[i]:
-                keep[i] = True
-                have += 1
+                    keep[i] = True
     for a, b in layout.atoms:
         if any(keep[a : b + 1]):
             for i in range(a, b + 1):
                 keep[i] = True
+
+
+def _fill_by_rank(layout: Layout, scores: list[float], keep: list[bool], have: int, need: int) -> int:
+    """Add the lines of the best units that scored at all, heads first, until `need` lines are kept."""
+    order = sorted((k for k in range(len(scores)) if scores[k] > 0), key=lambda k: (-scores[k], k))
+    for k in order:
+        u = layout.units[k]
+        for a, b in [*u.heads, (u.start, u.end)]:
+            for i in range(a, b + 1):
+                if not keep[i]:
+                    keep[i] = True
+                    have += 1
+                    if have >= need:
+                        return have
+    return have
+
+
+def _fill_by_distance(keep: list[bool], missing: int) -> None:
+    """Add the `missing` pruned lines nearest to a kept line (context first), earlier lines on ties."""
+    n = len(keep)
+    far = n + 1
+    dist = [far] * n
+    d = far
+    for i in range(n):
+        d = 0 if keep[i] else d + 1
+        dist[i] = d
+    d = far
+    for i in range(n - 1, -1, -1):
+        d = 0 if keep[i] else d + 1
+        dist[i] = min(dist[i], d)
+    for i in sorted((i for i in range(n) if not keep[i]), key=lambda i: (dist[i], i))[:missing]:
+        keep[i] = True
 
 
 def _reasons(layout: Layout, keep: list[bool]) -> list[str | None]:
