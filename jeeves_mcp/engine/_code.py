@@ -111,7 +111,7 @@ def _python_body(
             return
         s, e = group[0].lineno - 1, group[-1].end_lineno - 1  # type: ignore[operator]
         label = f"class {owner}" if owner else "code"
-        units.append(Unit(s, e, label, name=owner, heads=list(heads)))
+        units.append(Unit(s, e, label, heads=list(heads)))
         group.clear()
 
     for st in stmts:
@@ -282,7 +282,7 @@ def _gap_units(
         blank = i > hi or not lines[i].strip() or i in always
         if blank:
             if start is not None:
-                units.append(Unit(start, i - 1, owner or "code", name=owner, heads=list(heads)))
+                units.append(Unit(start, i - 1, owner or "code", heads=list(heads)))
                 start = None
         elif start is None:
             start = i
