@@ -38,10 +38,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from jeeves_mcp.engine import select_lines  # noqa: E402
-from jeeves_mcp.engine._text import query_terms, terms  # noqa: E402
+from jeeves_mcp.engine._text import terms  # noqa: E402
 
 SETS = {
-    "code": Path(os.environ.get("JEEVES_NEEDLES", ROOT.parent / "shared" / "bench" / "needles-dev.jsonl")),
+    "code": Path(
+        os.environ.get("JEEVES_NEEDLES", ROOT.parent / "shared" / "bench" / "needles-dev.jsonl")
+    ),
     "logs": ROOT / "bench" / "data" / "logs.jsonl",
     "docs": ROOT / "bench" / "data" / "docs.jsonl",
 }
@@ -62,8 +64,9 @@ def plain_terms(text: str) -> list[str]:
     return PLAIN.findall(text.lower())
 
 
-def baseline_keep(lines: list[str], question: str, target_chars: int, context: int = 3,
-                  tokens=plain_terms) -> list[bool]:
+def baseline_keep(
+    lines: list[str], question: str, target_chars: int, context: int = 3, tokens=plain_terms
+) -> list[bool]:
     """Line-level BM25: best lines first, each with `context` lines around, up to target_chars."""
     q = set(tokens(question))
     docs = [tokens(x) for x in lines]
@@ -96,7 +99,7 @@ def baseline_keep(lines: list[str], question: str, target_chars: int, context: i
 def measure(keep: list[bool], lines: list[str], gold: list[int]) -> tuple[float, float]:
     sz = sizes(lines)
     total = sum(sz)
-    kept = sum(s for s, k in zip(sz, keep) if k)
+    kept = sum(s for s, k in zip(sz, keep, strict=True) if k)
     a, b = gold
     g = range(a - 1, b)
     recall = sum(1 for i in g if keep[i]) / len(g)
@@ -114,15 +117,29 @@ def run(name: str, path: Path) -> dict:
         assert len(sel.keep) == len(lines)
         recall, red = measure(sel.keep, lines, c["gold"])
         total = sum(sizes(lines))
-        b_same = measure(baseline_keep(lines, c["question"], round((1 - red) * total)), lines, c["gold"])
+        b_same = measure(
+            baseline_keep(lines, c["question"], round((1 - red) * total)), lines, c["gold"]
+        )
         b_70 = measure(baseline_keep(lines, c["question"], round(0.30 * total)), lines, c["gold"])
-        b_split = measure(baseline_keep(lines, c["question"], round((1 - red) * total), tokens=terms),
-                          lines, c["gold"])
+        b_split = measure(
+            baseline_keep(lines, c["question"], round((1 - red) * total), tokens=terms),
+            lines,
+            c["gold"],
+        )
         rows.append(
-            {"id": c["id"], "half": half(c["id"]), "recall": recall, "reduction": red, "ms": ms,
-             "base_recall": b_same[0], "base_reduction": b_same[1],
-             "base70_recall": b_70[0], "base70_reduction": b_70[1],
-             "split_recall": b_split[0], "split_reduction": b_split[1]}
+            {
+                "id": c["id"],
+                "half": half(c["id"]),
+                "recall": recall,
+                "reduction": red,
+                "ms": ms,
+                "base_recall": b_same[0],
+                "base_reduction": b_same[1],
+                "base70_recall": b_70[0],
+                "base70_reduction": b_70[1],
+                "split_recall": b_split[0],
+                "split_reduction": b_split[1],
+            }
         )
     return {"set": name, "path": str(path), "rows": rows}
 
@@ -161,29 +178,42 @@ def main() -> None:
             continue
         res = run(name, SETS[name])
         rows = res["rows"]
-        out[name] = {part: summary([r for r in rows if part == "all" or r["half"] == part]) for part in ("all", "A", "B")}
+        out[name] = {
+            part: summary([r for r in rows if part == "all" or r["half"] == part])
+            for part in ("all", "A", "B")
+        }
         if args.cases:
             for r in rows:
-                print(f"  {r['id']:>8} {r['half']} recall {r['recall']:.2f} red {r['reduction']:.2f} "
-                      f"base {r['base_recall']:.2f} {r['ms']:.1f} ms")
+                print(
+                    f"  {r['id']:>8} {r['half']} recall {r['recall']:.2f} red {r['reduction']:.2f} "
+                    f"base {r['base_recall']:.2f} {r['ms']:.1f} ms"
+                )
     if args.json:
         print(json.dumps(out, indent=2))
         return
-    print("reduction = 1 - kept chars / original chars, counting kept original lines only (markers excluded)")
-    print("BM25 = plain line-level BM25 (lower-cased \\w+ words) keeping each chosen line with +-3 lines,")
+    print(
+        "reduction = 1 - kept chars / original chars, counting kept original lines only (markers excluded)"
+    )
+    print(
+        "BM25 = plain line-level BM25 (lower-cased \\w+ words) keeping each chosen line with +-3 lines,"
+    )
     print("  stopped at the engine's reduction for each case, and at a fixed 0.70 reduction;")
     print("BM25+ = the same with the engine's terms (identifier splitting, stemming, stop words)")
-    print(f"{'set':<5} {'half':<4} {'n':>4} | {'recall':>6} {'>=0.9':>6} {'reduc':>6} {'ms':>5} |"
-          f" {'BM25 rec':>8} {'>=0.9':>6} {'reduc':>6} | {'@0.70 rec':>9} {'reduc':>6} | {'BM25+ rec':>9} {'>=0.9':>6}")
+    print(
+        f"{'set':<5} {'half':<4} {'n':>4} | {'recall':>6} {'>=0.9':>6} {'reduc':>6} {'ms':>5} |"
+        f" {'BM25 rec':>8} {'>=0.9':>6} {'reduc':>6} | {'@0.70 rec':>9} {'reduc':>6} | {'BM25+ rec':>9} {'>=0.9':>6}"
+    )
     for name, parts in out.items():
         for part, s in parts.items():
             if not s:
                 continue
-            print(f"{name:<5} {part:<4} {s['cases']:>4} | {s['recall']:>6.3f} {s['share_ge_0.9']:>6.3f} "
-                  f"{s['reduction']:>6.3f} {s['median_ms']:>5.1f} | {s['baseline_recall']:>8.3f} "
-                  f"{s['baseline_share_ge_0.9']:>6.3f} {s['baseline_reduction']:>6.3f} | "
-                  f"{s['baseline70_recall']:>9.3f} {s['baseline70_reduction']:>6.3f} | "
-                  f"{s['split_baseline_recall']:>9.3f} {s['split_baseline_share_ge_0.9']:>6.3f}")
+            print(
+                f"{name:<5} {part:<4} {s['cases']:>4} | {s['recall']:>6.3f} {s['share_ge_0.9']:>6.3f} "
+                f"{s['reduction']:>6.3f} {s['median_ms']:>5.1f} | {s['baseline_recall']:>8.3f} "
+                f"{s['baseline_share_ge_0.9']:>6.3f} {s['baseline_reduction']:>6.3f} | "
+                f"{s['baseline70_recall']:>9.3f} {s['baseline70_reduction']:>6.3f} | "
+                f"{s['split_baseline_recall']:>9.3f} {s['split_baseline_share_ge_0.9']:>6.3f}"
+            )
 
 
 if __name__ == "__main__":

@@ -57,13 +57,17 @@ def main() -> None:
                 select_lines(lines, question, name)
                 times.append((time.perf_counter() - t0) * 1000)
             ms = statistics.median(times)
-            results.append({"set": name, "lines": size, "median_ms": ms, "ms_per_1k_lines": ms / size * 1000})
+            results.append(
+                {"set": name, "lines": size, "median_ms": ms, "ms_per_1k_lines": ms / size * 1000}
+            )
     if args.json:
         print(json.dumps(results, indent=2))
         return
     print(f"{'set':<5} {'lines':>7} {'median ms':>10} {'ms/1k lines':>12}")
     for r in results:
-        print(f"{r['set']:<5} {r['lines']:>7} {r['median_ms']:>10.1f} {r['ms_per_1k_lines']:>12.2f}")
+        print(
+            f"{r['set']:<5} {r['lines']:>7} {r['median_ms']:>10.1f} {r['ms_per_1k_lines']:>12.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -155,7 +155,7 @@ MIT.
 
 
 def kept(text: str, sel: Selection) -> list[str]:
-    return [line for line, k in zip(text.split("\n"), sel.keep) if k]
+    return [line for line, k in zip(text.split("\n"), sel.keep, strict=True) if k]
 
 
 def lines_of(text: str, needle: str) -> list[int]:
@@ -167,7 +167,7 @@ def test_shape_and_reasons():
     sel = select_lines(lines, "parse a hex color string into red green blue", "code")
     assert len(sel.keep) == len(sel.reasons) == len(lines)
     assert any(not k for k in sel.keep)
-    for k, r in zip(sel.keep, sel.reasons):
+    for k, r in zip(sel.keep, sel.reasons, strict=True):
         if k:
             assert r is None
         else:
@@ -249,7 +249,12 @@ def test_docs_fenced_block_kept_or_pruned_whole():
     lines = DOC.split("\n")
     fence = [i for i, x in enumerate(lines) if x.startswith("```")]
     a, b = fence[0], fence[1]
-    for q in ("install with pip make build", "license", "usage summary of records", "comment inside"):
+    for q in (
+        "install with pip make build",
+        "license",
+        "usage summary of records",
+        "comment inside",
+    ):
         sel = select_lines(lines, q, "docs", max_prune_ratio=0.9)
         block = sel.keep[a : b + 1]
         assert all(block) or not any(block), q
@@ -290,7 +295,11 @@ def test_no_prune_block_kept():
     lines = src.split("\n")
     sel = select_lines(lines, "parse a hex color", "code")
     text = kept(src, sel)
-    assert "# ⟦NO_PRUNE_BEGIN⟧" in text and "SECRET_RULE = 'keep me'" in text and "# ⟦NO_PRUNE_END⟧" in text
+    assert (
+        "# ⟦NO_PRUNE_BEGIN⟧" in text
+        and "SECRET_RULE = 'keep me'" in text
+        and "# ⟦NO_PRUNE_END⟧" in text
+    )
 
 
 @pytest.mark.parametrize("question", ["", "   ", "\n\t"])
@@ -303,7 +312,10 @@ def test_empty_question_keeps_everything(question):
 def test_deterministic():
     for source_type, text in (("code", PY_SOURCE), ("logs", LOG), ("docs", DOC)):
         lines = text.split("\n")
-        runs = {tuple(select_lines(lines, "parse color report crash", source_type).keep) for _ in range(3)}
+        runs = {
+            tuple(select_lines(lines, "parse color report crash", source_type).keep)
+            for _ in range(3)
+        }
         assert len(runs) == 1
 
 
@@ -332,7 +344,9 @@ def test_unknown_source_type_rejected():
 @settings(max_examples=60, deadline=None)
 @given(
     text=st.lists(
-        st.sampled_from(list("ab \n\t#`=-:()_{}E") + ["def ", "class ", "```", "⟦NO_PRUNE_BEGIN⟧", "error"]),
+        st.sampled_from(
+            [*list("ab \n\t#`=-:()_{}E"), "def ", "class ", "```", "⟦NO_PRUNE_BEGIN⟧", "error"]
+        ),
         max_size=200,
     ).map("".join),
     source_type=st.sampled_from(["code", "logs", "docs"]),
@@ -341,7 +355,9 @@ def test_unknown_source_type_rejected():
 )
 def test_invariants_hold_on_arbitrary_text(text, source_type, ratio, min_keep):
     lines = text.split("\n")
-    sel = select_lines(lines, "a b def", source_type, max_prune_ratio=ratio, min_keep_lines=min_keep)
+    sel = select_lines(
+        lines, "a b def", source_type, max_prune_ratio=ratio, min_keep_lines=min_keep
+    )
     assert len(sel.keep) == len(lines)
     assert sel.keep.count(False) <= math.floor(len(lines) * ratio + 1e-9)
     assert sum(sel.keep) >= min(min_keep, len(lines))
@@ -357,7 +373,11 @@ def test_invariants_hold_on_arbitrary_text(text, source_type, ratio, min_keep):
         ("main.go", "package main\n", "code"),
         ("build.log", "ok\n", "logs"),
         (None, "def f():\n    return 1\n\nclass A:\n    pass\n", "code"),
-        (None, "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nValueError: x\n", "logs"),
+        (
+            None,
+            'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nValueError: x\n',
+            "logs",
+        ),
         (None, "# Title\n\nSome text here.\n\n## Section\n\n- item one\n- item two\n", "docs"),
         (None, "2025-01-01 12:00:00 INFO start\n2025-01-01 12:00:01 ERROR boom\n", "logs"),
         (None, "", "logs"),

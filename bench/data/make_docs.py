@@ -52,8 +52,13 @@ def headings(lines: list[str]) -> list[tuple[int, int]]:
         elif not fence:
             if ATX.match(line):
                 out.append((i, i))
-            elif (i + 1 < len(lines) and line.strip() and not UNDER.match(line)
-                  and UNDER.match(lines[i + 1]) and len(lines[i + 1].strip()) >= len(line.strip())):
+            elif (
+                i + 1 < len(lines)
+                and line.strip()
+                and not UNDER.match(line)
+                and UNDER.match(lines[i + 1])
+                and len(lines[i + 1].strip()) >= len(line.strip())
+            ):
                 over = i > 0 and lines[i - 1].strip() == lines[i + 1].strip()
                 out.append((i - 1 if over else i, i + 1))
                 i += 2
@@ -86,13 +91,17 @@ def candidate(path: Path) -> dict | None:
         while j <= end and lines[j].strip():
             j += 1
         para = " ".join(x.strip() for x in lines[i:j])
-        if (not para or para[0] in "`|*-+.:<>[!#=" or re.match(r"^\d+\.", para)
-                or any(FENCE.match(x) or x.startswith("    ") for x in lines[i:j])):
+        if (
+            not para
+            or para[0] in "`|*-+.:<>[!#="
+            or re.match(r"^\d+\.", para)
+            or any(FENCE.match(x) or x.startswith("    ") for x in lines[i:j])
+        ):
             continue
         sentence = re.split(r"(?<=[.!?])\s", para, maxsplit=1)[0].strip()
         if len(sentence.split()) < 6 or len(sentence) > 300:
             continue
-        rest = [x for x in lines[j:end + 1] if x.strip()]
+        rest = [x for x in lines[j : end + 1] if x.strip()]
         if len(rest) < 3:
             continue
         options.append((a, end, i, j, sentence))
@@ -101,8 +110,13 @@ def candidate(path: Path) -> dict | None:
     a, end, i, j, sentence = options[h(str(path)) % len(options)]
     new = lines[:i] + lines[j:]
     removed = j - i
-    return {"source": str(path), "question": sentence, "source_type": "docs",
-            "text": "\n".join(new), "gold": [a + 1, end + 1 - removed]}
+    return {
+        "source": str(path),
+        "question": sentence,
+        "source_type": "docs",
+        "text": "\n".join(new),
+        "gold": [a + 1, end + 1 - removed],
+    }
 
 
 def main() -> None:
@@ -112,7 +126,11 @@ def main() -> None:
     files: dict[str, list[Path]] = {}
     for root in ROOTS:
         for p in Path(root).rglob("*"):
-            if p.suffix.lower() in (".md", ".rst") and p.is_file() and 8_000 <= p.stat().st_size <= 300_000:
+            if (
+                p.suffix.lower() in (".md", ".rst")
+                and p.is_file()
+                and 8_000 <= p.stat().st_size <= 300_000
+            ):
                 files.setdefault(str(p.parent), []).append(p)
     cases = []
     for d in sorted(files, key=h):

@@ -53,8 +53,16 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 def run(cmd: str, cwd: Path, timeout: int = 300) -> str:
     env = dict(os.environ, NO_COLOR="1", TERM="dumb", CARGO_TERM_COLOR="never", PYTHONHASHSEED="0")
-    p = subprocess.run(cmd, shell=True, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    p = subprocess.run(
+        cmd,
+        shell=True,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     out = ANSI.sub("", p.stdout.decode("utf-8", "replace")).replace(str(cwd), "/tmp/work")
     return out.replace("\r\n", "\n").rstrip("\n")
 
@@ -74,7 +82,11 @@ def g_traceback(lines: list[str]) -> tuple[int, int]:
     ind = len(lines[a]) - len(lines[a].lstrip())
     for j in range(a + 1, len(lines)):
         x = lines[j][ind:]
-        if x.strip() and not x[:1].isspace() and not x.startswith(("During handling", "The above exception")):
+        if (
+            x.strip()
+            and not x[:1].isspace()
+            and not x.startswith(("During handling", "The above exception"))
+        ):
             return a, j
     raise ValueError("no exception line")
 
@@ -91,7 +103,9 @@ def g_gcc(lines: list[str]) -> tuple[int, int]:
     b = a
     while b + 1 < len(lines) and re.match(r"^\s+(\d+\s)?\|", lines[b + 1]):
         b += 1
-    if a > 0 and "In function" in lines[a - 1] or a > 0 and "In member function" in lines[a - 1]:
+    if (a > 0 and "In function" in lines[a - 1]) or (
+        a > 0 and "In member function" in lines[a - 1]
+    ):
         a -= 1
     return a, b
 
@@ -115,15 +129,21 @@ def g_rustc(lines: list[str]) -> tuple[int, int]:
 def g_javac(lines: list[str]) -> tuple[int, int]:
     a = next(i for i, x in enumerate(lines) if ": error:" in x)
     b = a
-    while b + 1 < len(lines) and (lines[b + 1][:1].isspace() or lines[b + 1].lstrip().startswith("^")
-                                  or (b == a and lines[b + 1].strip())):
+    while b + 1 < len(lines) and (
+        lines[b + 1][:1].isspace()
+        or lines[b + 1].lstrip().startswith("^")
+        or (b == a and lines[b + 1].strip())
+    ):
         b += 1
     return a, b
 
 
 def g_stack(lines: list[str]) -> tuple[int, int]:
-    a = next(i for i, x in enumerate(lines)
-             if re.match(r"^(Exception in thread|\w*(Error|Exception)\b.*:|Uncaught )", x))
+    a = next(
+        i
+        for i, x in enumerate(lines)
+        if re.match(r"^(Exception in thread|\w*(Error|Exception)\b.*:|Uncaught )", x)
+    )
     b = a
     while b + 1 < len(lines) and re.match(r"^\s+(at |\.\.\. \d+ more|Caused by)", lines[b + 1]):
         b += 1
@@ -142,7 +162,10 @@ def g_npm(lines: list[str]) -> tuple[int, int]:
 
 def g_cmake(lines: list[str]) -> tuple[int, int]:
     a = next(i for i, x in enumerate(lines) if x.startswith("CMake Error"))
-    b = next(i for i in range(a, len(lines)) if lines[i].startswith("-- Configuring incomplete")) - 1
+    b = (
+        next(i for i in range(a, len(lines)) if lines[i].startswith("-- Configuring incomplete"))
+        - 1
+    )
     while not lines[b].strip():
         b -= 1
     return a, b
@@ -180,6 +203,7 @@ def g_line(pattern: str):
     def rule(lines: list[str]) -> tuple[int, int]:
         a = next(i for i, x in enumerate(lines) if re.search(pattern, x))
         return a, a
+
     return rule
 
 
@@ -191,9 +215,11 @@ PY = sys.executable
 def pytest_suite(d: Path, bad: str, modules: int = 8, tests: int = 25) -> None:
     files = {}
     for m in range(modules):
-        body = [f"import pytest\n\nfrom app.core import normalise, parse_config, Inventory\n"]
+        body = ["import pytest\n\nfrom app.core import normalise, parse_config, Inventory\n"]
         for t in range(tests):
-            body.append(f"def test_case_{m}_{t}():\n    assert normalise('  Item{t} ') == 'item{t}'\n")
+            body.append(
+                f"def test_case_{m}_{t}():\n    assert normalise('  Item{t} ') == 'item{t}'\n"
+            )
         files[f"tests/test_mod{m}.py"] = "\n".join(body)
     files["app/__init__.py"] = ""
     files["app/core.py"] = """
@@ -225,7 +251,10 @@ def pytest_suite(d: Path, bad: str, modules: int = 8, tests: int = 25) -> None:
 
 
 def py_logging_script(d: Path, crash: str, steps: int = 250) -> None:
-    write(d, {"job.py": f"""
+    write(
+        d,
+        {
+            "job.py": f"""
         import logging, json, os, sys
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                             datefmt="2025-01-01 12:00:00", stream=sys.stdout)
@@ -241,7 +270,9 @@ def py_logging_script(d: Path, crash: str, steps: int = 250) -> None:
             if i % 50 == 49:
                 log.warning("batch %d slower than expected (%.1fs)", i, 1.5 + i / 100)
         main()
-        """})
+        """
+        },
+    )
 
 
 SCENARIOS: list[tuple[str, str, object, callable]] = []
@@ -251,24 +282,30 @@ def scenario(name: str, question: str, rule):
     def deco(fn):
         SCENARIOS.append((name, question, rule, fn))
         return fn
+
     return deco
 
 
 @scenario("pytest-assert-dict", "Why does test_parse_config fail?", g_pytest)
 def _(d):
-    pytest_suite(d, """
+    pytest_suite(
+        d,
+        """
         from app.core import parse_config
 
         def test_parse_config():
             cfg = parse_config('{"Name": "shop", "Port": 8080, "Debug": false}')
             assert cfg == {"name": "shop", "port": "8080", "debug": False}
-        """)
+        """,
+    )
     return run(f"{PY} -m pytest -v -p no:cacheprovider tests", d)
 
 
 @scenario("pytest-valueerror", "The inventory tests fail, what goes wrong?", g_pytest)
 def _(d):
-    pytest_suite(d, """
+    pytest_suite(
+        d,
+        """
         from app.core import Inventory
 
         def test_restock_then_sell():
@@ -277,13 +314,17 @@ def _(d):
             inv.remove("apple", 2)
             inv.remove("apple", 2)
             assert inv.items["apple"] == 0
-        """, modules=10)
+        """,
+        modules=10,
+    )
     return run(f"{PY} -m pytest -v -p no:cacheprovider tests", d)
 
 
 @scenario("pytest-fixture-error", "Why does the database fixture fail to set up?", g_pytest)
 def _(d):
-    pytest_suite(d, """
+    pytest_suite(
+        d,
+        """
         import pytest, sqlite3
 
         @pytest.fixture
@@ -295,26 +336,39 @@ def _(d):
 
         def test_users(db):
             assert db.execute("SELECT count(*) FROM users").fetchone() == (1,)
-        """, modules=6)
+        """,
+        modules=6,
+    )
     return run(f"{PY} -m pytest -v -p no:cacheprovider tests", d)
 
 
-@scenario("pytest-param", "which parametrized case of test_normalise fails and what was expected?", g_pytest)
+@scenario(
+    "pytest-param",
+    "which parametrized case of test_normalise fails and what was expected?",
+    g_pytest,
+)
 def _(d):
-    pytest_suite(d, """
+    pytest_suite(
+        d,
+        """
         import pytest
         from app.core import normalise
 
         @pytest.mark.parametrize("raw,want", [("A", "a"), (" b ", "b"), ("Ç", "ç"), ("x y", "x_y"), ("Q", "q")])
         def test_normalise(raw, want):
             assert normalise(raw) == want
-        """, modules=12, tests=20)
+        """,
+        modules=12,
+        tests=20,
+    )
     return run(f"{PY} -m pytest -v -p no:cacheprovider tests", d)
 
 
 @scenario("pytest-keyerror-deep", "Why does the report test crash?", g_pytest)
 def _(d):
-    pytest_suite(d, """
+    pytest_suite(
+        d,
+        """
         def totals(rows):
             out = {}
             for r in rows:
@@ -328,24 +382,33 @@ def _(d):
         def test_report():
             rows = [{"region": "eu", "amount": 3}, {"regoin": "us", "amount": 4}]
             assert render(rows) == "eu: 3\\nus: 4"
-        """, modules=9)
+        """,
+        modules=9,
+    )
     return run(f"{PY} -m pytest -v -p no:cacheprovider --tb=long tests", d)
 
 
 @scenario("pytest-quiet-many", "what failed in the test run?", g_pytest)
 def _(d):
-    pytest_suite(d, """
+    pytest_suite(
+        d,
+        """
         import math
 
         def test_area():
             assert math.isclose(math.pi * 2 ** 2, 12.56, rel_tol=1e-6)
-        """, modules=20, tests=30)
+        """,
+        modules=20,
+        tests=30,
+    )
     return run(f"{PY} -m pytest -rA -p no:cacheprovider tests", d)
 
 
 @scenario("py-zerodiv", "Why did the job crash at the end?", g_traceback)
 def _(d):
-    py_logging_script(d, """
+    py_logging_script(
+        d,
+        """
         def average(values):
             return sum(values) / len(values)
 
@@ -355,13 +418,16 @@ def _(d):
         def main():
             log.info("summarising")
             print(summarise({"a": [1, 2], "b": []}))
-        """)
+        """,
+    )
     return run(f"{PY} job.py", d)
 
 
 @scenario("py-chained", "What is the root cause of the RuntimeError?", g_traceback)
 def _(d):
-    py_logging_script(d, """
+    py_logging_script(
+        d,
+        """
         SETTINGS = {"timeout": 3}
 
         def lookup(key):
@@ -373,13 +439,17 @@ def _(d):
         def main():
             log.info("reading settings")
             lookup("retries")
-        """, steps=400)
+        """,
+        steps=400,
+    )
     return run(f"{PY} job.py", d)
 
 
 @scenario("py-filenotfound", "why does the script fail to load its configuration", g_traceback)
 def _(d):
-    py_logging_script(d, """
+    py_logging_script(
+        d,
+        """
         def load(path):
             with open(path) as f:
                 return json.load(f)
@@ -387,13 +457,17 @@ def _(d):
         def main():
             cfg = load(os.path.join("conf", "settings.json"))
             log.info("loaded %s", cfg)
-        """, steps=180)
+        """,
+        steps=180,
+    )
     return run(f"{PY} job.py", d)
 
 
 @scenario("py-json", "The import step fails while parsing the payload. Why?", g_traceback)
 def _(d):
-    py_logging_script(d, """
+    py_logging_script(
+        d,
+        """
         def parse(payload):
             return json.loads(payload)
 
@@ -402,13 +476,17 @@ def _(d):
 
         def main():
             import_step(['{"a": 1}', '{"b": 2,}'])
-        """, steps=300)
+        """,
+        steps=300,
+    )
     return run(f"{PY} job.py", d)
 
 
 @scenario("py-recursion", "the tree walk blows up, what happened?", g_traceback)
 def _(d):
-    py_logging_script(d, """
+    py_logging_script(
+        d,
+        """
         def depth(node):
             return 1 + depth(node["children"][0]) if node["children"] else 1
 
@@ -416,7 +494,9 @@ def _(d):
             a = {"children": []}
             a["children"].append(a)
             log.info("depth %d", depth(a))
-        """, steps=120)
+        """,
+        steps=120,
+    )
     return run(f"{PY} job.py", d)
 
 
@@ -432,8 +512,13 @@ def _(d):
 def _(d):
     body = ["import unittest\n"]
     for k in range(15):
-        body.append(f"class TestThing{k}(unittest.TestCase):\n" + "".join(
-            f"    def test_{j}(self):\n        self.assertEqual({j} * 2, {j} + {j})\n" for j in range(12)))
+        body.append(
+            f"class TestThing{k}(unittest.TestCase):\n"
+            + "".join(
+                f"    def test_{j}(self):\n        self.assertEqual({j} * 2, {j} + {j})\n"
+                for j in range(12)
+            )
+        )
     body.append("""class TestCart(unittest.TestCase):
     def test_total(self):
         prices = [19.99, 5.01, 0.1]
@@ -446,31 +531,42 @@ def _(d):
 
 @scenario("pip-build-error", "pip install of the local package fails, why?", g_traceback)
 def _(d):
-    write(d, {"pkg/setup.py": """
+    write(
+        d,
+        {
+            "pkg/setup.py": """
         from setuptools import setup
         import platform
         if not platform.machine().startswith("arm"):
             raise RuntimeError("this package only builds on ARM, found " + platform.machine())
         setup(name="armonly", version="1.0")
-        """})
+        """
+        },
+    )
     return run(f"{PY} -m pip install --no-build-isolation --no-index -v ./pkg", d)
 
 
 def c_project(d: Path, bad: str, n: int = 40, flags: str = "-Wall") -> None:
     files = {}
     for i in range(n):
-        files[f"src/unit{i:02d}.c"] = f"#include <stdio.h>\nint unit{i:02d}(int x) {{ return x * {i} + 1; }}\n"
+        files[f"src/unit{i:02d}.c"] = (
+            f"#include <stdio.h>\nint unit{i:02d}(int x) {{ return x * {i} + 1; }}\n"
+        )
     files["src/zz_bad.c"] = bad
     objs = " ".join(f"build/unit{i:02d}.o" for i in range(n)) + " build/zz_bad.o"
-    files["Makefile"] = (f"CFLAGS={flags}\nall: app\napp: {objs} build/main.o\n\t$(CC) -o $@ $^\n"
-                         "build/%.o: src/%.c\n\t@mkdir -p build\n\t$(CC) $(CFLAGS) -c $< -o $@\n")
+    files["Makefile"] = (
+        f"CFLAGS={flags}\nall: app\napp: {objs} build/main.o\n\t$(CC) -o $@ $^\n"
+        "build/%.o: src/%.c\n\t@mkdir -p build\n\t$(CC) $(CFLAGS) -c $< -o $@\n"
+    )
     files["src/main.c"] = "int main(void) { return 0; }\n"
     write(d, files)
 
 
 @scenario("gcc-undeclared", "Why does make fail?", g_gcc)
 def _(d):
-    c_project(d, """
+    c_project(
+        d,
+        """
         #include <string.h>
         int checksum(const char *s) {
             int total = 0;
@@ -478,22 +574,29 @@ def _(d):
                 total += s[i];
             return totl;
         }
-        """)
+        """,
+    )
     return run("make -k -j1", d)
 
 
 @scenario("gcc-syntax", "What is the compile error in the build?", g_gcc)
 def _(d):
-    c_project(d, """
+    c_project(
+        d,
+        """
         struct point { int x; int y; }
         int norm1(struct point p) { return p.x + p.y; }
-        """, n=55)
+        """,
+        n=55,
+    )
     return run("make -j1", d)
 
 
 @scenario("gcc-werror", "the build fails with -Werror, which warning is it?", g_gcc)
 def _(d):
-    c_project(d, """
+    c_project(
+        d,
+        """
         #include <stdlib.h>
         int *make_buf(void) {
             long n = 10;
@@ -501,13 +604,18 @@ def _(d):
             char *q = p;
             return (int *)q;
         }
-        """, n=45, flags="-Wall -Werror")
+        """,
+        n=45,
+        flags="-Wall -Werror",
+    )
     return run("make -j1", d)
 
 
 @scenario("gcc-missing-header", "Build is broken: what is missing?", g_gcc)
 def _(d):
-    c_project(d, '#include "config_generated.h"\nint version(void) { return CONFIG_VERSION; }\n', n=35)
+    c_project(
+        d, '#include "config_generated.h"\nint version(void) { return CONFIG_VERSION; }\n', n=35
+    )
     return run("make -j1", d)
 
 
@@ -519,7 +627,10 @@ def _(d):
 
 @scenario("gxx-template", "why doesn't the C++ code compile", g_gcc)
 def _(d):
-    write(d, {"main.cpp": """
+    write(
+        d,
+        {
+            "main.cpp": """
         #include <map>
         #include <string>
         #include <vector>
@@ -531,13 +642,18 @@ def _(d):
             std::sort(stock.begin(), stock.end(), [](auto &a, auto &b) { return a.second.qty < b.second.qty; });
             return 0;
         }
-        """})
+        """
+        },
+    )
     return run("g++ -std=c++17 -c main.cpp -o main.o", d)
 
 
 @scenario("c-assert", "The program aborts when run, where?", g_line(r"Assertion .* failed"))
 def _(d):
-    write(d, {"main.c": """
+    write(
+        d,
+        {
+            "main.c": """
         #include <assert.h>
         #include <stdio.h>
         int main(void) {
@@ -549,60 +665,82 @@ def _(d):
             }
             return 0;
         }
-        """, "Makefile": "run: app\n\t./app\napp: main.c\n\t$(CC) -o app main.c\n"})
+        """,
+            "Makefile": "run: app\n\t./app\napp: main.c\n\t$(CC) -o app main.c\n",
+        },
+    )
     return run("make run", d)
 
 
 def cargo_project(d: Path, lib: str, n: int = 30) -> None:
     mods = "\n".join(f"pub mod m{i};" for i in range(n))
-    files = {"Cargo.toml": '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n',
-             "src/lib.rs": mods + "\n" + lib}
+    files = {
+        "Cargo.toml": '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n',
+        "src/lib.rs": mods + "\n" + lib,
+    }
     for i in range(n):
-        files[f"src/m{i}.rs"] = f"pub fn f{i}(x: i32) -> i32 {{\n    let unused_{i} = x;\n    x + {i}\n}}\n"
+        files[f"src/m{i}.rs"] = (
+            f"pub fn f{i}(x: i32) -> i32 {{\n    let unused_{i} = x;\n    x + {i}\n}}\n"
+        )
     write(d, files)
 
 
 @scenario("cargo-mismatch", "Why does cargo build fail?", g_rustc)
 def _(d):
-    cargo_project(d, """
+    cargo_project(
+        d,
+        """
         pub fn parse_port(s: &str) -> u16 {
             let n: u16 = s.trim();
             n
         }
-        """)
+        """,
+    )
     return run("cargo build --offline", d)
 
 
 @scenario("cargo-borrow", "What does the borrow checker complain about?", g_rustc)
 def _(d):
-    cargo_project(d, """
+    cargo_project(
+        d,
+        """
         pub fn dedup(v: &mut Vec<i32>) {
             let first = &v[0];
             v.push(*first + 1);
             v.retain(|x| x != first);
         }
-        """, n=25)
+        """,
+        n=25,
+    )
     return run("cargo build --offline", d)
 
 
 @scenario("cargo-import", "cargo check fails on an import; which one?", g_rustc)
 def _(d):
-    cargo_project(d, """
+    cargo_project(
+        d,
+        """
         use std::collections::HashMapp;
         pub fn count(words: &[&str]) -> usize {
             let mut m = HashMapp::new();
             for w in words { *m.entry(w).or_insert(0) += 1; }
             m.len()
         }
-        """, n=35)
+        """,
+        n=35,
+    )
     return run("cargo check --offline", d)
 
 
 @scenario("cargo-test-panic", "Which Rust test fails and why?", g_cargo_test)
 def _(d):
-    tests = "\n".join(f"    #[test]\n    fn works_{i}() {{ assert_eq!(super::m{i % 20}::f{i % 20}(1), 1 + {i % 20}); }}"
-                      for i in range(60))
-    cargo_project(d, f"""
+    tests = "\n".join(
+        f"    #[test]\n    fn works_{i}() {{ assert_eq!(super::m{i % 20}::f{i % 20}(1), 1 + {i % 20}); }}"
+        for i in range(60)
+    )
+    cargo_project(
+        d,
+        f"""
         pub fn mean(v: &[f64]) -> f64 {{ v.iter().sum::<f64>() / v.len() as f64 }}
         #[cfg(test)]
         mod tests {{
@@ -610,61 +748,92 @@ def _(d):
             #[test]
             fn mean_of_three() {{ assert_eq!(super::mean(&[1.0, 2.0, 4.0]), 2.0); }}
         }}
-        """, n=20)
+        """,
+        n=20,
+    )
     return run("cargo test --offline", d)
 
 
 @scenario("node-typeerror", "Why does the node script crash?", g_stack)
 def _(d):
-    write(d, {"app.js": """
+    write(
+        d,
+        {
+            "app.js": """
         const orders = [];
         for (let i = 0; i < 200; i++) orders.push({ id: i, customer: i % 17 === 16 ? null : { name: 'c' + i } });
         for (const o of orders) {
           console.log(`order ${o.id} for ${o.customer.name}`);
         }
-        """})
+        """
+        },
+    )
     return run("node app.js", d)
 
 
 @scenario("node-test-fail", "which node test fails?", g_tap)
 def _(d):
-    cases = "\n".join(f"test('adds {i}', () => assert.strictEqual(add({i}, 1), {i + 1}));" for i in range(80))
-    write(d, {"add.test.js": f"""
+    cases = "\n".join(
+        f"test('adds {i}', () => assert.strictEqual(add({i}, 1), {i + 1}));" for i in range(80)
+    )
+    write(
+        d,
+        {
+            "add.test.js": f"""
         const test = require('node:test');
         const assert = require('node:assert');
         const add = (a, b) => a + b;
         const slug = (s) => s.toLowerCase().replace(/ /g, '-');
         {cases}
         test('slug keeps dashes', () => assert.strictEqual(slug('A  B'), 'a-b'));
-        """})
+        """
+        },
+    )
     return run("node --test --test-reporter=tap add.test.js", d)
 
 
 @scenario("npm-build-script", "npm run build fails, what is wrong?", g_stack)
 def _(d):
-    write(d, {"package.json": '{"name": "site", "version": "1.0.0", "scripts": {"build": "node build.js"}}',
-              "build.js": """
+    write(
+        d,
+        {
+            "package.json": '{"name": "site", "version": "1.0.0", "scripts": {"build": "node build.js"}}',
+            "build.js": """
         const pages = Array.from({length: 150}, (_, i) => ({ slug: 'page-' + i, title: 'Page ' + i }));
         pages[97].title = undefined;
         for (const p of pages) {
           console.log('rendering ' + p.slug + ' -> dist/' + p.slug + '.html');
           if (p.title.length > 80) console.log('long title');
         }
-        """})
+        """,
+        },
+    )
     return run("npm run build", d)
 
 
 @scenario("npm-missing-script", "Why does npm test not run?", g_npm)
 def _(d):
-    write(d, {"package.json": json.dumps({"name": "lib", "version": "1.0.0",
-                                          "scripts": {f"task{i}": f"echo {i}" for i in range(5)}})})
+    write(
+        d,
+        {
+            "package.json": json.dumps(
+                {
+                    "name": "lib",
+                    "version": "1.0.0",
+                    "scripts": {f"task{i}": f"echo {i}" for i in range(5)},
+                }
+            )
+        },
+    )
     return run("for i in 0 1 2 3 4; do npm run task$i; done; npm run tests", d)
 
 
 @scenario("javac-symbol", "Why does javac fail?", g_javac)
 def _(d):
-    files = {f"src/Util{i}.java": f"public class Util{i} {{ public static int f(int x) {{ return x + {i}; }} }}\n"
-             for i in range(30)}
+    files = {
+        f"src/Util{i}.java": f"public class Util{i} {{ public static int f(int x) {{ return x + {i}; }} }}\n"
+        for i in range(30)
+    }
     files["src/Main.java"] = """
         import java.util.*;
         public class Main {
@@ -681,7 +850,10 @@ def _(d):
 
 @scenario("java-npe", "The Java program crashes, where and why?", g_stack)
 def _(d):
-    write(d, {"Main.java": """
+    write(
+        d,
+        {
+            "Main.java": """
         import java.util.*;
         public class Main {
             static Map<String, String> cfg = new HashMap<>();
@@ -691,42 +863,62 @@ def _(d):
                 System.out.println("binding on " + port());
             }
         }
-        """})
+        """
+        },
+    )
     return run("javac Main.java && java Main", d)
 
 
 @scenario("cmake-missing-package", "cmake configure fails, why?", g_cmake)
 def _(d):
-    write(d, {"CMakeLists.txt": """
+    write(
+        d,
+        {
+            "CMakeLists.txt": """
         cmake_minimum_required(VERSION 3.16)
         project(demo C)
         find_package(ZeroMQFancy 4.3 REQUIRED)
         add_executable(demo main.c)
-        """, "main.c": "int main(void){return 0;}\n"})
+        """,
+            "main.c": "int main(void){return 0;}\n",
+        },
+    )
     return run("cmake -S . -B build --log-level=VERBOSE", d)
 
 
 @scenario("bash-set-e", "the deploy script stops early, why?", g_line(r"cannot stat"))
 def _(d):
-    write(d, {"deploy.sh": """
+    write(
+        d,
+        {
+            "deploy.sh": """
         set -e
         for i in $(seq 1 120); do echo "[deploy] uploading asset $i/120 ok"; done
         mkdir -p out
         cp config/production.yml out/
         echo "[deploy] done"
-        """})
+        """
+        },
+    )
     return run("bash -x deploy.sh", d)
 
 
 @scenario("py-import-collect", "pytest errors during collection, what is wrong?", g_collect)
 def _(d):
-    pytest_suite(d, """
+    pytest_suite(
+        d,
+        """
         from app.core import parse_configuration
 
         def test_it():
             assert parse_configuration("{}") == {}
-        """, modules=7)
-    return run(f"{PY} -m pytest -v -p no:cacheprovider --tb=native --continue-on-collection-errors tests", d)
+        """,
+        modules=7,
+    )
+    return run(
+        f"{PY} -m pytest -v -p no:cacheprovider --tb=native --continue-on-collection-errors tests",
+        d,
+    )
 
 
 def main() -> None:
@@ -748,8 +940,16 @@ def main() -> None:
         if args.only:
             for i, x in enumerate(lines):
                 print(f"{i + 1:5d}{'*' if a <= i <= b else ' '} {x}")
-        cases.append({"id": f"l{k:03d}", "source": name, "question": question, "source_type": "logs",
-                      "text": text, "gold": [a + 1, b + 1]})
+        cases.append(
+            {
+                "id": f"l{k:03d}",
+                "source": name,
+                "question": question,
+                "source_type": "logs",
+                "text": text,
+                "gold": [a + 1, b + 1],
+            }
+        )
         print(f"{name}: {len(lines)} lines, gold {a + 1}-{b + 1}", file=sys.stderr)
     if not args.only:
         with open(args.out, "w") as f:

@@ -88,7 +88,11 @@ def _sig_range(node: ast.AST, lines: list[str]) -> tuple[int, int]:
     start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1  # type: ignore[attr-defined]
     first = node.body[0]  # type: ignore[attr-defined]
     sig_end = max(node.lineno - 1, first.lineno - 2)
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and first.lineno - 1 > node.lineno - 1:
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and first.lineno - 1 > node.lineno - 1
+    ):
         sig_end = first.lineno - 2
     return start, sig_end
 
@@ -121,16 +125,27 @@ def _python_body(
             s = _leading_comments(lines, s, prev_end)
             sig = (s, sig_end)
             if isinstance(st, ast.ClassDef):
-                _python_body(lines, st.body, heads + [sig], units, always, top=False, owner=st.name)
+                _python_body(lines, st.body, [*heads, sig], units, always, top=False, owner=st.name)
             else:
                 kw = "async def" if isinstance(st, ast.AsyncFunctionDef) else "def"
-                units.append(Unit(s, st.end_lineno - 1, f"{kw} {st.name}", name=st.name, sig=sig, heads=heads + [sig]))  # type: ignore[operator]
+                units.append(
+                    Unit(
+                        s,
+                        st.end_lineno - 1,
+                        f"{kw} {st.name}",
+                        name=st.name,
+                        sig=sig,
+                        heads=[*heads, sig],
+                    )
+                )  # type: ignore[operator]
         else:
             if top and _python_imports(st, always):
                 flush()
             else:
-                if group and st.lineno - 1 > prev_end + 1 and not any(
-                    lines[k].strip() for k in range(prev_end + 1, st.lineno - 1)
+                if (
+                    group
+                    and st.lineno - 1 > prev_end + 1
+                    and not any(lines[k].strip() for k in range(prev_end + 1, st.lineno - 1))
                 ):
                     flush()  # a blank line separates statement groups
                 group.append(st)
@@ -168,7 +183,7 @@ def _indent(line: str) -> int | None:
 
 
 class _Block:
-    __slots__ = ("start", "body", "end", "children")
+    __slots__ = ("body", "children", "end", "start")
 
     def __init__(self, start: int, body: int) -> None:
         self.start = start  # opener line
@@ -264,17 +279,32 @@ def _emit(
         name = _label(lines[blk.start])
         decl_children = sum(1 for c in blk.children if _is_decl(lines[c.start]))
         if decl_children >= 2 and blk.end - blk.start > 20:
-            _emit(lines, blk.children, blk.body, blk.end, heads + [sig], units, always, owner=name or owner)
+            _emit(
+                lines,
+                blk.children,
+                blk.body,
+                blk.end,
+                [*heads, sig],
+                units,
+                always,
+                owner=name or owner,
+            )
         else:
             start = _leading_comments(lines, blk.start, pos - 1)
             label = name if name else "bloc"
-            units.append(Unit(start, blk.end, label, name=name, sig=sig, heads=heads + [sig]))
+            units.append(Unit(start, blk.end, label, name=name, sig=sig, heads=[*heads, sig]))
         pos = blk.end + 1
     _gap_units(lines, pos, hi, heads, units, always, owner)
 
 
 def _gap_units(
-    lines: list[str], lo: int, hi: int, heads: list[tuple[int, int]], units: list[Unit], always: set[int], owner: str
+    lines: list[str],
+    lo: int,
+    hi: int,
+    heads: list[tuple[int, int]],
+    units: list[Unit],
+    always: set[int],
+    owner: str,
 ) -> None:
     """Loose lines between blocks, cut into chunks at blank lines."""
     start = None

@@ -26,7 +26,9 @@ def docs_layout(lines: list[str]) -> Layout:
         if m and not _is_underline(lines, i):
             mark = m.group(1)
             j = i + 1
-            while j < n and not (lines[j].strip().startswith(mark) and not lines[j].strip().strip(mark[0])):
+            while j < n and not (
+                lines[j].strip().startswith(mark) and not lines[j].strip().strip(mark[0])
+            ):
                 j += 1
             if j >= n:  # never closed: not worth treating the rest of the text as one block
                 i += 1
@@ -55,9 +57,15 @@ def docs_layout(lines: list[str]) -> Layout:
             continue
         if i + 1 < n and line.strip() and not in_fence[i + 1] and not _UNDERLINE.match(line):
             u = _UNDERLINE.match(lines[i + 1])
-            if u and len(lines[i + 1].strip()) >= min(len(line.strip()), 3) and not _LIST.match(line):
+            if (
+                u
+                and len(lines[i + 1].strip()) >= min(len(line.strip()), 3)
+                and not _LIST.match(line)
+            ):
                 ch = u.group(1)
-                over = i > 0 and lines[i - 1].strip() and lines[i - 1].strip() == lines[i + 1].strip()
+                over = (
+                    i > 0 and lines[i - 1].strip() and lines[i - 1].strip() == lines[i + 1].strip()
+                )
                 key = ("o" if over else "") + ch
                 level = rst_levels.setdefault(key, len(rst_levels) + 1)
                 heads.append((i - 1 if over else i, i + 1, level, line.strip()))
@@ -80,7 +88,16 @@ def docs_layout(lines: list[str]) -> Layout:
         enclosing = [r for _, r in path]
         path.append((level, (a, b)))
         if end > b:
-            _section_units(lines, b + 1, end, f"section {title[:60]}", title, enclosing + [(a, b)], units, atoms)
+            _section_units(
+                lines,
+                b + 1,
+                end,
+                f"section {title[:60]}",
+                title,
+                [*enclosing, (a, b)],
+                units,
+                atoms,
+            )
     return Layout(units=units, always=always, atoms=atoms)
 
 
@@ -92,8 +109,14 @@ def _is_underline(lines: list[str], i: int) -> bool:
 
 
 def _section_units(
-    lines: list[str], lo: int, hi: int, label: str, title: str, heads: list[tuple[int, int]],
-    units: list[Unit], atoms: list[tuple[int, int]],
+    lines: list[str],
+    lo: int,
+    hi: int,
+    label: str,
+    title: str,
+    heads: list[tuple[int, int]],
+    units: list[Unit],
+    atoms: list[tuple[int, int]],
 ) -> None:
     if hi - lo + 1 <= LONG_SECTION:
         units.append(Unit(lo, hi, label, name=title, heads=heads))
@@ -126,7 +149,9 @@ def _literal_blocks(lines: list[str], in_fence: list[bool]) -> list[tuple[int, i
             if j < n and len(lines[j]) - len(lines[j].lstrip()) > base:
                 k = j
                 last = j
-                while k < n and (not lines[k].strip() or len(lines[k]) - len(lines[k].lstrip()) > base):
+                while k < n and (
+                    not lines[k].strip() or len(lines[k]) - len(lines[k].lstrip()) > base
+                ):
                     if lines[k].strip():
                         last = k
                     k += 1

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from itertools import accumulate
+from itertools import accumulate, pairwise
 
 from ._units import Layout, Unit
 
-__all__ = ["logs_layout", "is_error_line", "error_lines"]
+__all__ = ["error_lines", "is_error_line", "logs_layout"]
 
 _ERROR = re.compile(
     r"\b(?:errors?|exceptions?|traceback|fatal|panic(?:ked)?|failed|failures?|critical|aborted"
@@ -18,12 +18,32 @@ _ERROR = re.compile(
 )
 # Substrings one of which every match of _ERROR contains (lower case), to find candidate lines fast.
 _ERROR_KEYS = (
-    "error", "exception", "traceback", "fatal", "panic", "fail", "critical", "abort", "segmentation",
-    "undefined reference", "assertion", "cannot", "could not", "unable to", "denied", "not found",
-    "not ok", "err!", "exit:", "interrupt:", "\ne  ",
+    "error",
+    "exception",
+    "traceback",
+    "fatal",
+    "panic",
+    "fail",
+    "critical",
+    "abort",
+    "segmentation",
+    "undefined reference",
+    "assertion",
+    "cannot",
+    "could not",
+    "unable to",
+    "denied",
+    "not found",
+    "not ok",
+    "err!",
+    "exit:",
+    "interrupt:",
+    "\ne  ",
 )
 _TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
-_CHAIN = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
+_CHAIN = re.compile(
+    r"^(?:During handling of the above exception|The above exception was the direct cause)"
+)
 _SEPARATOR = re.compile(r"^\s*(?:[=_\-*#~+!]{5,}|\S.*[=_\-*#~!]{5,}\s*$)")
 _CONT = re.compile(r"^(?:\s|E\s|>\s|\||\^|at\s|Caused by:|\.\.\.|-->|= )")
 # Lines kept around an error line: before, after.
@@ -129,7 +149,7 @@ def _sections(lines: list[str]) -> dict[int, tuple[int, int]]:
     cuts = [i for i, x in enumerate(lines) if _SEPARATOR.match(x)]
     bounds = [*cuts, len(lines)]
     out: dict[int, tuple[int, int]] = {}
-    for a, hi in zip(bounds, bounds[1:]):
+    for a, hi in pairwise(bounds):
         b = hi - 1  # the separator opening a section belongs to it
         for i in range(a, b + 1):
             out[i] = (a, b)

@@ -30,7 +30,9 @@ def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[st
 
     tfs: list[list[float] | None] = []  # None: no term of the question in the unit
     lens: list[int] = []
-    names: list[tuple[list[float], float] | None] = []  # best weight per term, share of name parts matched
+    names: list[
+        tuple[list[float], float] | None
+    ] = []  # best weight per term, share of name parts matched
     for u in units:
         tf = None
         length = 0
@@ -65,7 +67,7 @@ def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[st
     avg = max(1.0, sum(lens) / n)
     df = [0] * nq
     ndf = [0] * nq
-    for tf, name in zip(tfs, names):
+    for tf, name in zip(tfs, names, strict=True):
         for qi in range(nq):
             if tf is not None and tf[qi]:
                 df[qi] += 1
@@ -74,7 +76,7 @@ def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[st
     idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df]
     nidf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in ndf]
     scores = []
-    for u, tf, length, name in zip(units, tfs, lens, names):
+    for u, tf, length, name in zip(units, tfs, lens, names, strict=True):
         s = W_PRIOR * u.prior
         if tf is not None:
             norm = 1.0 - B + B * length / avg

@@ -14,7 +14,7 @@ from ._rank import score_units
 from ._text import query_terms
 from ._units import Layout
 
-__all__ = ["Selection", "PruneTimeout", "select_lines"]
+__all__ = ["PruneTimeout", "Selection", "select_lines"]
 
 NO_PRUNE_BEGIN = "⟦NO_PRUNE_BEGIN⟧"
 NO_PRUNE_END = "⟦NO_PRUNE_END⟧"
@@ -140,7 +140,9 @@ def _enforce(
                 keep[i] = True
 
 
-def _fill_by_rank(layout: Layout, scores: list[float], keep: list[bool], have: int, need: int) -> int:
+def _fill_by_rank(
+    layout: Layout, scores: list[float], keep: list[bool], have: int, need: int
+) -> int:
     """Add the lines of the best units that scored at all, heads first, until `need` lines are kept."""
     order = sorted((k for k in range(len(scores)) if scores[k] > 0), key=lambda k: (-scores[k], k))
     for k in order:
@@ -177,4 +179,7 @@ def _reasons(layout: Layout, keep: list[bool]) -> list[str | None]:
     for u in layout.units:
         for i in range(u.start, u.end + 1):
             label[i] = u.label
-    return [None if k else (f"hors focus: {lab}" if lab else "hors focus") for k, lab in zip(keep, label)]
+    return [
+        None if k else (f"hors focus: {lab}" if lab else "hors focus")
+        for k, lab in zip(keep, label, strict=True)
+    ]

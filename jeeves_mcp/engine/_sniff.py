@@ -21,7 +21,9 @@ _LOG_LINE = re.compile(
     r"|\S+:\d+:\d+: (?:error|warning|note)|={5,}|\s+at [\w$.<>]+\(|make(?:\[\d+\])?: )",
     re.IGNORECASE,
 )
-_DOC_LINE = re.compile(r"^(?:#{1,6} \S|[=\-~^\"'`*+#]{3,}\s*$|\s*[-*+] \S|\s*\d+\. \S|```|\.\. \w+::)")
+_DOC_LINE = re.compile(
+    r"^(?:#{1,6} \S|[=\-~^\"'`*+#]{3,}\s*$|\s*[-*+] \S|\s*\d+\. \S|```|\.\. \w+::)"
+)
 _CODE_LINE = re.compile(
     r"^\s*(?:def |class |import |from \S+ import|#include|function\b|func |fn |pub |public |private |"
     r"return\b|if\s*\(|for\s*\(|while\s*\(|const |let |var |package |using |[}{]\s*$|.*[;{]\s*$)"
@@ -29,15 +31,28 @@ _CODE_LINE = re.compile(
 
 
 def guess_source_type(path: str | None, text: str) -> str:
-    """"code", "logs" or "docs", from the file name when it tells, else from the content."""
+    """ "code", "logs" or "docs", from the file name when it tells, else from the content."""
     if path:
         name = path.rsplit("/", 1)[-1].lower()
-        if name.endswith(_DOCS_EXT) or name in ("readme", "changelog", "license", "copying", "authors", "news"):
+        if name.endswith(_DOCS_EXT) or name in (
+            "readme",
+            "changelog",
+            "license",
+            "copying",
+            "authors",
+            "news",
+        ):
             return "docs"
         if name.endswith(_LOG_EXT):
             return "logs"
         ext = name.rsplit(".", 1)[-1] if "." in name else ""
-        if ext in _CODE_EXT or name in ("makefile", "dockerfile", "justfile", "rakefile", "gemfile"):
+        if ext in _CODE_EXT or name in (
+            "makefile",
+            "dockerfile",
+            "justfile",
+            "rakefile",
+            "gemfile",
+        ):
             return "code"
     sample = text[:200_000].split("\n")[:2000]
     counts = {"logs": 0, "docs": 0, "code": 0}
@@ -51,6 +66,8 @@ def guess_source_type(path: str | None, text: str) -> str:
         elif _CODE_LINE.match(line):
             counts["code"] += 1
     if not any(counts.values()):
-        return "docs" if sample and sum(len(x) for x in sample) / max(1, len(sample)) > 60 else "logs"
+        return (
+            "docs" if sample and sum(len(x) for x in sample) / max(1, len(sample)) > 60 else "logs"
+        )
     # Command output is the common case for an agent: ties go to logs.
     return max(("logs", "code", "docs"), key=lambda k: counts[k])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["terms", "query_terms"]
+__all__ = ["query_terms", "terms"]
 
 # Runs of letters/digits; identifiers are then split on case changes and digits.
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")

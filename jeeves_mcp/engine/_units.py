@@ -7,10 +7,9 @@ and the signatures of everything that encloses it, or a section's heading path).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-__all__ = ["Unit", "Layout"]
+__all__ = ["Layout", "Unit"]
 
 
 @dataclass(slots=True)
