@@ -84,17 +84,10 @@ def _python_layout(lines: list[str]) -> Layout | None:
     return Layout(units=units, always=always)
 
 
-def _sig_range(node: ast.AST, lines: list[str]) -> tuple[int, int]:
-    start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1  # type: ignore[attr-defined]
-    first = node.body[0]  # type: ignore[attr-defined]
-    sig_end = max(node.lineno - 1, first.lineno - 2)
-    if (
-        isinstance(first, ast.Expr)
-        and isinstance(first.value, ast.Constant)
-        and first.lineno - 1 > node.lineno - 1
-    ):
-        sig_end = first.lineno - 2
-    return start, sig_end
+def _sig_range(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[int, int]:
+    """Decorators through the line before the body (a one-line def is its own signature)."""
+    start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
+    return start, max(node.lineno - 1, node.body[0].lineno - 2)
 
 
 def _python_body(
@@ -121,7 +114,7 @@ def _python_body(
     for st in stmts:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             flush()
-            s, sig_end = _sig_range(st, lines)
+            s, sig_end = _sig_range(st)
             s = _leading_comments(lines, s, prev_end)
             sig = (s, sig_end)
             if isinstance(st, ast.ClassDef):
