@@ -339,15 +339,32 @@ def _scan_and_open_sync(
     for pid in _list_pids():
         if pid == me or pid in known:
             continue
+        stat = _stat(pid)
+        if stat is None:
+            continue
+        if stat[0] == "Z":
+            # A member of the group that died before we saw it alive (the
+            # group signal got it) and reparented to us: reap it now. Never
+            # the leader, which its trio Process reaps.
+            if pgid is not None and stat[2] == str(pgid) and pid != pgid and stat[1] == str(me):
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+            continue
         if not _belongs(pid, pgid, tag_entry):
             continue
         try:
             fd = os.pidfd_open(pid)
         except OSError:
             continue
-        # Re-check through the open pidfd's pid: if the pid was recycled
-        # between the check and the open, the new process fails the check.
-        if _belongs(pid, pgid, tag_entry, alive_only=True):
+        # Re-check once the pidfd is open: if the pid was recycled between
+        # the check and the open, the new process fails the check. If ours
+        # died in between, it is kept to be reaped when it is our child.
+        recheck = _stat(pid)
+        if recheck is not None and recheck[0] == "Z":
+            keep = recheck[1] == str(me)
+        else:
+            keep = _belongs(pid, pgid, tag_entry)
+        if keep:
             found.append((pid, fd))
         else:
             os.close(fd)
@@ -381,11 +398,9 @@ def _has_tag(pid: int, tag_entry: bytes) -> bool:
     return (b"\0" + tag_entry + b"\0") in (b"\0" + environ + b"\0")
 
 
-def _belongs(
-    pid: int, pgid: int | None, tag_entry: bytes | None, *, alive_only: bool = False
-) -> bool:
+def _belongs(pid: int, pgid: int | None, tag_entry: bytes | None) -> bool:
     stat = _stat(pid)
-    if stat is None or (alive_only and stat[0] in ("Z", "X")):
+    if stat is None or stat[0] in ("Z", "X"):
         return False
     if pgid is not None and stat[2] == str(pgid):
         return True
