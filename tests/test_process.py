@@ -15,6 +15,7 @@ import trio
 from jeeves_mcp.errors import ToolError
 from jeeves_mcp.tools._process import (
     TAG_VAR,
+    TREE_VAR,
     become_subreaper,
     kill_tree,
     new_tag,
@@ -358,3 +359,34 @@ async def test_one_command_ending_does_not_kill_another_commands_daemon(
             await trio.to_thread.run_sync(release_b)
     assert results["b"].stdout == b"ready\ngot go\n"
     assert gone(daemon_b)
+
+
+async def test_commands_inherit_the_tree_tag_and_kill_tree_finds_it(
+    tmp_path, marker, subreaper, monkeypatch
+):
+    tree = new_tag()
+    monkeypatch.setenv(TREE_VAR, tree)
+    result = await run_command(
+        ["bash", "-c", f'echo "${TREE_VAR}"'],
+        cwd=tmp_path,
+        env=base_env(marker),
+        timeout_s=30,
+        max_output_bytes=1024,
+        kill_grace_s=GRACE_S,
+    )
+    assert result.stdout == f"{tree}\n".encode()
+    # A daemon left by a process of the tree (as a killed pruner leaves its
+    # commands) is found by the tree tag alone.
+    pidfile = tmp_path / "daemon.pid"
+    proc = await trio.lowlevel.open_process(
+        ["bash", "-c", f"(setsid sleep 300 & echo $! > {pidfile})"],
+        cwd=tmp_path,
+        env={**base_env(marker), TREE_VAR: tree},
+        start_new_session=True,
+    )
+    assert await proc.wait() == 0
+    daemon = int(pidfile.read_text())
+    assert not gone(daemon)
+    with trio.fail_after(10):
+        assert await kill_tree(None, None, grace_s=GRACE_S, tree=tree) == 1
+    assert gone(daemon)

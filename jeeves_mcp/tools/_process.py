@@ -44,6 +44,10 @@ import trio
 from jeeves_mcp.errors import ToolError
 
 TAG_VAR = "JEEVES_MCP_CALL"
+# Set by whoever starts the pruner (the supervisor) in the pruner's own
+# environment; every command inherits it, so `kill_tree(..., tree=...)` can
+# find a dead pruner's commands although they run in sessions of their own.
+TREE_VAR = "JEEVES_MCP_TREE"
 _PR_SET_CHILD_SUBREAPER = 36
 _READ_CHUNK = 64 * 1024
 # SIGKILL rounds: each kills every process a scan finds; a tree that keeps
@@ -169,7 +173,7 @@ async def run_command(
         proc = await trio.lowlevel.open_process(
             argv,
             cwd=str(cwd),
-            env={**env, TAG_VAR: tag},
+            env=_command_env(env, tag),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -230,6 +234,14 @@ async def run_command(
     )
 
 
+def _command_env(env: dict[str, str], tag: str) -> dict[str, str]:
+    tagged = {**env, TAG_VAR: tag}
+    tree = os.environ.get(TREE_VAR)
+    if tree:
+        tagged[TREE_VAR] = tree
+    return tagged
+
+
 def _kill_deadline(grace_s: float) -> float:
     return trio.current_time() + grace_s + _KILL_WAIT_S + 3.0
 
@@ -243,15 +255,19 @@ async def kill_tree(
     *,
     grace_s: float,
     leader: trio.Process | None = None,
+    tree: str | None = None,
 ) -> int:
-    """SIGTERM, `grace_s`, SIGKILL: the group `pgid` and every process tagged `tag`.
+    """SIGTERM, `grace_s`, SIGKILL: the group `pgid` and every process tagged `tag`
+    (`JEEVES_MCP_CALL`, one command) or `tree` (`JEEVES_MCP_TREE`, one pruner).
 
     `leader` (the trio Process that leads the group) is waited on through trio,
     which reaps it. Returns how many processes were found besides the leader.
     Call it inside a shielded scope with a deadline when cleaning up.
     """
     me = os.getpid()
-    tag_entry = f"{TAG_VAR}={tag}".encode() if tag else None
+    tag_entries = tuple(
+        f"{name}={value}".encode() for name, value in ((TAG_VAR, tag), (TREE_VAR, tree)) if value
+    )
     seen: dict[int, int] = {}  # pid -> pidfd
     try:
         # SIGTERM phase.
@@ -260,7 +276,7 @@ async def kill_tree(
         if leader_alive:
             with contextlib.suppress(ProcessLookupError):
                 leader.send_signal(signal.SIGTERM)
-        fresh = await _scan_and_open(pgid, tag_entry, me, seen)
+        fresh = await _scan_and_open(pgid, tag_entries, me, seen)
         if not (group_alive or leader_alive or fresh):
             return 0  # the usual case after a normal exit: nothing is left
         _send(fresh, signal.SIGTERM)
@@ -274,7 +290,7 @@ async def kill_tree(
                 leader.send_signal(signal.SIGKILL)
         _send(seen.items(), signal.SIGKILL)
         for _ in range(_KILL_ROUNDS):
-            fresh = await _scan_and_open(pgid, tag_entry, me, seen)
+            fresh = await _scan_and_open(pgid, tag_entries, me, seen)
             if not fresh:
                 break
             _signal_group(pgid, signal.SIGKILL)
@@ -324,15 +340,15 @@ async def _wait_gone(leader: trio.Process | None, fds: Iterable[int]) -> None:
 
 
 async def _scan_and_open(
-    pgid: int | None, tag_entry: bytes | None, me: int, seen: dict[int, int]
+    pgid: int | None, tag_entries: tuple[bytes, ...], me: int, seen: dict[int, int]
 ) -> list[tuple[int, int]]:
-    found = await trio.to_thread.run_sync(_scan_and_open_sync, pgid, tag_entry, me, set(seen))
+    found = await trio.to_thread.run_sync(_scan_and_open_sync, pgid, tag_entries, me, set(seen))
     seen.update(found)
     return found
 
 
 def _scan_and_open_sync(
-    pgid: int | None, tag_entry: bytes | None, me: int, known: set[int]
+    pgid: int | None, tag_entries: tuple[bytes, ...], me: int, known: set[int]
 ) -> list[tuple[int, int]]:
     """Pids of the tree not in `known`, each with a pidfd opened and re-verified."""
     found = []
@@ -350,7 +366,7 @@ def _scan_and_open_sync(
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, os.WNOHANG)
             continue
-        if not _belongs(pid, pgid, tag_entry):
+        if not _belongs(pid, pgid, tag_entries):
             continue
         try:
             fd = os.pidfd_open(pid)
@@ -363,7 +379,7 @@ def _scan_and_open_sync(
         if recheck is not None and recheck[0] == "Z":
             keep = recheck[1] == str(me)
         else:
-            keep = _belongs(pid, pgid, tag_entry)
+            keep = _belongs(pid, pgid, tag_entries)
         if keep:
             found.append((pid, fd))
         else:
@@ -389,22 +405,23 @@ def _stat(pid: int) -> list[str] | None:
     return raw[raw.rfind(b")") + 2 :].decode("ascii", "replace").split()
 
 
-def _has_tag(pid: int, tag_entry: bytes) -> bool:
+def _has_tag(pid: int, tag_entries: tuple[bytes, ...]) -> bool:
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
             environ = f.read()
     except OSError:
         return False
-    return (b"\0" + tag_entry + b"\0") in (b"\0" + environ + b"\0")
+    environ = b"\0" + environ + b"\0"
+    return any(b"\0" + entry + b"\0" in environ for entry in tag_entries)
 
 
-def _belongs(pid: int, pgid: int | None, tag_entry: bytes | None) -> bool:
+def _belongs(pid: int, pgid: int | None, tag_entries: tuple[bytes, ...]) -> bool:
     stat = _stat(pid)
     if stat is None or stat[0] in ("Z", "X"):
         return False
     if pgid is not None and stat[2] == str(pgid):
         return True
-    return tag_entry is not None and _has_tag(pid, tag_entry)
+    return bool(tag_entries) and _has_tag(pid, tag_entries)
 
 
 def _reap(seen: dict[int, int]) -> None:

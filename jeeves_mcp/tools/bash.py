@@ -18,7 +18,7 @@ from jeeves_mcp.tools._base import (
     display_path,
     resolve_in_root,
 )
-from jeeves_mcp.tools._process import TAG_VAR, run_command
+from jeeves_mcp.tools._process import TAG_VAR, TREE_VAR, run_command
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -50,7 +50,7 @@ def sanitized_env(
             raise ToolError("INVALID_REQUEST", f"env.{name}: expected string")
         if not name or "=" in name or "\x00" in name or "\x00" in value:
             raise ToolError("INVALID_REQUEST", f"env: invalid variable name {name!r}")
-        if name == TAG_VAR:
+        if name in (TAG_VAR, TREE_VAR):
             raise ToolError("INVALID_REQUEST", f"env.{name} is reserved")
         env[name] = value
     return env
