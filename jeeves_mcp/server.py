@@ -19,6 +19,7 @@ from jeeves_mcp.pipeline import ToolRunner
 from jeeves_mcp.protocol import Dispatcher
 from jeeves_mcp.pruning import Pruner, make_engine
 from jeeves_mcp.store import RecoveryStore
+from jeeves_mcp.swe_compat import install_routes
 from jeeves_mcp.tools import ALIASES, DEFAULT_TOOLS
 from jeeves_mcp.transports.http import McpHttpApp
 from jeeves_mcp.transports.stdio import serve_stdio
@@ -61,6 +62,7 @@ async def serve_http(
 ) -> None:
     """Serve /mcp, /rpc and /health; reports the bound port once listening."""
     app = McpHttpApp(server.config, server.dispatcher)
+    install_routes(app, server)
     async with trio.open_nursery() as nursery:
         binds = await nursery.start(
             lambda task_status: serve(

@@ -1,0 +1,182 @@
+"""SWE-Pruner's own HTTP API served by a pruner child, backed by its engine.
+
+`POST /prune` takes SWE-Pruner's `PruneRequest` and answers its
+`PruneResponse` (see `jeeves_mcp.swe_pruner` for the protocol and where it
+comes from), so an integration written for SWE-Pruner can point at a child
+and prune on the CPU, without the model. `GET /health` is already answered
+by the transport with {"status": "healthy", "model_loaded": true, ...},
+which SWE-Pruner clients read the same way.
+
+How SWE-Pruner's knobs map onto the built-in engine:
+
+- `threshold`: SWE-Pruner keeps lines scoring at least this. The engine ranks
+  units rather than scoring lines against a fixed cut, so any threshold > 0
+  prunes at the engine's defaults; threshold 0 keeps every line, as it does
+  with SWE-Pruner (clients use it to get scores without pruning).
+- `always_keep_first_frags`: line 1 is kept.
+- `chunk_overlap_tokens`: accepted and ignored (the engine has no windows).
+- `kept_frags` are 1-based numbers of `code.splitlines()`, as SWE-Pruner's.
+- `pruned_code` is rendered SWE-Pruner's way: kept lines, and "(filtered N
+  lines)" for a pruned run.
+- `score` is the share of the query's terms found in the code, 0..1.
+- `token_scores` has one [line, 1.0 | 0.0] pair per line: the engine's unit
+  of choice is the line, kept or not.
+- Token counts are estimates (4 characters a token), as in seed 001's stats.
+- When pruning fails open (input too large, timeout, ...), every line is
+  kept and `error_msg` names the warning, as SWE-Pruner does when it cannot
+  prune.
+
+The route goes through the app's own guards (Host/Origin, bearer token) and
+body limit (413), like /rpc.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+from jeeves_mcp import _log
+from jeeves_mcp.pruning import PruneOptions, estimate_tokens
+from jeeves_mcp.transports._asgi import Receive, Send, send_json
+
+if TYPE_CHECKING:
+    from jeeves_mcp.server import PrunerServer
+    from jeeves_mcp.transports.http import McpHttpApp
+
+__all__ = ["BadRequest", "install_routes", "parse_request", "prune_response"]
+
+log = logging.getLogger("jeeves_mcp.swe_compat")
+
+DEFAULTS: dict[str, Any] = {"threshold": 0.5, "always_keep_first_frags": False, "chunk_overlap_tokens": 50}
+FILTERED = "(filtered {} lines)"
+
+
+class BadRequest(ValueError):
+    """The body is not a valid SWE-Pruner PruneRequest."""
+
+
+def parse_request(body: bytes) -> dict[str, Any]:
+    """The request with SWE-Pruner's defaults filled in; unknown fields are ignored."""
+    try:
+        request = json.loads(body)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise BadRequest(f"body is not JSON: {exc}"[:200]) from exc
+    if not isinstance(request, dict):
+        raise BadRequest("body must be a JSON object")
+    for name in ("query", "code"):
+        if name not in request:
+            raise BadRequest(f"missing field {name!r}")
+        if not isinstance(request[name], str):
+            raise BadRequest(f"{name!r} must be a string")
+    parsed = {**DEFAULTS, "query": request["query"], "code": request["code"]}
+    threshold = request.get("threshold", DEFAULTS["threshold"])
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold):
+        raise BadRequest("'threshold' must be a number")
+    if not 0 <= threshold <= 1:
+        raise BadRequest("'threshold' must be between 0 and 1")
+    parsed["threshold"] = float(threshold)
+    first = request.get("always_keep_first_frags", DEFAULTS["always_keep_first_frags"])
+    if not isinstance(first, bool):
+        raise BadRequest("'always_keep_first_frags' must be a boolean")
+    parsed["always_keep_first_frags"] = first
+    overlap = request.get("chunk_overlap_tokens", DEFAULTS["chunk_overlap_tokens"])
+    if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
+        raise BadRequest("'chunk_overlap_tokens' must be a non-negative integer")
+    parsed["chunk_overlap_tokens"] = overlap
+    return parsed
+
+
+def prune_response(
+    code: str, query: str, keep: list[bool], error_msg: str | None
+) -> dict[str, Any]:
+    """SWE-Pruner's PruneResponse for `code.splitlines()` and a keep-mask over it."""
+    from jeeves_mcp.engine._text import query_terms, terms
+
+    lines = code.splitlines()
+    rendered: list[str] = []
+    gap = 0
+    for line, kept in zip(lines, keep, strict=True):
+        if kept:
+            if gap:
+                rendered.append(FILTERED.format(gap))
+                gap = 0
+            rendered.append(line)
+        else:
+            gap += 1
+    if gap:
+        rendered.append(FILTERED.format(gap))
+    pruned_code = "\n".join(rendered)
+    wanted = set(query_terms(query))
+    score = len(wanted & set(terms(code))) / len(wanted) if wanted else 0.0
+    return {
+        "score": round(score, 4),
+        "pruned_code": pruned_code,
+        "token_scores": [[line, 1.0 if kept else 0.0] for line, kept in zip(lines, keep, strict=True)],
+        "kept_frags": [n for n, kept in enumerate(keep, 1) if kept],
+        "origin_token_cnt": estimate_tokens(code),
+        "left_token_cnt": estimate_tokens(pruned_code),
+        "model_input_token_cnt": estimate_tokens(query) + estimate_tokens(code),
+        "error_msg": error_msg,
+    }
+
+
+async def prune_swe(server: PrunerServer, request: dict[str, Any]) -> dict[str, Any]:
+    """Answer one parsed PruneRequest with the server's pruner."""
+    from jeeves_mcp.engine import guess_source_type
+
+    code, query = request["code"], request["query"]
+    lines = code.splitlines()
+    if not lines or request["threshold"] == 0:
+        return prune_response(code, query, [True] * len(lines), None)
+    outcome = await server.pruner.prune(
+        "\n".join(lines),  # the pruner numbers lines by "\n"; SWE-Pruner by splitlines()
+        query,
+        guess_source_type(None, code),
+        PruneOptions(
+            timeout_ms=server.config.prune_timeout_ms, annotate_lines=False, include_markers=False
+        ),
+    )
+    keep = [True] * len(lines)
+    for block in outcome.annotations:
+        for number in range(block["original_start_line"], block["original_end_line"] + 1):
+            keep[number - 1] = False
+    if request["always_keep_first_frags"]:
+        keep[0] = True
+    error_msg = ", ".join(outcome.warnings) if outcome.used_fallback else None
+    return prune_response(code, query, keep, error_msg or None)
+
+
+def install_routes(app: McpHttpApp, server: PrunerServer) -> None:
+    """Serve `POST /prune` in SWE-Pruner's format on `app`."""
+
+    async def prune_route(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        # The app's guard (Host/Origin, bearer token) and bounded body reader
+        # (413, 408), as for /rpc.
+        if not await app._guard(scope, send):
+            return
+        body = await app._body(receive, send)
+        if body is None:
+            return
+        started = time.monotonic()
+        try:
+            request = parse_request(body)
+        except BadRequest as exc:
+            message = str(exc)
+            _log.event(log, "swe_compat.bad_request", logging.WARNING, problem=message)
+            await send_json(send, 400, {"error": {"code": 400, "message": message}, "detail": message})
+            return
+        answer = await app._watching(receive, prune_swe(server, request))
+        _log.event(
+            log,
+            "swe_compat.prune",
+            duration_ms=_log.monotonic_ms(started),
+            lines=len(answer["token_scores"]),
+            kept=len(answer["kept_frags"]),
+            fallback=answer["error_msg"],
+        )
+        await send_json(send, 200, answer)
+
+    app.extra_routes[("POST", "/prune")] = prune_route
