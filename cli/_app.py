@@ -22,9 +22,10 @@ def version() -> None:
 
 
 def _register() -> None:
-    from jeeves_mcp.cli import _pruner
+    from jeeves_mcp.cli import _prune, _pruner
 
     _pruner.register(app)
+    _prune.register(app)
 
 
 def main() -> None:
