@@ -50,8 +50,8 @@ def definition_size(tool) -> int:
 
 
 def test_definitions_stay_small():
-    assert definition_size(bash_tool.TOOL) <= 600
-    assert definition_size(grep.TOOL) <= 700
+    assert definition_size(bash_tool.TOOL) <= 500
+    assert definition_size(grep.TOOL) <= 600
     for tool in (bash_tool.TOOL, grep.TOOL):
         assert tool.input_schema["additionalProperties"] is False
         assert tool.prunable
@@ -226,6 +226,18 @@ async def test_grep_max_matches_truncates(root, engine):
     assert lines(out) == [f"many.txt:{i + 1}:hit {i}" for i in range(5)]
     assert out.fields["truncated"] is True
     assert out.fields["match_count"] == 50
+
+
+async def test_grep_out_of_range_numbers_are_clamped(root, engine):
+    out = await call_grep(root, pattern="greet", max_matches=0, paths=["src"])
+    assert len(lines(out)) == 1
+    assert out.fields["truncated"] is True
+
+
+async def test_grep_empty_pattern_is_invalid_request(root, engine):
+    with pytest.raises(ToolError) as info:
+        await call_grep(root, pattern="")
+    assert info.value.code == "INVALID_REQUEST"
 
 
 async def test_grep_no_match_is_success(root, engine):

@@ -26,7 +26,7 @@ SCHEMA: dict[str, Any] = {
         "cmd": {"type": "string"},
         "cwd": {"type": "string"},
         "env": {"type": "object"},
-        "timeout_ms": {"type": "integer", "minimum": 1},
+        "timeout_ms": {"type": "integer"},
         "context_focus_question": FOCUS_PROPERTY,
     },
     "required": ["cmd"],
@@ -72,7 +72,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     if not cwd.is_dir():
         raise ToolError("NOT_FOUND", f"cwd is not a directory: {display_path(config, cwd)}")
     env = sanitized_env(config.env_allow, args.get("env"))
-    timeout_ms = int(args.get("timeout_ms", config.bash_timeout_ms))
+    timeout_ms = max(1, int(args.get("timeout_ms", config.bash_timeout_ms)))
     result = await run_command(
         [shell(), "-c", cmd],
         cwd=cwd,
@@ -116,10 +116,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
 
 TOOL = Tool(
     name="bash",
-    description=(
-        "Run a shell command (bash -c) in the workspace: exit_code, stdout, stderr. "
-        "Timeout kills its whole process tree."
-    ),
+    description=("Run a shell command in the workspace; returns exit_code, stdout, stderr."),
     input_schema=SCHEMA,
     handler=run,
 )

@@ -40,12 +40,12 @@ _BYTES_PER_MATCH = 1024
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "pattern": {"type": "string", "minLength": 1},
+        "pattern": {"type": "string"},
         "paths": {"type": "array", "items": {"type": "string"}},
-        "glob": {"type": "string", "description": "e.g. *.py"},
+        "glob": {"type": "string"},
         "ignore_case": {"type": "boolean"},
-        "max_matches": {"type": "integer", "minimum": 1, "maximum": MAX_MATCHES},
-        "timeout_ms": {"type": "integer", "minimum": 1},
+        "max_matches": {"type": "integer"},
+        "timeout_ms": {"type": "integer"},
         "context_focus_question": FOCUS_PROPERTY,
     },
     "required": ["pattern"],
@@ -74,8 +74,11 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     pattern: str = args["pattern"]
     ignore_case = bool(args.get("ignore_case", False))
     glob: str | None = args.get("glob") or None
-    max_matches = int(args.get("max_matches", DEFAULT_MAX_MATCHES))
-    timeout_ms = int(args.get("timeout_ms", ctx.config.grep_timeout_ms))
+    # Out-of-range numbers are clamped (keeps the schema small, seed 003).
+    max_matches = min(max(1, int(args.get("max_matches", DEFAULT_MAX_MATCHES))), MAX_MATCHES)
+    timeout_ms = max(1, int(args.get("timeout_ms", ctx.config.grep_timeout_ms)))
+    if not pattern:
+        raise ToolError("INVALID_REQUEST", "pattern must not be empty")
     targets = _targets(ctx, args.get("paths") or ["."])
     rg = find_rg()
     if rg is not None:
@@ -198,10 +201,7 @@ async def _run_rg(
 
 TOOL = Tool(
     name="grep",
-    description=(
-        "Regex search of workspace files (ripgrep): path:line:text lines. "
-        "Use it to locate code before read."
-    ),
+    description=("Regex search of workspace files (ripgrep); returns path:line:text lines."),
     input_schema=SCHEMA,
     handler=run,
 )
