@@ -22,8 +22,9 @@ def version() -> None:
 
 
 def _register() -> None:
-    from jeeves_mcp.cli import _prune, _pruner
+    from jeeves_mcp.cli import _daemon, _prune, _pruner
 
+    _daemon.register(app)
     _pruner.register(app)
     _prune.register(app)
 

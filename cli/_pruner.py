@@ -22,6 +22,8 @@ def pruner(
         None, help="External SWE-Pruner service URL [env JEEVES_PRUNER_ENDPOINT; default built-in engine]."
     ),
     log_level: str = typer.Option("info", help="debug, info, warning or error (logs go to stderr as JSON lines)."),
+    log_file: Path = typer.Option(None, help="Write the JSON log lines to this file instead of stderr."),
+    log_file_bytes: int = typer.Option(1024 * 1024, help="Size bound of --log-file (rotated once)."),
 ) -> None:
     """Run a pruner child: an MCP server with read, bash, grep, prune_text and recover_text.
 
@@ -34,7 +36,11 @@ def pruner(
     from jeeves_mcp.config import ConfigError, load_config
     from jeeves_mcp.server import run_pruner
 
-    _log.configure(getattr(logging, log_level.upper(), logging.INFO))
+    _log.configure(
+        getattr(logging, log_level.upper(), logging.INFO),
+        file=str(log_file) if log_file else None,
+        file_bytes=log_file_bytes,
+    )
     try:
         config = load_config(
             os.environ, host=host, port=port, root=root, token=token, pruner_endpoint=pruner_endpoint

@@ -26,9 +26,17 @@ class JsonLineFormatter(logging.Formatter):
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
-def configure(level: int = logging.INFO, stream: Any = None) -> None:
-    """Route the `jeeves_mcp` loggers to `stream` (stderr) as JSON lines."""
-    handler = logging.StreamHandler(stream or sys.stderr)
+def configure(
+    level: int = logging.INFO, stream: Any = None, *, file: str | None = None, file_bytes: int = 0
+) -> None:
+    """Route the `jeeves_mcp` loggers to `stream` (stderr), or to a size-bounded `file`."""
+    handler: logging.Handler
+    if file is not None:
+        from logging.handlers import RotatingFileHandler
+
+        handler = RotatingFileHandler(file, maxBytes=max(file_bytes // 2, 1024), backupCount=1)
+    else:
+        handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonLineFormatter())
     root = logging.getLogger("jeeves_mcp")
     root.handlers[:] = [handler]

@@ -80,6 +80,10 @@ def load_config(env: Mapping[str, str] | None = None, **flags: Any) -> PrunerCon
         if env.get(name, "") != "":
             values[field] = env[name]
     values.update({k: v for k, v in flags.items() if v is not None})
+    # Variables the supervisor put in this child's environment for the run's commands.
+    passed = [name for name in env.get("JEEVES_MCP_ENV_PASS", "").split(",") if name]
+    if passed:
+        values["env_allow"] = (*PrunerConfig.model_fields["env_allow"].default, *passed)
     try:
         return PrunerConfig(**values)
     except ValidationError as exc:

@@ -1,0 +1,55 @@
+"""`jeeves-mcp daemon`: the supervisor that runs one pruner child per agent run."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def daemon(
+    socket: Annotated[Path | None, typer.Option(
+        help="Control API socket [env JEEVES_MCP_SOCKET; default $XDG_RUNTIME_DIR/jeeves-mcp/control.sock, "
+        "else under the state dir].")] = None,
+    state_dir: Annotated[Path | None, typer.Option(
+        help="Slot records (SQLite) and child logs [default $STATE_DIRECTORY, /var/lib/jeeves-mcp as root, "
+        "else ~/.local/state/jeeves-mcp].")] = None,
+    config: Annotated[Path | None, typer.Option(
+        help="TOML configuration file [env JEEVES_MCP_CONFIG]. Keys are those of `jeeves-mcp config-reference`.")] = None,
+    live_restore: Annotated[bool | None, typer.Option(
+        "--live-restore/--no-live-restore",
+        help="On SIGTERM, leave children running for the next daemon to re-adopt.")] = None,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+) -> None:
+    """Run the supervisor daemon (systemd runs it as a notify service).
+
+    It serves the control API on a Unix socket (mode 0600): POST /v1/slots acquires a slot for a run
+    and answers once its pruner child is healthy; DELETE /v1/slots/RUN releases it. Children are
+    health-checked, restarted, degraded and torn down; their records survive daemon restarts.
+    """
+    import trio
+    from jeeves_mcp.supervisor.config import load_daemon_config
+    from jeeves_mcp.supervisor.daemon import DaemonError, run_daemon
+
+    from jeeves_mcp import _log
+    from jeeves_mcp.config import ConfigError
+
+    _log.configure(getattr(logging, log_level.upper(), logging.INFO))
+    try:
+        settings = load_daemon_config(config, socket=socket, state_dir=state_dir, live_restore=live_restore)
+    except ConfigError as exc:
+        typer.echo(f"jeeves-mcp daemon: bad configuration: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    try:
+        trio.run(run_daemon, settings)
+    except DaemonError as exc:
+        typer.echo(f"jeeves-mcp daemon: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(daemon)

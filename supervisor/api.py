@@ -1,0 +1,216 @@
+"""The control API: versioned JSON under /v1, errors `{"error": {"code", "message"}}`."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import trio
+from jeeves_mcp.supervisor.slots import AcquireRequest, SlotError, SlotManager, SlotState
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from quart import Response, request
+from quart_trio import QuartTrio
+
+from jeeves_mcp import __version__
+
+log = logging.getLogger("jeeves_mcp.supervisor.api")
+
+SSE_KEEPALIVE_S = 15.0
+MAX_LOG_TAIL = 10_000
+
+
+class AcquireBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(min_length=1, max_length=128)
+    root: str = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    pruner_endpoint: str | None = None
+    ttl_s: float | None = Field(None, gt=0, le=7 * 24 * 3600)
+    labels: dict[str, str] = Field(default_factory=dict)
+    enabled: bool = True
+
+    @field_validator("root")
+    @classmethod
+    def _directory(cls, value: str) -> str:
+        path = Path(value).expanduser()
+        if not path.is_absolute():
+            raise ValueError("must be an absolute path")
+        if not path.is_dir():
+            raise ValueError("is not a directory")
+        return str(path.resolve())
+
+    @field_validator("env")
+    @classmethod
+    def _names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not name or "=" in name or "\0" in name:
+                raise ValueError(f"bad variable name {name!r}")
+        return value
+
+
+class RenewBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ttl_s: float | None = Field(None, gt=0, le=7 * 24 * 3600)
+
+
+def error(code: str, message: str, status: int, **extra: Any) -> Response:
+    body = {"error": {"code": code, "message": message, **extra}}
+    return Response(json.dumps(body), status=status, mimetype="application/json")
+
+
+def ok(payload: Any, status: int = 200) -> Response:
+    return Response(json.dumps(payload), status=status, mimetype="application/json")
+
+
+async def _json_body(model: type[BaseModel], *, optional: bool = False) -> BaseModel | Response:
+    raw = await request.get_data(as_text=False)
+    if not raw.strip() and optional:
+        raw = b"{}"
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        return error("INVALID_REQUEST", f"body is not JSON: {exc}", 400)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        fields = [
+            {"field": ".".join(map(str, e["loc"])) or "body", "message": e["msg"]} for e in exc.errors()
+        ]
+        return error("INVALID_REQUEST", "invalid request body", 400, fields=fields)
+
+
+def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTrio:
+    app = QuartTrio(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
+    app.config["BODY_TIMEOUT"] = 30
+    token = tcp_token.encode() if tcp_token else None
+
+    @app.before_request
+    async def guard() -> Response | None:
+        # Unix-socket peers are trusted by the socket's mode; TCP peers need the token.
+        if token is None or request.scope.get("client") is None:
+            return None
+        supplied = request.headers.get("Authorization", "")
+        scheme, _, credential = supplied.partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(credential.strip().encode(), token):
+            return None
+        return error("UNAUTHORIZED", "missing or wrong bearer token", 401)
+
+    @app.errorhandler(SlotError)
+    async def slot_error(exc: SlotError) -> Response:
+        return error(exc.code, exc.message, exc.status)
+
+    @app.errorhandler(404)
+    async def not_found(_: Exception) -> Response:
+        return error("NOT_FOUND", f"no route {request.method} {request.path}", 404)
+
+    @app.errorhandler(405)
+    async def not_allowed(_: Exception) -> Response:
+        return error("METHOD_NOT_ALLOWED", f"{request.method} not allowed on {request.path}", 405)
+
+    @app.errorhandler(413)
+    async def too_large(_: Exception) -> Response:
+        return error("INVALID_REQUEST", "body too large", 413)
+
+    @app.errorhandler(Exception)
+    async def internal(exc: Exception) -> Response:
+        log.error("api.internal_error", exc_info=exc)
+        return error("INTERNAL", "internal error; see the daemon log", 500)
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        return ok({"status": "ok", "version": __version__, "slots": len(manager.slots)})
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        text = manager.metrics.render(manager.counts(), [str(s) for s in SlotState])
+        return Response(text, mimetype="text/plain; version=0.0.4")
+
+    @app.post("/v1/slots")
+    async def acquire() -> Response:
+        body = await _json_body(AcquireBody)
+        if isinstance(body, Response):
+            return body
+        assert isinstance(body, AcquireBody)
+        view, created = await manager.acquire(
+            AcquireRequest(
+                run_id=body.run_id,
+                root=Path(body.root),
+                env=body.env,
+                pruner_endpoint=body.pruner_endpoint,
+                ttl_s=body.ttl_s,
+                labels=body.labels,
+                enabled=body.enabled,
+            )
+        )
+        return ok(view, 201 if created else 200)
+
+    @app.get("/v1/slots")
+    async def list_slots() -> Response:
+        return ok({"slots": [slot.view() for slot in manager.slots.values()]})
+
+    @app.get("/v1/slots/<run_id>")
+    async def show(run_id: str) -> Response:
+        return ok(manager.get(run_id).view())
+
+    @app.post("/v1/slots/<run_id>/renew")
+    async def renew(run_id: str) -> Response:
+        body = await _json_body(RenewBody, optional=True)
+        if isinstance(body, Response):
+            return body
+        assert isinstance(body, RenewBody)
+        return ok(await manager.renew(run_id, body.ttl_s))
+
+    @app.delete("/v1/slots/<run_id>")
+    async def release(run_id: str) -> Response:
+        return ok(await manager.release(run_id))
+
+    @app.get("/v1/slots/<run_id>/logs")
+    async def logs(run_id: str) -> Response:
+        try:
+            tail = int(request.args.get("tail", "200"))
+        except ValueError:
+            return error("INVALID_REQUEST", "tail must be an integer", 400)
+        tail = max(0, min(tail, MAX_LOG_TAIL))
+        if run_id not in manager.slots and await manager.store.get(run_id) is None:
+            raise SlotError("NOT_FOUND", f"no slot for run {run_id!r}", 404)
+        lines = await trio.to_thread.run_sync(read_tail, manager.log_path(run_id), tail)
+        return ok({"run_id": run_id, "lines": lines})
+
+    @app.get("/v1/events")
+    async def events() -> Response:
+        async def stream() -> AsyncIterator[bytes]:
+            async with manager.events.subscribe() as receive:
+                yield b": connected\n\n"
+                while True:
+                    with trio.move_on_after(SSE_KEEPALIVE_S) as idle:
+                        event = await receive.receive()
+                    if idle.cancelled_caught:
+                        yield b": keep-alive\n\n"
+                        continue
+                    yield f"id: {event['seq']}\nevent: {event['event']}\ndata: {json.dumps(event)}\n\n".encode()
+
+        response = Response(stream(), mimetype="text/event-stream")
+        response.headers["Cache-Control"] = "no-cache"
+        response.timeout = None
+        return response
+
+    return app
+
+
+def read_tail(path: Path, count: int) -> list[str]:
+    """The last `count` lines of the slot's log and its one rotated predecessor."""
+    lines: list[str] = []
+    for candidate in (path.with_name(path.name + ".1"), path):
+        try:
+            with candidate.open("rb") as handle:
+                lines.extend(handle.read().decode("utf-8", "replace").splitlines())
+        except FileNotFoundError:
+            continue
+    return lines[-count:] if count else []

@@ -1,0 +1,215 @@
+"""One pruner child process, as the supervisor sees it.
+
+A child runs in its own session and process group, gets its token through
+the environment, logs to a per-slot file (so its output survives a daemon
+restart and a re-adopted child keeps logging), and prints one ready line
+on stdout. A child the daemon started is a `trio.Process`; one re-adopted
+after a daemon restart is watched through a pidfd.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+
+from jeeves_mcp.tools._process import kill_tree
+
+PING = {
+    "jsonrpc": "2.0",
+    "id": "health",
+    "method": "ping",
+    "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}},
+}
+PING_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json",
+    "MCP-Protocol-Version": "2026-07-28",
+    "Mcp-Method": "ping",
+}
+# What a child inherits from the daemon's environment; the rest (secrets) stays behind.
+INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME", "TMPDIR")
+
+
+class SpawnError(Exception):
+    """The child could not be started or never became ready."""
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of `pid` in clock ticks since boot (/proc/PID/stat field 22)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return int(fields[19])
+
+
+@dataclass
+class Child:
+    pid: int
+    port: int
+    start_ticks: int
+    process: trio.Process | None = None  # None for a re-adopted child
+    pidfd: int | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def alive(self) -> bool:
+        if self.process is not None:
+            return self.process.returncode is None
+        return process_start_ticks(self.pid) == self.start_ticks
+
+    async def wait(self) -> int | None:
+        """Until the child exits; its exit code when it was ours to reap."""
+        if self.process is not None:
+            return await self.process.wait()
+        if self.pidfd is not None:
+            await trio.lowlevel.wait_readable(self.pidfd)
+        return None
+
+    async def stop(self, grace_s: float) -> bool:
+        """SIGTERM the child's group, SIGKILL after `grace_s`; True if it had to be killed."""
+        with trio.CancelScope(shield=True), trio.move_on_after(grace_s + 10):
+            if not self.alive():
+                return False
+            exited = trio.Event()
+
+            async def watch() -> None:
+                await self.wait()
+                exited.set()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGTERM)
+                with trio.move_on_after(grace_s):
+                    await exited.wait()
+                escalated = not exited.is_set()
+                await kill_tree(self.pid, None, grace_s=0, leader=self.process)
+                nursery.cancel_scope.cancel()
+            return escalated
+        return True
+
+    def close(self) -> None:
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+
+def adopt(pid: int, port: int, start_ticks: int) -> Child | None:
+    """Watch a child a previous daemon started, if it is still that process."""
+    if process_start_ticks(pid) != start_ticks:
+        return None
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return None
+    if process_start_ticks(pid) != start_ticks:  # the pid was recycled before we opened it
+        os.close(pidfd)
+        return None
+    return Child(pid=pid, port=port, start_ticks=start_ticks, pidfd=pidfd)
+
+
+async def spawn(
+    *,
+    root: Path,
+    token: str,
+    port: int,
+    log_file: Path,
+    log_bytes: int,
+    env: dict[str, str],
+    pruner_endpoint: str | None,
+    timeout_s: float,
+) -> Child:
+    """Start a child and wait for its ready line; SpawnError (and nothing left) on failure."""
+    argv = [
+        sys.executable, "-m", "jeeves_mcp", "pruner",
+        "--root", str(root), "--port", str(port),
+        "--log-file", str(log_file), "--log-file-bytes", str(log_bytes),
+    ]
+    child_env = {name: os.environ[name] for name in INHERITED_ENV if name in os.environ}
+    child_env.update(env)
+    child_env["JEEVES_MCP_TOKEN"] = token
+    if env:
+        child_env["JEEVES_MCP_ENV_PASS"] = ",".join(sorted(env))
+    if pruner_endpoint:
+        child_env["JEEVES_PRUNER_ENDPOINT"] = pruner_endpoint
+    try:
+        process = await trio.lowlevel.open_process(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=str(root),
+            env=child_env,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise SpawnError(f"spawn failed: {exc.strerror or exc}") from exc
+    child = Child(pid=process.pid, port=0, start_ticks=process_start_ticks(process.pid) or 0,
+                  process=process)
+    try:
+        with trio.fail_after(timeout_s):
+            ready = await _read_ready(process)
+        child.port = int(ready["port"])
+        return child
+    except BaseException as exc:
+        await child.stop(grace_s=0.5)
+        if isinstance(exc, trio.TooSlowError):
+            raise SpawnError(f"no ready line within {timeout_s:g} s") from exc
+        raise
+
+
+async def _read_ready(process: trio.Process) -> dict[str, Any]:
+    assert process.stdout is not None
+    buffer = b""
+    while b"\n" not in buffer:
+        chunk = await process.stdout.receive_some(4096)
+        if not chunk:
+            code = await process.wait()
+            raise SpawnError(f"child exited with status {code} before it was ready")
+        buffer += chunk
+        if len(buffer) > 65536:
+            raise SpawnError("child printed no ready line")
+    try:
+        ready = json.loads(buffer.split(b"\n", 1)[0])
+        if ready.get("event") != "ready" or not isinstance(ready.get("port"), int):
+            raise ValueError(ready)
+    except ValueError as exc:
+        raise SpawnError(f"unexpected first line from child: {buffer[:200]!r}") from exc
+    return ready
+
+
+async def ping(http: httpx.AsyncClient, child: Child, token: str, timeout_s: float) -> str | None:
+    """One MCP-level health check; None when healthy, else what went wrong."""
+    try:
+        response = await http.post(
+            child.url,
+            json=PING,
+            headers={**PING_HEADERS, "Authorization": f"Bearer {token}"},
+            timeout=timeout_s,
+        )
+    except httpx.TimeoutException:
+        return "timeout"
+    except httpx.HTTPError as exc:
+        return f"connect: {type(exc).__name__}"
+    if response.status_code != 200:
+        return f"http {response.status_code}"
+    try:
+        body = response.json()
+    except ValueError:
+        return "invalid json"
+    return None if isinstance(body, dict) and "result" in body else "no result"

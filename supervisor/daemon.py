@@ -1,0 +1,143 @@
+"""The daemon's main: one trio.run, one root nursery owning the API and the slots."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+from pathlib import Path
+
+import httpx
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+from jeeves_mcp.supervisor.api import create_app
+from jeeves_mcp.supervisor.config import DaemonConfig
+from jeeves_mcp.supervisor.events import EventBus, Metrics
+from jeeves_mcp.supervisor.notify import SystemdNotifier
+from jeeves_mcp.supervisor.slots import SlotManager
+from jeeves_mcp.supervisor.store import SlotStore
+
+from jeeves_mcp import __version__, _log
+
+log = logging.getLogger("jeeves_mcp.supervisor")
+
+LISTEN_FDS_START = 3  # sd_listen_fds(3)
+
+
+class DaemonError(Exception):
+    """The daemon cannot start (socket in use, state dir not writable, ...)."""
+
+
+def control_socket(path: Path, env: dict[str, str] | None = None) -> socket.socket:
+    """The control socket: inherited from systemd socket activation, or created 0600."""
+    env = dict(os.environ) if env is None else env
+    if env.get("LISTEN_PID") == str(os.getpid()) and int(env.get("LISTEN_FDS", "0")) >= 1:
+        sock = socket.socket(fileno=LISTEN_FDS_START)
+        sock.set_inheritable(False)
+        return sock
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if path.exists() or path.is_symlink():
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            path.unlink()  # left by a daemon that died
+        except OSError as exc:
+            raise DaemonError(f"cannot use control socket {path}: {exc.strerror}") from exc
+        else:
+            raise DaemonError(f"another daemon is listening on {path}")
+        finally:
+            probe.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)  # the socket is born 0600: no window where others can connect
+    try:
+        sock.bind(str(path))
+    except OSError as exc:
+        sock.close()
+        raise DaemonError(f"cannot bind control socket {path}: {exc.strerror}") from exc
+    finally:
+        os.umask(old_umask)
+    sock.listen(128)
+    return sock
+
+
+def _hypercorn_config(binds: list[str]) -> HypercornConfig:
+    hyper = HypercornConfig()
+    hyper.bind = binds
+    hyper.accesslog = None
+    hyper.errorlog = logging.getLogger("jeeves_mcp.hypercorn")
+    hyper.graceful_timeout = 5.0
+    hyper.include_server_header = False
+    return hyper
+
+
+async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -> None:
+    notifier = SystemdNotifier()
+    config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not os.access(config.state_dir, os.W_OK):
+        raise DaemonError(f"state dir {config.state_dir} is not writable")
+    sock = control_socket(config.socket)
+    store = SlotStore(config.db_path)
+    events = EventBus()
+    metrics = Metrics()
+    shutdown = trio.Event()
+    try:
+        async with httpx.AsyncClient(timeout=config.health_timeout_s) as http, trio.open_nursery() as root:
+            manager = SlotManager(config, store, events, metrics, http)
+            root.start_soon(_watch_signals, shutdown)
+            await root.start(manager.run)
+            app = create_app(manager, tcp_token=config.tcp_token)
+            # hypercorn closes the socket it is given: hand it a duplicate.
+            binds = [f"fd://{os.dup(sock.fileno())}"]
+            if config.tcp_host:
+                binds.append(f"{config.tcp_host}:{config.tcp_port}")
+            async with trio.open_nursery() as servers:
+                urls = await servers.start(
+                    lambda task_status: serve(
+                        app, _hypercorn_config(binds), shutdown_trigger=shutdown.wait,
+                        task_status=task_status,
+                    )
+                )
+                events.publish(
+                    "daemon.ready", version=__version__, socket=str(config.socket),
+                    tcp=urls[1] if len(urls) > 1 else None, slots=len(manager.slots),
+                )
+                notifier.send("READY=1", f"STATUS=serving {len(manager.slots)} slots")
+                if notifier.watchdog_s:
+                    servers.start_soon(_watchdog, notifier)
+                if ready is not None:
+                    ready.set()
+                await shutdown.wait()
+                notifier.send("STOPPING=1", "STATUS=stopping")
+                if config.live_restore:
+                    events.publish("daemon.stopping", live_restore=True, slots=len(manager.slots))
+                    manager.detach_all()
+                else:
+                    events.publish("daemon.stopping", live_restore=False, slots=len(manager.slots))
+                    await manager.release_all()
+                servers.cancel_scope.cancel()
+            root.cancel_scope.cancel()
+    finally:
+        store.close()
+        sock.close()
+        if not os.environ.get("LISTEN_FDS"):
+            with contextlib.suppress(FileNotFoundError):
+                config.socket.unlink()
+        _log.event(log, "daemon.stopped")
+
+
+async def _watchdog(notifier: SystemdNotifier) -> None:
+    assert notifier.watchdog_s is not None
+    while True:
+        notifier.send("WATCHDOG=1")
+        await trio.sleep(notifier.watchdog_s / 2)
+
+
+async def _watch_signals(shutdown: trio.Event) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            _log.event(log, "daemon.signal", signal=signal.Signals(signum).name)
+            shutdown.set()

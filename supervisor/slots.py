@@ -1,0 +1,537 @@
+"""Slots: one pruner child per agent run, from acquire to release.
+
+Every slot is a task in the manager's nursery, started with `nursery.start`
+so that `acquire` returns only once the child answers its health check (or
+the slot is known to be disabled). The task owns the child: it watches the
+process and pings it, restarts it on the same port and token with capped
+exponential backoff, degrades the slot after `max_restarts`, and on release
+(its cancel scope cancelled) stops the child's whole tree in a shielded,
+time-bounded cleanup. States follow seed 000's runner lifecycle:
+
+    init → disabled | starting → running ⇄ starting (restart) → degraded → shutdown
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import logging
+import os
+import random
+import re
+import secrets
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+from jeeves_mcp.supervisor import child as children
+from jeeves_mcp.supervisor.child import Child, SpawnError
+from jeeves_mcp.supervisor.config import DaemonConfig
+from jeeves_mcp.supervisor.events import EventBus, Metrics
+from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
+
+log = logging.getLogger("jeeves_mcp.supervisor")
+
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+
+
+class SlotState(enum.StrEnum):
+    INIT = "init"
+    DISABLED = "disabled"
+    STARTING = "starting"
+    RUNNING = "running"
+    DEGRADED = "degraded"
+    SHUTDOWN = "shutdown"
+
+
+class SlotError(Exception):
+    """A control request that cannot be served; `code` is stable, `status` is HTTP."""
+
+    def __init__(self, code: str, message: str, status: int) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+@dataclass
+class AcquireRequest:
+    run_id: str
+    root: Path
+    env: dict[str, str] = field(default_factory=dict)
+    pruner_endpoint: str | None = None
+    ttl_s: float | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    enabled: bool = True
+
+
+def iso(timestamp: float | None) -> str | None:
+    if timestamp is None:
+        return None
+    moment = datetime.datetime.fromtimestamp(timestamp, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Slot:
+    def __init__(self, record: SlotRecord) -> None:
+        self.record = record
+        self.child: Child | None = None
+        self.scope = trio.CancelScope()
+        self.ready = trio.Event()  # acquire may answer
+        self.done = trio.Event()  # the task is over, the child gone
+        self.lease_changed = trio.Event()
+        self.detach = False  # live restore: leave the child running at daemon exit
+
+    @property
+    def state(self) -> SlotState:
+        return SlotState(self.record.state)
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+    def view(self) -> dict[str, Any]:
+        record = self.record
+        serving = self.state in (SlotState.RUNNING,) and record.port is not None
+        return {
+            "run_id": record.run_id,
+            "state": record.state,
+            "mcp": {
+                "url": f"http://127.0.0.1:{record.port}/mcp",
+                "headers": {"Authorization": f"Bearer {record.token}"},
+            }
+            if serving
+            else None,
+            "pid": record.pid if self.child is not None else None,
+            "port": record.port,
+            "root": record.root,
+            "labels": record.labels,
+            "restarts": record.restarts,
+            "reason": record.reason,
+            "started_at": iso(record.started_at),
+            "expires_at": iso(record.expires_at),
+            "ended_at": iso(record.ended_at),
+        }
+
+
+def record_view(record: SlotRecord) -> dict[str, Any]:
+    """The view of a slot that is over, from its record alone."""
+    slot = Slot(record)
+    return slot.view()
+
+
+class SlotManager:
+    def __init__(
+        self,
+        config: DaemonConfig,
+        store: SlotStore,
+        events: EventBus,
+        metrics: Metrics,
+        http: httpx.AsyncClient,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.events = events
+        self.metrics = metrics
+        self.http = http
+        self.slots: dict[str, Slot] = {}
+        self._nursery: trio.Nursery | None = None
+
+    # -- lifecycle of the manager --------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Own the slot tasks; reconcile with the records first."""
+        self.config.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await self._reconcile()
+            task_status.started()
+            await trio.sleep_forever()
+
+    async def release_all(self) -> None:
+        async with trio.open_nursery() as nursery:
+            for run_id in list(self.slots):
+                nursery.start_soon(self._release_quietly, run_id)
+
+    async def _release_quietly(self, run_id: str) -> None:
+        try:
+            await self.release(run_id)
+        except SlotError:
+            pass
+
+    def detach_all(self) -> None:
+        """Live restore: end the slot tasks but leave their children serving."""
+        for slot in self.slots.values():
+            slot.detach = True
+            slot.scope.cancel()
+
+    def counts(self) -> Counter[str]:
+        return Counter(slot.record.state for slot in self.slots.values())
+
+    # -- control requests ----------------------------------------------------
+
+    def get(self, run_id: str) -> Slot:
+        slot = self.slots.get(run_id)
+        if slot is None:
+            raise SlotError("NOT_FOUND", f"no slot for run {run_id!r}", 404)
+        return slot
+
+    async def acquire(self, request: AcquireRequest) -> tuple[dict[str, Any], bool]:
+        """Start (or find) the run's slot; returns its view and whether it was created."""
+        if not RUN_ID.match(request.run_id):
+            raise SlotError("INVALID_REQUEST", "run_id: 1-128 of A-Z a-z 0-9 . _ : @ -", 400)
+        existing = self.slots.get(request.run_id)
+        if existing is not None:
+            await existing.ready.wait()
+            return existing.view(), False
+        if len(self.slots) >= self.config.max_slots:
+            raise SlotError(
+                "QUEUE_OVERLOADED", f"{len(self.slots)} slots already, the limit is {self.config.max_slots}", 429
+            )
+        assert self._nursery is not None, "the manager is not running"
+        now = time.time()
+        ttl = request.ttl_s or self.config.default_ttl_s
+        slot = Slot(
+            SlotRecord(
+                run_id=request.run_id,
+                state=SlotState.INIT,
+                root=str(request.root),
+                token=secrets.token_urlsafe(32),
+                started_at=now,
+                env=request.env,
+                labels=request.labels,
+                pruner_endpoint=request.pruner_endpoint or self.config.pruner_endpoint,
+                ttl_s=ttl,
+                expires_at=now + ttl if ttl else None,
+            )
+        )
+        self.slots[slot.run_id] = slot
+        started = time.monotonic()
+        enabled = request.enabled and self.config.enabled
+        try:
+            await self._nursery.start(self._run_slot, slot, enabled)
+        finally:
+            slot.ready.set()
+        self.metrics.acquire.observe(time.monotonic() - started)
+        return slot.view(), True
+
+    async def renew(self, run_id: str, ttl_s: float | None) -> dict[str, Any]:
+        slot = self.get(run_id)
+        ttl = ttl_s or slot.record.ttl_s or self.config.default_ttl_s
+        if ttl is None:
+            raise SlotError("INVALID_REQUEST", "the slot has no lease; give ttl_s", 400)
+        slot.record.ttl_s = ttl
+        slot.record.expires_at = time.time() + ttl
+        slot.lease_changed.set()
+        await self.store.save(slot.record)
+        self.events.publish("mcp_pruner.renewed", run_id=run_id, expires_at=iso(slot.record.expires_at))
+        return slot.view()
+
+    async def release(self, run_id: str) -> dict[str, Any]:
+        slot = self.slots.get(run_id)
+        if slot is None:
+            record = await self.store.get(run_id)
+            if record is None:
+                raise SlotError("NOT_FOUND", f"no slot for run {run_id!r}", 404)
+            return record_view(record)  # released before: same answer again
+        started = time.monotonic()
+        slot.scope.cancel()
+        await slot.done.wait()
+        self.metrics.release.observe(time.monotonic() - started)
+        return slot.view()
+
+    def log_path(self, run_id: str) -> Path:
+        return self.config.log_dir / f"{run_id}.log"
+
+    # -- the slot task ---------------------------------------------------------
+
+    async def _transition(self, slot: Slot, state: SlotState, event: str, **fields: Any) -> None:
+        previous = slot.record.state
+        slot.record.state = state
+        if state == SlotState.SHUTDOWN:
+            slot.record.ended_at = time.time()
+        level = logging.WARNING if state in (SlotState.DEGRADED, SlotState.DISABLED) else logging.INFO
+        self.events.publish(
+            event, level, run_id=slot.run_id, state=str(state), previous=previous, **fields
+        )
+        await self.store.save(slot.record)
+
+    async def _run_slot(
+        self, slot: Slot, enabled: bool, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        reported = False
+        try:
+            with slot.scope:
+                if not enabled:
+                    await self._transition(slot, SlotState.DISABLED, "mcp_pruner.disabled", reason="config_disabled")
+                    slot.record.reason = "config_disabled"
+                    reported = True
+                    task_status.started()
+                    await self._lease_watch(slot)
+                    return
+                await self._transition(slot, SlotState.STARTING, "mcp_pruner.starting")
+                try:
+                    slot.child = await self._spawn(slot, port=0)
+                except SpawnError as exc:
+                    self.metrics.start_failures += 1
+                    slot.record.reason = f"start_failed: {exc}"
+                    await self._transition(slot, SlotState.DISABLED, "mcp_pruner.start_failed", error=str(exc))
+                    reported = True
+                    task_status.started()
+                    await self._lease_watch(slot)
+                    return
+                await self._mark_running(slot, "mcp_pruner.ready")
+                reported = True
+                task_status.started()
+                await self._supervise(slot)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._finish(slot)
+            if not reported and not slot.scope.cancelled_caught:
+                pass  # the exception goes to the acquirer through nursery.start
+
+    async def _mark_running(self, slot: Slot, event: str) -> None:
+        assert slot.child is not None
+        slot.record.pid = slot.child.pid
+        slot.record.pid_start = slot.child.start_ticks
+        slot.record.port = slot.child.port
+        await self._transition(
+            slot, SlotState.RUNNING, event, host="127.0.0.1", port=slot.child.port, pid=slot.child.pid
+        )
+
+    async def _spawn(self, slot: Slot, port: int) -> Child:
+        record = slot.record
+        env = {**self.config.child_env, **record.env}
+        env["JEEVES_MCP_STATE_DIR"] = str(self.config.state_dir)  # marks our children in /proc
+        env["JEEVES_MCP_RUN_ID"] = record.run_id
+        child = await children.spawn(
+            root=Path(record.root),
+            token=record.token,
+            port=port,
+            log_file=self.log_path(record.run_id),
+            log_bytes=self.config.child_log_bytes,
+            env=env,
+            pruner_endpoint=record.pruner_endpoint,
+            timeout_s=self.config.startup_timeout_s,
+        )
+        try:
+            with trio.fail_after(self.config.startup_timeout_s):
+                while (problem := await children.ping(self.http, child, record.token, self.config.health_timeout_s)) is not None:
+                    if not child.alive():
+                        raise SpawnError(f"child exited during its health check ({problem})")
+                    await trio.sleep(0.05)  # ready line printed, socket listening: a retry is rare
+        except BaseException as exc:
+            with trio.CancelScope(shield=True):
+                await child.stop(grace_s=0.5)
+            if isinstance(exc, trio.TooSlowError):
+                raise SpawnError("health check did not pass before the startup timeout") from exc
+            raise
+        return child
+
+    async def _supervise(self, slot: Slot) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._lease_watch, slot)
+            while True:
+                reason = await self._watch_child(slot)
+                await self._restart_or_degrade(slot, reason)
+
+    async def _restart_or_degrade(self, slot: Slot, reason: str) -> None:
+        assert slot.child is not None
+        await slot.child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
+        slot.child.close()
+        while True:
+            if slot.record.restarts >= self.config.max_restarts:
+                slot.child = None
+                slot.record.reason = f"degraded: {reason}"
+                await self._transition(
+                    slot, SlotState.DEGRADED, "mcp_pruner.degraded", error=reason, restarts=slot.record.restarts
+                )
+                await trio.sleep_forever()  # unavailable for the rest of the run
+            slot.record.restarts += 1
+            self.metrics.restarts += 1
+            delay = min(
+                self.config.restart_backoff_max_s,
+                self.config.restart_backoff_s * 2 ** (slot.record.restarts - 1),
+            ) * random.uniform(0.5, 1.0)
+            await self._transition(
+                slot, SlotState.STARTING, "mcp_pruner.restarting",
+                error=reason, attempt=slot.record.restarts, delay_s=round(delay, 3),
+            )
+            await trio.sleep(delay)
+            try:
+                slot.child = await self._spawn(slot, port=slot.record.port or 0)
+            except SpawnError as exc:
+                reason = f"restart failed: {exc}"
+                continue
+            await self._mark_running(slot, "mcp_pruner.restarted")
+            return
+
+    async def _watch_child(self, slot: Slot) -> str:
+        """Until the child exits or fails `health_failures` pings in a row; says which."""
+        child = slot.child
+        assert child is not None
+        outcome = ""
+        async with trio.open_nursery() as nursery:
+
+            async def exited() -> None:
+                nonlocal outcome
+                code = await child.wait()
+                outcome = f"exited (status {code})" if code is not None else "exited"
+                nursery.cancel_scope.cancel()
+
+            async def health() -> None:
+                nonlocal outcome
+                failures = 0
+                while True:
+                    await trio.sleep(self.config.health_interval_s)
+                    problem = await children.ping(self.http, child, slot.record.token, self.config.health_timeout_s)
+                    if problem is None:
+                        failures = 0
+                        continue
+                    failures += 1
+                    self.metrics.health_failures += 1
+                    self.events.publish(
+                        "mcp_pruner.health_failed", logging.WARNING,
+                        run_id=slot.run_id, error=problem, consecutive=failures,
+                    )
+                    if failures >= self.config.health_failures:
+                        outcome = f"unreachable ({problem})"
+                        nursery.cancel_scope.cancel()
+                        return
+
+            nursery.start_soon(exited)
+            nursery.start_soon(health)
+        event = "mcp_pruner.exited" if outcome.startswith("exited") else "mcp_pruner.unreachable"
+        self.events.publish(event, logging.WARNING, run_id=slot.run_id, error=outcome)
+        return outcome
+
+    async def _lease_watch(self, slot: Slot) -> None:
+        """Release the slot when its lease runs out without a renewal."""
+        while True:
+            expires_at = slot.record.expires_at
+            with trio.move_on_after(
+                max(expires_at - time.time(), 0) if expires_at is not None else float("inf")
+            ) as waiting:
+                await slot.lease_changed.wait()
+            slot.lease_changed = trio.Event()
+            if waiting.cancelled_caught:
+                self.metrics.lease_expiries += 1
+                slot.record.reason = "lease_expired"
+                self.events.publish("mcp_pruner.lease_expired", logging.WARNING, run_id=slot.run_id)
+                slot.scope.cancel()
+                return
+
+    async def _finish(self, slot: Slot) -> None:
+        """Shielded end of a slot task: stop the child (unless detached) and record it."""
+        try:
+            if slot.detach:
+                self.events.publish("mcp_pruner.detached", run_id=slot.run_id, pid=slot.record.pid)
+                return
+            previous = slot.state
+            if slot.child is not None:
+                escalated = await slot.child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
+                slot.child.close()
+                if escalated:
+                    self.events.publish("mcp_pruner.kill_escalated", logging.WARNING, run_id=slot.run_id)
+            event = {
+                SlotState.RUNNING: "mcp_pruner.stopped",
+                SlotState.STARTING: "mcp_pruner.stopped",
+                SlotState.DEGRADED: "mcp_pruner.shutdown_after_degraded",
+            }.get(previous, "mcp_pruner.not_running")
+            await self._transition(slot, SlotState.SHUTDOWN, event)
+        finally:
+            slot.child = None
+            slot.ready.set()
+            slot.done.set()
+            if self.slots.get(slot.run_id) is slot:
+                del self.slots[slot.run_id]
+
+    # -- a restarted daemon ------------------------------------------------------
+
+    async def _reconcile(self) -> None:
+        """Re-adopt the live children our records name; close the records of dead ones;
+        kill children of ours that no record names (a crash between spawn and save)."""
+        adopted: set[int] = set()
+        for record in await self.store.live():
+            child = None
+            if record.pid and record.pid_start and record.port:
+                child = children.adopt(record.pid, record.port, record.pid_start)
+            slot = Slot(record)
+            self.slots[record.run_id] = slot
+            if child is not None and record.state == SlotState.RUNNING:
+                slot.child = child
+                adopted.add(child.pid)
+                await self._nursery_start(self._run_adopted, slot)
+                continue
+            if child is not None:  # alive but the slot was not serving: stop it
+                await child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
+                child.close()
+            if record.state in (SlotState.DISABLED, SlotState.DEGRADED):
+                await self._nursery_start(self._run_idle, slot)
+                continue
+            slot.record.reason = "child gone while the daemon was down"
+            await self._finish(slot)
+        await self._kill_strays(adopted)
+
+    async def _nursery_start(self, task: Any, slot: Slot) -> None:
+        assert self._nursery is not None
+        await self._nursery.start(task, slot)
+        slot.ready.set()
+
+    async def _run_adopted(self, slot: Slot, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            with slot.scope:
+                self.events.publish("mcp_pruner.adopted", run_id=slot.run_id, pid=slot.record.pid,
+                                    port=slot.record.port)
+                task_status.started()
+                await self._supervise(slot)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._finish(slot)
+
+    async def _run_idle(self, slot: Slot, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            with slot.scope:
+                task_status.started()
+                if slot.state == SlotState.DEGRADED:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._lease_watch, slot)
+                else:
+                    await self._lease_watch(slot)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._finish(slot)
+
+    async def _kill_strays(self, adopted: set[int]) -> None:
+        marker = f"JEEVES_MCP_STATE_DIR={self.config.state_dir}".encode()
+        strays = await trio.to_thread.run_sync(_processes_with_env, marker)
+        for pid in strays:
+            if pid in adopted:
+                continue
+            start = children.process_start_ticks(pid)
+            stray = children.adopt(pid, 0, start) if start is not None else None
+            if stray is not None:
+                self.events.publish("mcp_pruner.stray_killed", logging.WARNING, pid=pid)
+                await stray.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
+                stray.close()
+
+
+def _processes_with_env(marker: bytes) -> list[int]:
+    """Pids whose environment holds `marker` (our children carry the state dir)."""
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0"):
+            found.append(int(entry))
+    return found
