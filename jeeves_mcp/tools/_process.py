@@ -217,7 +217,7 @@ async def run_command(
         raise ToolError(
             "TOOL_TIMEOUT",
             f"command timed out after {timeout_s:g} s; its process tree was killed",
-            timeoutMs=int(timeout_s * 1000),
+            timeoutMs=round(timeout_s * 1000),
             stdout=_decode_trim(out.data()),
             stderr=_decode_trim(err.data()),
         )
