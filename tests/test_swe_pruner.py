@@ -303,15 +303,19 @@ async def test_post_prune_rejects_bad_bodies(child: Child, body: bytes, problem:
     assert problem in answer.json()["error"]["message"]
 
 
-async def test_post_prune_is_guarded_and_bounded(child: Child) -> None:
-    async with httpx.AsyncClient() as http:
+async def test_post_prune_is_guarded_and_bounded(workspace: Path, tmp_path: Path) -> None:
+    env = {"JEEVES_MCP_MAX_BODY_BYTES": "2048"}
+    async with running_child(workspace, tmp_path, env=env) as child, httpx.AsyncClient() as http:
         anonymous = await http.post(f"{child.base}/prune", json={"query": "q", "code": "x"})
         huge = await http.post(
-            f"{child.base}/prune", headers=child.headers(),
-            json={"query": "q", "code": "x" * (4 * 1024 * 1024 + 1)},
+            f"{child.base}/prune", headers=child.headers(), json={"query": "q", "code": "x" * 5000}
+        )
+        small = await http.post(
+            f"{child.base}/prune", headers=child.headers(), json={"query": "q", "code": "x" * 1000}
         )
     assert anonymous.status_code == 401
     assert huge.status_code == 413
+    assert small.status_code == 200
 
 
 async def test_external_engine_against_a_child(workspace: Path, tmp_path: Path) -> None:
