@@ -141,7 +141,7 @@ class ExternalEngine:
         )
         kept_frags = parse_prune_response(payload, len(code.splitlines()))
         if isinstance(payload.get("error_msg"), str) and payload["error_msg"]:
-            _log.event(log, "pruner.service_message", logging.WARNING, message=payload["error_msg"][:500])
+            _log.event(log, "pruner.service_error_msg", logging.WARNING, detail=payload["error_msg"][:500])
         return selection_from_frags(lines, kept_frags, options)
 
     async def health(self, timeout_s: float = HEALTH_TIMEOUT_S) -> dict[str, Any]:

@@ -12,6 +12,7 @@ Other modes make it misbehave; switch `fake.mode` at any time in a test:
     missing       200 with JSON lacking kept_frags and the token counts
     mistyped      200 with kept_frags as strings
     out_of_range  200 with kept_frags naming line 0 and a line past the end
+    cannot_prune  200 keeping every line, with error_msg set (SWE-Pruner's "query too long")
 
 `refused_endpoint()` gives a loopback URL where nothing listens.
 """
@@ -33,7 +34,7 @@ from hypercorn.trio import serve
 
 from jeeves_mcp.transports._asgi import Receive, Send, read_body, send_bytes, send_json
 
-MODES = ("normal", "slow", "500", "malformed", "missing", "mistyped", "out_of_range")
+MODES = ("normal", "slow", "500", "malformed", "missing", "mistyped", "out_of_range", "cannot_prune")
 REQUEST_FIELDS = {
     "query": (str,),
     "code": (str,),
@@ -103,6 +104,10 @@ class FakeSwePruner:
                 del answer[name]
         elif mode == "mistyped":
             answer["kept_frags"] = [str(n) for n in answer["kept_frags"]]
+        elif mode == "cannot_prune":
+            answer["kept_frags"] = list(range(1, len(request["code"].splitlines()) + 1))
+            answer["pruned_code"] = request["code"]
+            answer["error_msg"] = "Query too long, insufficient space for code processing."
         elif mode == "out_of_range":
             answer["kept_frags"] = [0, *answer["kept_frags"], len(request["code"].splitlines()) + 1]
         await send_json(send, 200, answer)

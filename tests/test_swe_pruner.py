@@ -132,6 +132,19 @@ async def test_engine_failures_have_their_kind(mode: str, kind: str) -> None:
     assert caught.value.kind == kind
 
 
+async def test_engine_takes_a_service_that_could_not_prune_at_its_word(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with running_fake("cannot_prune") as fake:
+        engine = ExternalEngine(fake.endpoint)
+        try:
+            chosen = await select(engine, ["one", "two", "three"], "needle")
+        finally:
+            await engine.aclose()
+    assert chosen.keep == [True, True, True]
+    assert any(r.getMessage() == "pruner.service_error_msg" for r in caplog.records)
+
+
 async def test_engine_connection_refused_is_an_http_error() -> None:
     engine, nowhere = ExternalEngine(refused_endpoint()), ExternalEngine("not a url")
     try:
