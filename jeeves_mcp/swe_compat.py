@@ -22,9 +22,9 @@ How SWE-Pruner's knobs map onto the built-in engine:
 - `token_scores` has one [line, 1.0 | 0.0] pair per line: the engine's unit
   of choice is the line, kept or not.
 - Token counts are estimates (4 characters a token), as in seed 001's stats.
-- When pruning fails open (input too large, timeout, ...), every line is
-  kept and `error_msg` names the warning, as SWE-Pruner does when it cannot
-  prune.
+- When pruning fails open (input too large, timeout, ...) or is disabled
+  (`JEEVES_PRUNER_ENABLED=false`), every line is kept and `error_msg` names
+  the warning, as SWE-Pruner does when it cannot prune.
 
 The route goes through the app's own guards (Host/Origin, bearer token) and
 body limit (413), like /rpc.
@@ -131,6 +131,8 @@ async def prune_swe(server: PrunerServer, request: dict[str, Any]) -> dict[str, 
     lines = code.splitlines()
     if not lines or request["threshold"] == 0:
         return prune_response(code, query, [True] * len(lines), None)
+    if not server.config.pruning_enabled:
+        return prune_response(code, query, [True] * len(lines), "disabled_or_unconfigured")
     outcome = await server.pruner.prune(
         "\n".join(lines),  # the pruner numbers lines by "\n"; SWE-Pruner by splitlines()
         query,
@@ -179,4 +181,11 @@ def install_routes(app: McpHttpApp, server: PrunerServer) -> None:
         )
         await send_json(send, 200, answer)
 
+    async def wrong_method(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        message = "use POST"
+        await send_json(send, 405, {"error": {"code": 405, "message": message}, "detail": message},
+                        [("allow", "POST")])
+
     app.extra_routes[("POST", "/prune")] = prune_route
+    for method in ("GET", "PUT", "DELETE", "PATCH"):
+        app.extra_routes[(method, "/prune")] = wrong_method

@@ -279,6 +279,8 @@ async def test_post_prune_speaks_swe_pruners_format(child: Child) -> None:
             "query": "config", "code": code, "threshold": 0,
         })
         health = await http.get(f"{child.base}/health")
+        wrong = await http.get(f"{child.base}/prune")
+    assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
     assert answer.status_code == 200
     body = answer.json()
     assert set(body) == RESPONSE_KEYS
@@ -317,7 +319,7 @@ async def test_post_prune_rejects_bad_bodies(child: Child, body: bytes, problem:
 
 
 async def test_post_prune_is_guarded_and_bounded(workspace: Path, tmp_path: Path) -> None:
-    env = {"JEEVES_MCP_MAX_BODY_BYTES": "2048"}
+    env = {"JEEVES_MCP_MAX_BODY_BYTES": "2048", "JEEVES_PRUNER_ENABLED": "false"}
     async with running_child(workspace, tmp_path, env=env) as child, httpx.AsyncClient() as http:
         anonymous = await http.post(f"{child.base}/prune", json={"query": "q", "code": "x"})
         huge = await http.post(
@@ -329,6 +331,8 @@ async def test_post_prune_is_guarded_and_bounded(workspace: Path, tmp_path: Path
     assert anonymous.status_code == 401
     assert huge.status_code == 413
     assert small.status_code == 200
+    assert small.json()["error_msg"] == "disabled_or_unconfigured"
+    assert small.json()["kept_frags"] == [1]
 
 
 async def test_external_engine_against_a_child(workspace: Path, tmp_path: Path) -> None:
