@@ -20,7 +20,7 @@ import httpx
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests._child import running_child  # noqa: E402
+from tests._child import running_child
 
 
 def percentile(values: list[float], q: float) -> float:

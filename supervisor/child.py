@@ -10,6 +10,7 @@ after a daemon restart is watched through a pidfd.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -60,6 +61,7 @@ class Child:
     pid: int
     port: int
     start_ticks: int
+    tree: str | None = None  # JEEVES_MCP_TREE: marks the child's commands, which leave its group
     process: trio.Process | None = None  # None for a re-adopted child
     pidfd: int | None = None
 
@@ -98,7 +100,8 @@ class Child:
                 with trio.move_on_after(grace_s):
                     await exited.wait()
                 escalated = not exited.is_set()
-                await kill_tree(self.pid, None, grace_s=0, leader=self.process)
+                # The child's own commands run in sessions of their own; they carry its tree mark.
+                await kill_tree(self.pid, None, grace_s=0, leader=self.process, tree=self.tree)
                 nursery.cancel_scope.cancel()
             return escalated
         return True
@@ -109,7 +112,12 @@ class Child:
             self.pidfd = None
 
 
-def adopt(pid: int, port: int, start_ticks: int) -> Child | None:
+def tree_mark(token: str) -> str:
+    """The child's JEEVES_MCP_TREE value: derived from its token, so it survives re-adoption."""
+    return hashlib.sha256(b"tree:" + token.encode()).hexdigest()[:24]
+
+
+def adopt(pid: int, port: int, start_ticks: int, tree: str | None = None) -> Child | None:
     """Watch a child a previous daemon started, if it is still that process."""
     if process_start_ticks(pid) != start_ticks:
         return None
@@ -120,7 +128,7 @@ def adopt(pid: int, port: int, start_ticks: int) -> Child | None:
     if process_start_ticks(pid) != start_ticks:  # the pid was recycled before we opened it
         os.close(pidfd)
         return None
-    return Child(pid=pid, port=port, start_ticks=start_ticks, pidfd=pidfd)
+    return Child(pid=pid, port=port, start_ticks=start_ticks, tree=tree, pidfd=pidfd)
 
 
 async def spawn(
@@ -143,6 +151,7 @@ async def spawn(
     child_env = {name: os.environ[name] for name in INHERITED_ENV if name in os.environ}
     child_env.update(env)
     child_env["JEEVES_MCP_TOKEN"] = token
+    child_env["JEEVES_MCP_TREE"] = tree_mark(token)
     if env:
         child_env["JEEVES_MCP_ENV_PASS"] = ",".join(sorted(env))
     if pruner_endpoint:
@@ -160,7 +169,7 @@ async def spawn(
     except OSError as exc:
         raise SpawnError(f"spawn failed: {exc.strerror or exc}") from exc
     child = Child(pid=process.pid, port=0, start_ticks=process_start_ticks(process.pid) or 0,
-                  process=process)
+                  tree=tree_mark(token), process=process)
     try:
         with trio.fail_after(timeout_s):
             ready = await _read_ready(process)

@@ -250,15 +250,18 @@ class SlotManager:
     # -- the slot task ---------------------------------------------------------
 
     async def _transition(self, slot: Slot, state: SlotState, event: str, **fields: Any) -> None:
+        """Record the new state, then tell: whoever sees the event finds the state in place."""
         previous = slot.record.state
         slot.record.state = state
         if state == SlotState.SHUTDOWN:
             slot.record.ended_at = time.time()
+        await self.store.save(slot.record)
+        if state == SlotState.SHUTDOWN and self.slots.get(slot.run_id) is slot:
+            del self.slots[slot.run_id]
         level = logging.WARNING if state in (SlotState.DEGRADED, SlotState.DISABLED) else logging.INFO
         self.events.publish(
             event, level, run_id=slot.run_id, state=str(state), previous=previous, **fields
         )
-        await self.store.save(slot.record)
 
     async def _run_slot(
         self, slot: Slot, enabled: bool, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -459,7 +462,9 @@ class SlotManager:
         for record in await self.store.live():
             child = None
             if record.pid and record.pid_start and record.port:
-                child = children.adopt(record.pid, record.port, record.pid_start)
+                child = children.adopt(
+                    record.pid, record.port, record.pid_start, children.tree_mark(record.token)
+                )
             slot = Slot(record)
             self.slots[record.run_id] = slot
             if child is not None and record.state == SlotState.RUNNING:

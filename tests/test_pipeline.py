@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import trio
 
 from jeeves_mcp.progress import ProgressReporter
 from tests._child import Child, running_child
-from tests.test_http import INIT, JSON_AND_SSE, call, headers, rpc
+from tests.test_http import INIT, call, headers, rpc
 
 
 async def test_long_output_keeps_head_and_tail_and_the_middle_is_recoverable(
@@ -116,7 +117,7 @@ async def test_progress_is_throttled_and_stops_at_close(autojump_clock: Any) -> 
         await trio.sleep(1)
         nursery.cancel_scope.cancel()
     assert 2 <= len(sent) <= 9
-    assert all(b - a >= 0.25 - 1e-9 for a, b in zip(sent, sent[1:], strict=False))
+    assert all(b - a >= 0.25 - 1e-9 for a, b in itertools.pairwise(sent))
     assert all(t <= closed_at for t in sent)
 
 

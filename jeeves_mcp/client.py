@@ -1,0 +1,206 @@
+"""Client of the supervisor's control API, for the Jeeves runner and the CLI.
+
+    async with AsyncControlClient() as control:          # trio (or any anyio backend)
+        async with control.slot("run-42", root="/work/run-42") as slot:
+            url, headers = slot["mcp"]["url"], slot["mcp"]["headers"]
+
+    with ControlClient() as control:                     # the same, blocking
+        with control.slot("run-42", root="/work/run-42") as slot: ...
+
+Both speak HTTP over the daemon's Unix socket (or loopback TCP with a token).
+Errors are `ControlError` with the API's stable `code`; a daemon that is not
+running is `DaemonUnavailable`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+__all__ = ["AsyncControlClient", "ControlClient", "ControlError", "DaemonUnavailable", "default_socket"]
+
+
+class ControlError(Exception):
+    """The daemon refused a request; `code` is its stable error code."""
+
+    def __init__(self, code: str, message: str, status: int | None = None, detail: Any = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.status = status
+        self.detail = detail
+
+
+class DaemonUnavailable(ControlError):
+    """Nothing answers on the control socket."""
+
+
+def default_socket() -> Path:
+    from jeeves_mcp.supervisor.config import default_socket as resolve
+    from jeeves_mcp.supervisor.config import default_state_dir
+
+    return resolve(os.environ, default_state_dir(os.environ))
+
+
+def _acquire_body(
+    run_id: str, root: str | os.PathLike[str], env: dict[str, str] | None, ttl_s: float | None,
+    labels: dict[str, str] | None, pruner_endpoint: str | None, enabled: bool,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"run_id": run_id, "root": str(Path(root).resolve()), "enabled": enabled}
+    for key, value in (("env", env), ("ttl_s", ttl_s), ("labels", labels), ("pruner_endpoint", pruner_endpoint)):
+        if value is not None:
+            body[key] = value
+    return body
+
+
+def _result(response: httpx.Response) -> Any:
+    if response.status_code < 400:
+        return response.json() if response.headers.get("content-type", "").startswith("application/json") else response.text
+    try:
+        error = response.json()["error"]
+        raise ControlError(error["code"], error["message"], response.status_code, error)
+    except (ValueError, KeyError, TypeError):
+        raise ControlError("HTTP_ERROR", f"HTTP {response.status_code}: {response.text[:200]}", response.status_code) from None
+
+
+def _unavailable(where: str, exc: Exception) -> DaemonUnavailable:
+    return DaemonUnavailable(
+        "DAEMON_UNAVAILABLE",
+        f"no daemon answers on {where} ({type(exc).__name__}); start it with `jeeves-mcp daemon` "
+        "or `systemctl start jeeves-mcp`",
+    )
+
+
+class _Api:
+    """The API's calls; `_call` makes them blocking or awaitable."""
+
+    def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+        raise NotImplementedError
+
+    def acquire(
+        self, run_id: str, root: str | os.PathLike[str], *, env: dict[str, str] | None = None,
+        ttl_s: float | None = None, labels: dict[str, str] | None = None,
+        pruner_endpoint: str | None = None, enabled: bool = True,
+    ) -> Any:
+        """Start (or find) the run's slot; answers once its child is healthy or the slot is disabled."""
+        return self._call("POST", "/v1/slots", _acquire_body(run_id, root, env, ttl_s, labels, pruner_endpoint, enabled))
+
+    def release(self, run_id: str) -> Any:
+        return self._call("DELETE", f"/v1/slots/{run_id}")
+
+    def renew(self, run_id: str, ttl_s: float | None = None) -> Any:
+        return self._call("POST", f"/v1/slots/{run_id}/renew", {} if ttl_s is None else {"ttl_s": ttl_s})
+
+    def get(self, run_id: str) -> Any:
+        return self._call("GET", f"/v1/slots/{run_id}")
+
+    def list(self) -> Any:
+        return self._call("GET", "/v1/slots")
+
+    def logs(self, run_id: str, tail: int = 200) -> Any:
+        return self._call("GET", f"/v1/slots/{run_id}/logs", params={"tail": tail})
+
+    def healthz(self) -> Any:
+        return self._call("GET", "/healthz")
+
+    def metrics(self) -> Any:
+        return self._call("GET", "/metrics")
+
+
+def _target(socket: str | os.PathLike[str] | None, url: str | None, token: str | None) -> tuple[str, str | None, dict[str, str]]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if url is not None:
+        return url.rstrip("/"), None, headers
+    return "http://jeeves-mcp", str(socket or default_socket()), headers
+
+
+class AsyncControlClient(_Api):
+    def __init__(
+        self, socket: str | os.PathLike[str] | None = None, *, url: str | None = None,
+        token: str | None = None, timeout: float = 120.0,
+    ) -> None:
+        base, uds, headers = _target(socket, url, token)
+        self.where = uds or base
+        transport = httpx.AsyncHTTPTransport(uds=uds) if uds else None
+        self._http = httpx.AsyncClient(base_url=base, transport=transport, headers=headers, timeout=timeout)
+
+    async def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+        try:
+            response = await self._http.request(method, path, json=body, params=params)
+        except (httpx.ConnectError, httpx.RemoteProtocolError, FileNotFoundError) as exc:
+            raise _unavailable(self.where, exc) from exc
+        return _result(response)
+
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        """Slot transitions as they happen (server-sent events), until the caller stops."""
+        try:
+            async with self._http.stream("GET", "/v1/events", timeout=None) as response:
+                async for line in response.aiter_lines():
+                    if line.startswith("data: "):
+                        yield json.loads(line[6:])
+        except (httpx.ConnectError, FileNotFoundError) as exc:
+            raise _unavailable(self.where, exc) from exc
+
+    @asynccontextmanager
+    async def slot(self, run_id: str, root: str | os.PathLike[str], **options: Any) -> AsyncIterator[dict[str, Any]]:
+        """Acquire on enter, release on exit (also when the body fails or is cancelled)."""
+        import anyio
+
+        slot = await self.acquire(run_id, root, **options)
+        try:
+            yield slot
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(60):
+                await self.release(run_id)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncControlClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class ControlClient(_Api):
+    """The blocking facade, for runners that are not async."""
+
+    def __init__(
+        self, socket: str | os.PathLike[str] | None = None, *, url: str | None = None,
+        token: str | None = None, timeout: float = 120.0,
+    ) -> None:
+        base, uds, headers = _target(socket, url, token)
+        self.where = uds or base
+        transport = httpx.HTTPTransport(uds=uds) if uds else None
+        self._http = httpx.Client(base_url=base, transport=transport, headers=headers, timeout=timeout)
+
+    def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+        try:
+            response = self._http.request(method, path, json=body, params=params)
+        except (httpx.ConnectError, httpx.RemoteProtocolError, FileNotFoundError) as exc:
+            raise _unavailable(self.where, exc) from exc
+        return _result(response)
+
+    @contextmanager
+    def slot(self, run_id: str, root: str | os.PathLike[str], **options: Any) -> Iterator[dict[str, Any]]:
+        slot = self.acquire(run_id, root, **options)
+        try:
+            yield slot
+        finally:
+            self.release(run_id)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ControlClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

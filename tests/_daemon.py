@@ -1,0 +1,171 @@
+"""Start a real supervisor daemon for a test, wait for its READY=1, clean up after."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+from jeeves_mcp.client import AsyncControlClient
+
+# Fast enough for tests, slow enough for a loaded 2-core machine.
+TEST_ENV = {
+    "JEEVES_MCP_HEALTH_INTERVAL_S": "0.3",
+    "JEEVES_MCP_HEALTH_FAILURES": "2",
+    "JEEVES_MCP_SHUTDOWN_TIMEOUT_MS": "1000",
+}
+
+
+@dataclass
+class Daemon:
+    process: trio.Process
+    socket: Path
+    state_dir: Path
+    log_path: Path
+    notifications: list[str] = field(default_factory=list)
+    ready_count: int = 0
+    notified: trio.Event = field(default_factory=trio.Event)
+
+    def client(self) -> AsyncControlClient:
+        return AsyncControlClient(self.socket)
+
+    def our_processes(self) -> list[int]:
+        return processes_with_env(f"JEEVES_MCP_STATE_DIR={self.state_dir}")
+
+    async def wait_ready(self, count: int) -> None:
+        with trio.fail_after(30):
+            while self.ready_count < count:
+                await self.notified.wait()
+
+
+def processes_with_env(entry: str) -> list[int]:
+    wanted = entry.encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                if wanted in handle.read().split(b"\0"):
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+async def start_daemon_process(daemon: Daemon, env: dict[str, str], notify_path: Path) -> trio.Process:
+    child_env = {**os.environ, **TEST_ENV, **env, "NOTIFY_SOCKET": str(notify_path)}
+    child_env.pop("JEEVES_MCP_SOCKET", None)
+    with daemon.log_path.open("ab") as log:
+        return await trio.lowlevel.open_process(
+            [sys.executable, "-m", "jeeves_mcp", "daemon",
+             "--state-dir", str(daemon.state_dir), "--socket", str(daemon.socket)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=child_env, start_new_session=True,
+        )
+
+
+@asynccontextmanager
+async def running_daemon(tmp: Path, env: dict[str, str] | None = None) -> AsyncIterator[Daemon]:
+    env = env or {}
+    notify_path = tmp / "notify.sock"
+    receiver = trio.socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    await receiver.bind(str(notify_path))
+    daemon = Daemon(process=None, socket=tmp / "control.sock", state_dir=tmp / "state",  # type: ignore[arg-type]
+                    log_path=tmp / "daemon.log")
+
+    async def listen() -> None:
+        while True:
+            data = await receiver.recv(4096)
+            for line in data.decode().splitlines():
+                daemon.notifications.append(line)
+                if line == "READY=1":
+                    daemon.ready_count += 1
+            daemon.notified.set()
+            daemon.notified = trio.Event()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(listen)
+        daemon.process = await start_daemon_process(daemon, env, notify_path)
+        try:
+            await daemon.wait_ready(1)
+            daemon.restart = lambda extra=None: start_daemon_process(daemon, {**env, **(extra or {})}, notify_path)  # type: ignore[attr-defined]
+            yield daemon
+        finally:
+            with trio.CancelScope(shield=True):
+                await stop_group(daemon.process)
+                for pid in daemon.our_processes():  # whatever a failing test left behind
+                    try:
+                        os.killpg(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                nursery.cancel_scope.cancel()
+    receiver.close()
+
+
+async def stop_group(process: trio.Process, grace_s: float = 10.0) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    with trio.move_on_after(grace_s):
+        await process.wait()
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    await process.wait()
+
+
+class EventLog:
+    """Every daemon event from the moment `watch_events` returns, for tests to wait on."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+        self.changed = trio.Event()
+
+    async def wait_for(self, name: str, run_id: str | None = None, *, after: int = 0, timeout_s: float = 30) -> dict:
+        """The first matching event at index >= `after`."""
+        with trio.fail_after(timeout_s):
+            while True:
+                for event in self.events[after:]:
+                    if event["event"] == name and (run_id is None or event.get("run_id") == run_id):
+                        return event
+                await self.changed.wait()
+
+
+@asynccontextmanager
+async def watch_events(daemon: Daemon) -> AsyncIterator[EventLog]:
+    import json
+
+    import httpx
+
+    log = EventLog()
+    transport = httpx.AsyncHTTPTransport(uds=str(daemon.socket))
+    async with httpx.AsyncClient(transport=transport, base_url="http://d", timeout=None) as http:
+        async with http.stream("GET", "/v1/events") as response:
+            lines = response.aiter_lines()
+            with trio.fail_after(10):
+                assert (await lines.__anext__()) == ": connected"  # subscribed from here on
+
+            async def pump() -> None:
+                async for line in lines:
+                    if line.startswith("data: "):
+                        log.events.append(json.loads(line[6:]))
+                        log.changed.set()
+                        log.changed = trio.Event()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pump)
+                try:
+                    yield log
+                finally:
+                    nursery.cancel_scope.cancel()
+            await lines.aclose()

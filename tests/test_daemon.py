@@ -1,0 +1,269 @@
+"""The supervisor daemon as the runner meets it: real daemon, real children, real sockets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from jeeves_mcp.client import AsyncControlClient, ControlClient, ControlError, DaemonUnavailable
+from tests._daemon import Daemon, running_daemon, stop_group, watch_events
+
+
+@pytest.fixture
+async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
+    async with running_daemon(tmp_path) as started:
+        yield started
+
+
+@pytest.fixture
+def run_root(tmp_path: Path) -> Path:
+    root = tmp_path / "run"
+    root.mkdir()
+    (root / "hello.py").write_text("def hello():\n    return 'hi'\n")
+    return root
+
+
+async def read_through(slot: dict[str, Any], path: str = "hello.py") -> dict[str, Any]:
+    """Call `read` on the slot's endpoint the way an agent would (stateless MCP POST)."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        response = await http.post(
+            slot["mcp"]["url"].removesuffix("/mcp") + "/rpc",
+            headers=slot["mcp"]["headers"],
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                  "params": {"name": "read", "arguments": {"path": path}}},
+        )
+    response.raise_for_status()
+    return response.json()["result"]["structuredContent"]
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie waiting for whoever its parent now is to reap it."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat_line = handle.read()
+    except OSError:
+        return False
+    return stat_line[stat_line.rfind(b")") + 2 :][:1] != b"Z"
+
+
+async def test_acquire_read_release_leaves_nothing(daemon: Daemon, run_root: Path) -> None:
+    assert stat.S_IMODE(daemon.socket.stat().st_mode) == 0o600
+    async with daemon.client() as control:
+        slot = await control.acquire("run-1", run_root, labels={"issue": "4"})
+        assert slot["state"] == "running"
+        assert slot["mcp"]["headers"]["Authorization"].startswith("Bearer ")
+        assert (await read_through(slot))["content"].startswith("def hello():")
+        again = await control.acquire("run-1", run_root)
+        assert (again["port"], again["mcp"]) == (slot["port"], slot["mcp"])
+        listed = await control.list()
+        assert [s["run_id"] for s in listed["slots"]] == ["run-1"]
+        logs = await control.logs("run-1", tail=5)
+        assert any("tool.exec_ok" in line for line in logs["lines"])
+        final = await control.release("run-1")
+        assert final["state"] == "shutdown" and final["mcp"] is None
+        assert not alive(slot["pid"])
+        assert daemon.our_processes() == []
+        assert (await control.release("run-1"))["state"] == "shutdown"  # idempotent
+        with pytest.raises(ControlError) as missing:
+            await control.get("run-1")
+        assert (missing.value.code, missing.value.status) == ("NOT_FOUND", 404)
+
+
+async def test_the_other_slots_token_is_refused(daemon: Daemon, run_root: Path) -> None:
+    async with daemon.client() as control:
+        first = await control.acquire("a", run_root)
+        second = await control.acquire("b", run_root)
+        crossed = {**first, "mcp": {"url": first["mcp"]["url"], "headers": second["mcp"]["headers"]}}
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            await read_through(crossed)
+        assert refused.value.response.status_code == 401
+        await control.release("a")
+        await control.release("b")
+
+
+async def test_bad_requests_get_structured_errors(daemon: Daemon, run_root: Path) -> None:
+    transport = httpx.AsyncHTTPTransport(uds=str(daemon.socket))
+    async with httpx.AsyncClient(transport=transport, base_url="http://d") as http:
+        bad = await http.post("/v1/slots", json={"run_id": "x", "root": "relative", "colour": 1})
+        assert bad.status_code == 400
+        fields = {f["field"] for f in bad.json()["error"]["fields"]}
+        assert fields == {"root", "colour"}
+        not_json = await http.post("/v1/slots", content=b"{nope")
+        assert not_json.status_code == 400 and not_json.json()["error"]["code"] == "INVALID_REQUEST"
+        bad_id = await http.post("/v1/slots", json={"run_id": "../../etc", "root": str(run_root)})
+        assert bad_id.status_code == 400
+        unknown = await http.delete("/v1/slots/nope")
+        assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "NOT_FOUND"
+        route = await http.get("/v2/everything")
+        assert route.status_code == 404
+        health = await http.get("/healthz")
+        assert health.json()["status"] == "ok"
+
+
+async def test_slot_cap_gives_429(tmp_path: Path, run_root: Path) -> None:
+    async with running_daemon(tmp_path, {"JEEVES_MCP_MAX_SLOTS": "2"}) as daemon, daemon.client() as control:
+        await control.acquire("one", run_root)
+        await control.acquire("two", run_root)
+        with pytest.raises(ControlError) as full:
+            await control.acquire("three", run_root)
+        assert (full.value.code, full.value.status) == ("QUEUE_OVERLOADED", 429)
+        await control.release("one")
+        assert (await control.acquire("three", run_root))["state"] == "running"
+
+
+async def test_disabled_slots_have_no_child(tmp_path: Path, run_root: Path) -> None:
+    async with running_daemon(tmp_path, {"JEEVES_MCP_PRUNER_ENABLED": "false"}) as daemon, daemon.client() as control:
+        slot = await control.acquire("off", run_root)
+        assert (slot["state"], slot["mcp"], slot["reason"]) == ("disabled", None, "config_disabled")
+        assert daemon.our_processes() == []
+        assert (await control.release("off"))["state"] == "shutdown"
+
+
+async def test_start_timeout_disables_the_slot_and_leaves_no_child(tmp_path: Path, run_root: Path) -> None:
+    env = {"JEEVES_MCP_STARTUP_TIMEOUT_S": "0.01"}
+    async with running_daemon(tmp_path, env) as daemon, daemon.client() as control:
+        slot = await control.acquire("slow", run_root)
+        assert slot["state"] == "disabled"
+        assert slot["reason"].startswith("start_failed")
+        assert daemon.our_processes() == []
+
+
+async def test_killed_child_restarts_on_the_same_endpoint_then_degrades(daemon: Daemon, run_root: Path) -> None:
+    async with daemon.client() as control, watch_events(daemon) as log:
+        slot = await control.acquire("crashy", run_root)
+        for attempt in (1, 2):
+            seen = len(log.events)
+            os.kill((await control.get("crashy"))["pid"], signal.SIGKILL)
+            await log.wait_for("mcp_pruner.restarted", "crashy", after=seen)
+            now = await control.get("crashy")
+            assert now["restarts"] == attempt
+            assert now["mcp"] == slot["mcp"]  # same port and token: the runner's endpoint stays valid
+            assert (await read_through(now))["path"] == "hello.py"
+        os.kill((await control.get("crashy"))["pid"], signal.SIGKILL)
+        degraded = await log.wait_for("mcp_pruner.degraded", "crashy")
+        assert degraded["restarts"] == 2
+        final = await control.get("crashy")
+        assert (final["state"], final["mcp"]) == ("degraded", None)
+        await control.release("crashy")
+        assert daemon.our_processes() == []
+
+
+async def test_a_hung_child_is_detected(daemon: Daemon, run_root: Path) -> None:
+    async with daemon.client() as control, watch_events(daemon) as log:
+        slot = await control.acquire("hung", run_root)
+        os.kill(slot["pid"], signal.SIGSTOP)
+        unreachable = await log.wait_for("mcp_pruner.unreachable", "hung")
+        assert "unreachable" in unreachable["error"]
+        await log.wait_for("mcp_pruner.restarted", "hung")
+        assert not alive(slot["pid"])
+        assert (await read_through(await control.get("hung")))["path"] == "hello.py"
+        await control.release("hung")
+
+
+async def test_lease_expiry_releases_the_slot(daemon: Daemon, run_root: Path) -> None:
+    async with daemon.client() as control, watch_events(daemon) as log:
+        slot = await control.acquire("leased", run_root, ttl_s=1.5)
+        assert slot["expires_at"] is not None
+        renewed = await control.renew("leased", ttl_s=2)
+        assert renewed["expires_at"] > slot["expires_at"]
+        await log.wait_for("mcp_pruner.lease_expired", "leased")
+        stopped = await log.wait_for("mcp_pruner.stopped", "leased")
+        assert stopped["state"] == "shutdown"
+        assert (await control.list())["slots"] == []
+        assert not alive(slot["pid"])
+
+
+async def test_daemon_crash_then_restart_readopts_children(daemon: Daemon, run_root: Path) -> None:
+    async with daemon.client() as control:
+        slot = await control.acquire("survivor", run_root)
+    os.kill(daemon.process.pid, signal.SIGKILL)
+    await daemon.process.wait()
+    assert alive(slot["pid"])  # the child outlives its daemon
+    assert (await read_through(slot))["path"] == "hello.py"
+    daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+    await daemon.wait_ready(2)
+    async with daemon.client() as control:
+        adopted = await control.get("survivor")
+        assert (adopted["state"], adopted["pid"], adopted["mcp"]) == ("running", slot["pid"], slot["mcp"])
+        assert (await read_through(adopted))["path"] == "hello.py"
+        await control.release("survivor")
+    assert not alive(slot["pid"])
+
+
+async def test_sigterm_releases_every_slot_and_notifies_systemd(daemon: Daemon, run_root: Path) -> None:
+    async with daemon.client() as control:
+        slots = [await control.acquire(f"r{n}", run_root) for n in range(3)]
+    await stop_group(daemon.process)
+    assert "READY=1" in daemon.notifications and "STOPPING=1" in daemon.notifications
+    assert not any(alive(slot["pid"]) for slot in slots)
+    assert daemon.our_processes() == []
+    assert not daemon.socket.exists()
+
+
+async def test_live_restore_leaves_children_for_the_next_daemon(tmp_path: Path, run_root: Path) -> None:
+    async with running_daemon(tmp_path, {"JEEVES_MCP_LIVE_RESTORE": "true"}) as daemon:
+        async with daemon.client() as control:
+            slot = await control.acquire("kept", run_root)
+        await stop_group(daemon.process)
+        assert alive(slot["pid"])
+        daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+        await daemon.wait_ready(2)
+        async with daemon.client() as control:
+            assert (await control.get("kept"))["pid"] == slot["pid"]
+            await control.release("kept")
+        assert not alive(slot["pid"])
+
+
+async def test_thirty_concurrent_acquires(daemon: Daemon, run_root: Path) -> None:
+    results: dict[str, dict[str, Any]] = {}
+    async with daemon.client() as control:
+        async with trio.open_nursery() as nursery:
+            for n in range(30):
+                async def one(run_id: str = f"c{n}") -> None:
+                    results[run_id] = await control.acquire(run_id, run_root)
+                nursery.start_soon(one)
+        assert len(results) == 30
+        assert all(slot["state"] == "running" for slot in results.values())
+        assert len({slot["port"] for slot in results.values()}) == 30
+        async with trio.open_nursery() as nursery:
+            for run_id in results:
+                nursery.start_soon(control.release, run_id)
+    assert daemon.our_processes() == []
+
+
+async def test_sync_client_and_context_manager(daemon: Daemon, run_root: Path) -> None:
+    def work() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        with ControlClient(daemon.socket) as control:
+            with control.slot("sync-run", run_root) as slot:
+                inside = control.list()["slots"]
+            return slot, inside
+
+    slot, inside = await trio.to_thread.run_sync(work)
+    assert [s["run_id"] for s in inside] == ["sync-run"]
+    assert not alive(slot["pid"])
+
+
+async def test_no_daemon_is_a_clear_error(tmp_path: Path) -> None:
+    async with AsyncControlClient(tmp_path / "nothing.sock") as control:
+        with pytest.raises(DaemonUnavailable) as down:
+            await control.healthz()
+    assert "jeeves-mcp daemon" in down.value.message
+
+
+async def test_metrics_count_slots_and_latencies(daemon: Daemon, run_root: Path) -> None:
+    async with daemon.client() as control:
+        await control.acquire("m", run_root)
+        text = await control.metrics()
+        assert 'jeeves_mcp_slots{state="running"} 1' in text
+        assert "jeeves_mcp_acquire_seconds_count 1" in text
+        await control.release("m")
+        text = await control.metrics()
+        assert "jeeves_mcp_release_seconds_count 1" in text
