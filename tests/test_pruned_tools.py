@@ -1,0 +1,133 @@
+"""read / bash / grep with a context_focus_question, through a real child and the built-in engine."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+
+from tests._child import Child
+from tests.test_http import call
+
+MARKER = re.compile(r"^⟦PRUNÉ: prune_id=(\S+) lignes (\d+)-(\d+) \((\d+)\) raison=(.*)⟧$")
+
+
+def module_source() -> str:
+    parts = ["import json\nimport os\n\n"]
+    for n in range(40):
+        parts.append(
+            f"def helper_{n}(value):\n    total = value * {n}\n    return total + {n}\n\n\n"
+        )
+    parts.append(
+        "def parse_config_file(path):\n"
+        "    with open(path) as handle:\n"
+        "        data = json.load(handle)\n"
+        "    return data['settings']\n"
+    )
+    return "".join(parts)
+
+
+async def test_read_with_a_question_prunes_and_every_marker_recovers(child: Child, workspace: Path) -> None:
+    source = module_source()
+    (workspace / "module.py").write_text(source)
+    original = source.split("\n")[:-1]
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        result = (await call(http, child, "read", {
+            "path": "module.py",
+            "context_focus_question": "where is the config file parsed and its settings returned?",
+        }))["structuredContent"]
+        pruning = result["pruning"]
+        assert pruning["attempted"] and pruning["applied"] and not pruning["fallback"]
+        assert pruning["engine"] == "builtin"
+        lines = result["content"].split("\n")
+        assert any("def parse_config_file(path):" in line for line in lines)
+        assert any("return data['settings']" in line for line in lines)
+        assert len(result["content"]) < len(source) / 2
+        markers = [MARKER.match(line) for line in lines if line.startswith("⟦")]
+        assert markers and all(markers)
+        covered = set()
+        for match in markers:
+            prune_id, start, end, count = match.group(1), int(match.group(2)), int(match.group(3)), int(match.group(4))
+            assert count == end - start + 1
+            back = (await call(http, child, "recover_text", {
+                "prune_id": prune_id, "ranges": [{"start_line": start, "end_line": end}],
+                "include_line_numbers": False,
+            }))["structuredContent"]
+            assert back["raw_text"].split("\n") == original[start - 1 : end]
+            covered.update(range(start, end + 1))
+        kept = {int(line.split("│", 1)[0]) for line in lines if "│" in line and not line.startswith("⟦")}
+        assert kept | covered == set(range(1, len(original) + 1))
+        assert not kept & covered
+
+
+async def test_bash_output_is_pruned_as_logs(child: Child) -> None:
+    script = (
+        "for i in $(seq 1 300); do echo \"INFO request $i served in 3 ms\"; done; "
+        "echo 'Traceback (most recent call last):'; "
+        "echo '  File \"app.py\", line 12, in handler'; "
+        "echo \"KeyError: 'user_id'\"; "
+        "for i in $(seq 301 400); do echo \"INFO request $i served in 2 ms\"; done"
+    )
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        result = (await call(http, child, "bash", {
+            "cmd": script, "context_focus_question": "why did the handler fail?",
+        }))["structuredContent"]
+    assert result["pruning"]["applied"] is True
+    stdout = result["stdout"]
+    assert "KeyError: 'user_id'" in stdout
+    assert "Traceback (most recent call last):" in stdout
+    assert stdout.count("INFO request") < 100
+    assert "truncated" not in result  # pruning brought it under the budget
+
+
+async def test_small_outputs_and_missing_questions_are_not_pruned(child: Child) -> None:
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        small = (await call(http, child, "read", {
+            "path": "notes.md", "context_focus_question": "what notes?",
+        }))["structuredContent"]
+        plain = (await call(http, child, "read", {"path": "notes.md"}))["structuredContent"]
+    assert small["pruning"] == {"attempted": False, "applied": False, "fallback": False, "reason": "below_threshold"}
+    assert plain["pruning"]["reason"] == "no_question"
+    assert small["content"] == plain["content"] == "# Notes\n\nSome text."
+
+
+async def test_input_too_large_is_reported(workspace: Path, tmp_path: Path) -> None:
+    from tests._child import running_child
+
+    (workspace / "big.log").write_text("line of log output\n" * 2000)
+    env = {"JEEVES_MCP_MAX_PRUNE_INPUT_BYTES": "1000"}
+    async with running_child(workspace, tmp_path, env=env) as child, httpx.AsyncClient(
+        headers=child.headers()
+    ) as http:
+        result = (await call(http, child, "read", {
+            "path": "big.log", "context_focus_question": "any errors?",
+        }))["structuredContent"]
+    assert result["pruning"] == {"attempted": False, "applied": False, "fallback": False, "reason": "input_too_large"}
+    assert result["truncated"]["content"]["prune_id"].startswith("prn_")
+
+
+async def test_prune_text_contract(child: Child) -> None:
+    text = "\n".join(
+        ["# Guide", "", "## Install", "pip install thing", "", "## Usage", "run thing --fast", "",
+         "⟦NO_PRUNE_BEGIN⟧", "keep me", "⟦NO_PRUNE_END⟧", "", "## License", "MIT"]
+    )
+    options = {"max_prune_ratio": 0.5, "min_keep_lines": 3, "timeout_ms": 2000,
+               "annotate_lines": True, "include_markers": True}
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        result = (await call(http, child, "prune_text", {
+            "text": text, "goal_hint": "how do I install it?", "source_type": "docs", "options": options,
+        }))["structuredContent"]
+    assert set(result) >= {"prune_id", "pruned_text", "annotations", "stats", "warnings"}
+    stats = result["stats"]
+    assert stats["original_lines"] == 14 and stats["pruned_lines"] <= 7
+    assert stats["kept_lines"] >= 3
+    rendered = result["pruned_text"].split("\n")
+    for annotation in result["annotations"]:
+        assert annotation["kind"] == "pruned_block"
+        assert annotation["marker"] in rendered  # identical, never prefixed by N│
+    for n, line in enumerate(text.split("\n"), 1):
+        if "NO_PRUNE" in line or line == "keep me":
+            assert f"{n}│ {line}" in rendered
+    numbered = [line for line in rendered if not line.startswith("⟦")]
+    assert [int(line.split("│")[0]) for line in numbered] == sorted(int(line.split("│")[0]) for line in numbered)
