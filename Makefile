@@ -25,6 +25,9 @@ conformance: dev
 
 bench: dev
 	$(BIN)/python bench/tools_http.py
+	$(BIN)/python bench/daemon.py
+	$(BIN)/python bench/prune_quality.py
+	$(BIN)/python bench/prune_speed.py
 
 # The main job: the supervisor daemon with the built-in pruning engine.
 run: dev
