@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -267,3 +268,42 @@ async def test_metrics_count_slots_and_latencies(daemon: Daemon, run_root: Path)
         await control.release("m")
         text = await control.metrics()
         assert "jeeves_mcp_release_seconds_count 1" in text
+
+
+async def test_tcp_control_needs_its_token(tmp_path: Path, run_root: Path) -> None:
+    env = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": "tcp-secret"}
+    async with running_daemon(tmp_path, env) as daemon:
+        ready = [json.loads(line) for line in daemon.log_path.read_text().splitlines()
+                 if '"daemon.ready"' in line][0]
+        url = ready["tcp"]
+        assert url.startswith("http://127.0.0.1:")
+        async with AsyncControlClient(url=url) as anonymous:
+            with pytest.raises(ControlError) as refused:
+                await anonymous.list()
+            assert (refused.value.code, refused.value.status) == ("UNAUTHORIZED", 401)
+        async with AsyncControlClient(url=url, token="wrong") as wrong:
+            with pytest.raises(ControlError):
+                await wrong.list()
+        async with AsyncControlClient(url=url, token="tcp-secret") as control:
+            assert (await control.list())["slots"] == []
+        async with daemon.client() as local:  # the Unix socket needs no token
+            assert (await local.healthz())["status"] == "ok"
+
+
+async def test_toml_config_then_env_then_flags(tmp_path: Path) -> None:
+    from jeeves_mcp.supervisor.config import load_daemon_config
+
+    config_file = tmp_path / "jeeves.toml"
+    config_file.write_text('max_slots = 7\nhealth_interval_s = 2.5\nmax_restarts = 4\n')
+    env = {"JEEVES_MCP_MAX_SLOTS": "9", "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    config = load_daemon_config(config_file, env, state_dir=tmp_path / "state", max_restarts=1)
+    assert (config.max_slots, config.health_interval_s, config.max_restarts) == (9, 2.5, 1)
+    assert config.socket == tmp_path / "run" / "jeeves-mcp" / "control.sock"
+    config_file.write_text("max_slots = 'many'\n")
+    from jeeves_mcp.config import ConfigError
+
+    with pytest.raises(ConfigError, match="max_slots"):
+        load_daemon_config(config_file, {})
+    config_file.write_text("colour = 'red'\n")
+    with pytest.raises(ConfigError, match="colour"):
+        load_daemon_config(config_file, {})
