@@ -157,9 +157,9 @@ def install_routes(app: McpHttpApp, server: PrunerServer) -> None:
     async def prune_route(scope: dict[str, Any], receive: Receive, send: Send) -> None:
         # The app's guard (Host/Origin, bearer token) and bounded body reader
         # (413, 408), as for /rpc.
-        if not await app._guard(scope, send):
+        if not await app.guard(scope, send):
             return
-        body = await app._body(receive, send)
+        body = await app.read_body(receive, send)
         if body is None:
             return
         started = time.monotonic()
@@ -170,7 +170,7 @@ def install_routes(app: McpHttpApp, server: PrunerServer) -> None:
             _log.event(log, "swe_compat.bad_request", logging.WARNING, problem=message)
             await send_json(send, 400, {"error": {"code": 400, "message": message}, "detail": message})
             return
-        answer = await app._watching(receive, prune_swe(server, request))
+        answer = await app.watching(receive, prune_swe(server, request))
         _log.event(
             log,
             "swe_compat.prune",

@@ -87,12 +87,12 @@ class McpHttpApp:
             if path == "/health" and method == "GET":
                 await send_json(send, 200, {**health_payload(), "model_loaded": True})
             elif path == "/mcp":
-                if await self._guard(scope, send):
+                if await self.guard(scope, send):
                     await self._mcp(scope, receive, send)
             elif path == "/rpc":
                 if method != "POST":
                     await _status(send, 405, "use POST", allow="POST")
-                elif await self._guard(scope, send):
+                elif await self.guard(scope, send):
                     await self._rpc(receive, send)
             elif (method, path) in self.extra_routes:
                 await self.extra_routes[(method, path)](scope, receive, send)
@@ -114,7 +114,7 @@ class McpHttpApp:
 
     # -- security -------------------------------------------------------------
 
-    async def _guard(self, scope: dict[str, Any], send: Send) -> bool:
+    async def guard(self, scope: dict[str, Any], send: Send) -> bool:
         """Host and Origin (DNS rebinding), then the bearer token; False once refused."""
         host = header(scope, b"host")
         if self._loopback and host is not None and not _is_local_host(host):
@@ -138,7 +138,7 @@ class McpHttpApp:
                 return False
         return True
 
-    async def _body(self, receive: Receive, send: Send) -> bytes | None:
+    async def read_body(self, receive: Receive, send: Send) -> bytes | None:
         try:
             with trio.fail_after(BODY_TIMEOUT_S):
                 return await read_body(receive, self.config.max_body_bytes)
@@ -151,14 +151,14 @@ class McpHttpApp:
     # -- /rpc -------------------------------------------------------------------
 
     async def _rpc(self, receive: Receive, send: Send) -> None:
-        body = await self._body(receive, send)
+        body = await self.read_body(receive, send)
         if body is None:
             return
         message = _parse(body)
         if isinstance(message, McpError):
             await send_json(send, 400, error_response(None, message))
             return
-        reply = await self._watching(receive, self._batch(message, self.rpc_session, None, False))
+        reply = await self.watching(receive, self._batch(message, self.rpc_session, None, False))
         if reply is None:
             await send_bytes(send, 202, b"", None)
         else:
@@ -187,7 +187,7 @@ class McpHttpApp:
         if content_type != "application/json":
             await _status(send, 415, "Content-Type must be application/json")
             return
-        body = await self._body(receive, send)
+        body = await self.read_body(receive, send)
         if body is None:
             return
         message = _parse(body)
@@ -225,12 +225,12 @@ class McpHttpApp:
             async def notify(method: str, params: dict[str, Any]) -> None:
                 await send_sse_event(send, {"jsonrpc": "2.0", "method": method, "params": params})
 
-            reply = await self._watching(receive, self._batch(message, session, notify, False))
+            reply = await self.watching(receive, self._batch(message, session, notify, False))
             if reply is not None:
                 await send_sse_event(send, reply)
             await end_stream(send)
             return
-        reply = await self._watching(receive, self._batch(message, session, None, False))
+        reply = await self.watching(receive, self._batch(message, session, None, False))
         await send_json(send, 200, reply, response_headers)
 
     async def _mcp_modern(
@@ -272,14 +272,14 @@ class McpHttpApp:
             async def notify(method: str, params: dict[str, Any]) -> None:
                 await send_sse_event(send, {"jsonrpc": "2.0", "method": method, "params": params})
 
-            reply = await self._watching(
+            reply = await self.watching(
                 receive, self.dispatcher.handle(message, session, notify, modern=True)
             )
             if reply is not None:
                 await send_sse_event(send, reply)
             await end_stream(send)
             return
-        reply = await self._watching(receive, self.dispatcher.handle(message, session, None, modern=True))
+        reply = await self.watching(receive, self.dispatcher.handle(message, session, None, modern=True))
         status = 200
         if reply is not None and "error" in reply:
             status = MODERN_ERROR_STATUS.get(reply["error"]["code"], 200)
@@ -342,7 +342,7 @@ class McpHttpApp:
         return answered or None
 
     @staticmethod
-    async def _watching(receive: Receive, work: Awaitable[Any]) -> Any:
+    async def watching(receive: Receive, work: Awaitable[Any]) -> Any:
         """Await `work`, cancelling it if the client disconnects meanwhile."""
         result: Any = None
         gone = False
