@@ -1,10 +1,44 @@
-"""Root Typer app; each command group lives in its own module."""
+"""Root Typer app; each command group lives in its own module.
+
+The root callback puts a `Settings` into `ctx.obj`: where the daemon answers
+(`--socket`, or `--url` for its loopback TCP API) and whether to show
+tracebacks (`--debug`). Commands that talk to the daemon get their client from
+`Settings.client()` and translate its errors with `control_errors`, once, into
+one line on stderr and one of the exit codes below.
+"""
 
 from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from jeeves_mcp import __version__
+
+if TYPE_CHECKING:
+    from jeeves_mcp.client import AsyncControlClient, ControlClient
+
+EXIT_OK = 0
+EXIT_FAILURE = 1  # the daemon refused or failed a request, a check failed
+EXIT_USAGE = 2  # bad arguments or configuration (also click's own usage errors)
+EXIT_NO_DAEMON = 3  # nothing answers on the control socket
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES = (
+    "Exit codes: 0 ok; 1 the daemon refused or failed the request (or a doctor check failed); "
+    "2 bad usage or configuration; 3 the daemon is not running (start it with `jeeves-mcp daemon` "
+    "or `systemctl start jeeves-mcp`); 130 interrupted."
+    "\n\n"
+    "Environment: JEEVES_MCP_SOCKET (control socket), JEEVES_MCP_URL and JEEVES_MCP_TCP_TOKEN "
+    "(control API over loopback TCP), JEEVES_MCP_DEBUG=1 (tracebacks)."
+)
 
 app = typer.Typer(
     name="jeeves-mcp",
@@ -15,6 +49,117 @@ app = typer.Typer(
 )
 
 
+@dataclass(frozen=True)
+class Settings:
+    """What every command that talks to the daemon needs; lives in `ctx.obj`."""
+
+    socket: Path | None = None
+    url: str | None = None
+    token: str | None = None
+    debug: bool = False
+
+    def client(self, timeout: float = 120.0) -> ControlClient:
+        from jeeves_mcp.client import ControlClient
+
+        return ControlClient(self.socket, url=self.url, token=self.token, timeout=timeout)
+
+    def async_client(self, timeout: float = 120.0) -> AsyncControlClient:
+        from jeeves_mcp.client import AsyncControlClient
+
+        return AsyncControlClient(self.socket, url=self.url, token=self.token, timeout=timeout)
+
+    def where(self) -> str:
+        if self.url:
+            return self.url
+        from jeeves_mcp.client import default_socket
+
+        return str(self.socket or default_socket())
+
+
+def settings(ctx: typer.Context) -> Settings:
+    """The root callback's settings (defaults when a command runs without it, as in tests)."""
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, Settings) else Settings()
+
+
+def fail(command: str, message: str, code: int = EXIT_FAILURE) -> typer.Exit:
+    """One line on stderr; `raise fail(...)`."""
+    typer.echo(f"jeeves-mcp {command}: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _describe(exc: Exception) -> str:
+    from jeeves_mcp.client import ControlError
+
+    if not isinstance(exc, ControlError):
+        return f"{type(exc).__name__}: {exc}"
+    message = exc.message
+    fields = exc.detail.get("fields") if isinstance(exc.detail, dict) else None
+    if fields:
+        message += ": " + "; ".join(f"{f.get('field')}: {f.get('message')}" for f in fields)
+    return f"{message} [{exc.code}]"
+
+
+@contextmanager
+def control_errors(ctx: typer.Context, what: str) -> Iterator[None]:
+    """Translate the client's errors into one stderr line and an exit code.
+
+    DaemonUnavailable -> 3 (its message says how to start the daemon), a 400
+    INVALID_REQUEST -> 2, any other ControlError or a timeout -> 1. With --debug
+    the traceback is printed first.
+    """
+    import httpx
+
+    from jeeves_mcp.client import ControlError, DaemonUnavailable
+
+    command = ctx.command_path.removeprefix(ctx.find_root().info_name or "").strip() or "jeeves-mcp"
+    try:
+        yield
+    except DaemonUnavailable as exc:
+        _traceback(ctx)
+        raise fail(command, f"{what}: {exc.message}", EXIT_NO_DAEMON) from None
+    except ControlError as exc:
+        _traceback(ctx)
+        code = EXIT_USAGE if exc.code == "INVALID_REQUEST" and exc.status == 400 else EXIT_FAILURE
+        raise fail(command, f"{what}: {_describe(exc)}", code) from None
+    except httpx.TimeoutException as exc:  # the client maps connection errors, not timeouts
+        _traceback(ctx)
+        raise fail(command, f"{what}: the daemon did not answer in time ({type(exc).__name__}); "
+                   "see `journalctl -u jeeves-mcp` or the daemon's log", EXIT_FAILURE) from None
+    except httpx.TransportError as exc:
+        _traceback(ctx)
+        raise fail(command, f"{what}: {type(exc).__name__}: {exc}", EXIT_FAILURE) from None
+
+
+def _traceback(ctx: typer.Context) -> None:
+    if settings(ctx).debug:
+        traceback.print_exc(file=sys.stderr)
+
+
+def _debug_requested(argv: list[str]) -> bool:
+    return "--debug" in argv or os.environ.get("JEEVES_MCP_DEBUG", "") not in ("", "0", "false")
+
+
+@app.callback(epilog=EXIT_CODES)
+def root(
+    ctx: typer.Context,
+    socket: Annotated[Path | None, typer.Option(
+        "--socket", envvar="JEEVES_MCP_SOCKET", show_envvar=True, metavar="PATH",
+        help="Control socket of the daemon (default: $XDG_RUNTIME_DIR/jeeves-mcp/control.sock, "
+        "/run/jeeves-mcp/control.sock under systemd, else under the state dir).",
+        show_default=False)] = None,
+    url: Annotated[str | None, typer.Option(
+        "--url", envvar="JEEVES_MCP_URL", show_envvar=True, metavar="URL",
+        help="Use the daemon's loopback TCP API instead of the socket (token from JEEVES_MCP_TCP_TOKEN).",
+        show_default=False)] = None,
+    debug: Annotated[bool, typer.Option(
+        "--debug", envvar="JEEVES_MCP_DEBUG", help="Show tracebacks on errors.")] = False,
+) -> None:
+    """Per-run context-pruning MCP servers for coding agents, and their supervisor daemon."""
+    token = os.environ.get("JEEVES_MCP_TCP_TOKEN") or None
+    ctx.obj = Settings(socket=socket, url=url, token=token if url else None, debug=debug)
+
+
 @app.command()
 def version() -> None:
     """Print the version."""
@@ -22,13 +167,35 @@ def version() -> None:
 
 
 def _register() -> None:
-    from jeeves_mcp.cli import _daemon, _prune, _pruner
+    from jeeves_mcp.cli import _config, _daemon, _doctor, _prune, _pruner, _slots
 
     _daemon.register(app)
     _pruner.register(app)
     _prune.register(app)
+    _slots.register(app)
+    _config.register(app)
+    _doctor.register(app)
+
+
+_registered = False
+
+
+def get_app() -> typer.Typer:
+    """The app with every command registered (for tests with typer's CliRunner)."""
+    global _registered
+    if not _registered:
+        _register()
+        _registered = True
+    return app
 
 
 def main() -> None:
-    _register()
-    app()
+    get_app()
+    try:
+        app()
+    except Exception as exc:  # a bug: one line unless --debug (typer's own errors never get here)
+        if _debug_requested(sys.argv[1:]):
+            raise
+        typer.echo(f"jeeves-mcp: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+                   err=True)
+        raise SystemExit(EXIT_FAILURE) from None

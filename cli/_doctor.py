@@ -1,0 +1,247 @@
+"""`jeeves-mcp doctor`: what a new user gets wrong, checked one by one.
+
+Each check is pass, warn or fail with one line of detail saying what to do.
+Exit 1 when any check fails (warnings do not count).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+from jeeves_mcp.cli._app import EXIT_FAILURE, Settings, settings
+
+from jeeves_mcp import __version__
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+Status = Literal["pass", "warn", "fail"]
+STYLES = {"pass": "green", "warn": "yellow", "fail": "bold red"}
+UNIT_DIRS = (
+    Path("/etc/systemd/system"),
+    Path("/run/systemd/system"),
+    Path("/usr/local/lib/systemd/system"),
+    Path("/usr/lib/systemd/system"),
+    Path("/lib/systemd/system"),
+)
+PRUNER_HEALTH_TIMEOUT_S = 3.0
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+
+
+def check_python() -> Check:
+    # Older Pythons cannot import this module at all (requires-python >= 3.11).
+    version = ".".join(map(str, sys.version_info[:3]))
+    return Check("python", "pass", f"Python {version} ({sys.executable})")
+
+
+def check_socket(path: Path) -> Check:
+    """The control socket exists, is a socket, 0600, ours (or root's when we are root)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return Check("socket", "fail", f"no control socket at {path}: start the daemon "
+                     "(`jeeves-mcp daemon` or `systemctl start jeeves-mcp`), or pass --socket")
+    except PermissionError:
+        return Check("socket", "fail", f"cannot see {path}: its directory is not readable by you "
+                     "(run as the daemon's user)")
+    if not stat.S_ISSOCK(info.st_mode):
+        return Check("socket", "fail", f"{path} is not a socket; remove it and restart the daemon")
+    mode = stat.S_IMODE(info.st_mode)
+    owner = _user(info.st_uid)
+    if mode & 0o077:
+        return Check("socket", "fail", f"{path} is mode {mode:04o}: other users can drive the daemon; "
+                     "it should be 0600 (SocketMode=0600 in jeeves-mcp.socket)")
+    if info.st_uid != os.geteuid():
+        return Check("socket", "fail", f"{path} belongs to {owner}, you are {_user(os.geteuid())}: "
+                     f"run the CLI as {owner} (sudo) or the daemon as yourself")
+    return Check("socket", "pass", f"{path} (mode {mode:04o}, owner {owner})")
+
+
+def check_daemon(config: Settings) -> Check:
+    """Something answers /healthz, and it is our version."""
+    import httpx
+
+    from jeeves_mcp.client import ControlError, DaemonUnavailable
+
+    try:
+        with config.client(timeout=5.0) as control:
+            health = control.healthz()
+    except DaemonUnavailable as exc:
+        return Check("daemon", "fail", exc.message)
+    except (ControlError, httpx.HTTPError) as exc:
+        return Check("daemon", "fail", f"{config.where()} answers but not as expected: {exc}")
+    version = health.get("version") if isinstance(health, dict) else None
+    slots = health.get("slots") if isinstance(health, dict) else None
+    if version != __version__:
+        return Check("daemon", "warn", f"the daemon runs {version}, this CLI is {__version__}: "
+                     "restart the daemon after an upgrade (with live_restore, runs keep going)")
+    return Check("daemon", "pass", f"jeeves-mcp {version} answers on {config.where()} ({slots} slots)")
+
+
+def check_state_dir(path: Path) -> Check:
+    """The daemon's state dir is writable (or can be created)."""
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe != path:
+        if os.access(probe, os.W_OK | os.X_OK):
+            return Check("state dir", "pass", f"{path} does not exist yet; the daemon will create it")
+        return Check("state dir", "fail", f"{path} does not exist and {probe} is not writable: "
+                     "create it for the daemon's user or pass --state-dir")
+    if not path.is_dir():
+        return Check("state dir", "fail", f"{path} is not a directory")
+    if not os.access(path, os.W_OK | os.X_OK):
+        return Check("state dir", "fail", f"{path} is not writable by {_user(os.geteuid())}: "
+                     "run as the daemon's user, fix its owner, or pass --state-dir")
+    return Check("state dir", "pass", f"{path} is writable")
+
+
+def check_ripgrep() -> Check:
+    rg = shutil.which("rg")
+    if rg is None:
+        return Check("ripgrep", "warn", "rg not found: the grep tool uses its slower built-in search "
+                     "(install ripgrep: apt-get install ripgrep)")
+    try:
+        line = subprocess.run([rg, "--version"], capture_output=True, text=True, timeout=5,
+                              check=False).stdout.splitlines()[0]
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        line = "ripgrep"
+    return Check("ripgrep", "pass", f"{line} ({rg})")
+
+
+def check_pruner_endpoint(endpoint: str | None) -> Check:
+    """The external SWE-Pruner service answers GET /health (only when one is configured)."""
+    if not endpoint:
+        return Check("pruner endpoint", "pass", "none configured: the built-in engine prunes locally")
+    import trio
+
+    from jeeves_mcp.pruning import EngineError
+    from jeeves_mcp.swe_pruner import ExternalEngine
+
+    async def probe() -> dict:
+        engine = ExternalEngine(endpoint)
+        try:
+            return await engine.health(PRUNER_HEALTH_TIMEOUT_S)
+        finally:
+            await engine.aclose()
+
+    try:
+        health = trio.run(probe)
+    except EngineError as exc:
+        return Check("pruner endpoint", "fail", f"{endpoint}/health: {exc} ({exc.kind}); "
+                     "children fall back to raw output until it answers")
+    status = health.get("status")
+    if status not in ("healthy", "ok") or not health.get("model_loaded"):
+        return Check("pruner endpoint", "warn", f"{endpoint} answers status={status} "
+                     f"model_loaded={health.get('model_loaded')}")
+    return Check("pruner endpoint", "pass", f"{endpoint} is {status}, model loaded")
+
+
+def check_systemd(unit_dirs: tuple[Path, ...] = UNIT_DIRS) -> Check:
+    found = {name: next((d / name for d in unit_dirs if (d / name).exists()), None)
+             for name in ("jeeves-mcp.service", "jeeves-mcp.socket")}
+    if found["jeeves-mcp.service"] is None:
+        return Check("systemd unit", "warn", "jeeves-mcp.service is not installed: the daemon runs only by hand "
+                     "(`make install-systemd`, then `systemctl enable --now jeeves-mcp.socket`)")
+    if found["jeeves-mcp.socket"] is None:
+        return Check("systemd unit", "warn", f"{found['jeeves-mcp.service']} is installed but not "
+                     "jeeves-mcp.socket: no socket activation")
+    return Check("systemd unit", "pass", f"{found['jeeves-mcp.service']} and {found['jeeves-mcp.socket']}")
+
+
+def _user(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def run_checks(config: Settings, config_file: Path | None, state_dir: Path | None) -> list[Check]:
+    from jeeves_mcp.supervisor.config import load_daemon_config
+
+    from jeeves_mcp.config import ConfigError
+
+    checks = [check_python()]
+    try:
+        daemon = load_daemon_config(config_file, state_dir=state_dir)
+    except ConfigError as exc:
+        checks.append(Check("config", "fail", f"bad daemon configuration: {exc}"))
+        daemon = None
+    if config.url:
+        checks.append(Check("socket", "pass", f"using the TCP control API at {config.url}"))
+    else:
+        checks.append(check_socket(Path(config.where())))
+    checks.append(check_daemon(config))
+    if daemon is not None:
+        checks.append(check_state_dir(daemon.state_dir))
+    checks.append(check_ripgrep())
+    endpoint = os.environ.get("JEEVES_PRUNER_ENDPOINT") or (daemon.pruner_endpoint if daemon else None)
+    checks.append(check_pruner_endpoint(endpoint))
+    checks.append(check_systemd())
+    return checks
+
+
+def render_checks(checks: list[Check], console: Console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("detail", overflow="fold")
+    for check in checks:
+        table.add_row(check.name, Text(check.status, style=STYLES[check.status]), check.detail)
+    console.print(table)
+
+
+def doctor(
+    ctx: typer.Context,
+    config_file: Annotated[Path | None, typer.Option(
+        "--config", metavar="FILE", envvar="JEEVES_MCP_CONFIG",
+        help="The daemon's TOML configuration, for its state dir and pruner endpoint.", show_default=False)] = None,
+    state_dir: Annotated[Path | None, typer.Option(
+        "--state-dir", metavar="DIR", help="The daemon's state dir (default: as the daemon resolves it).",
+        show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help='Print {"ok": bool, "checks": [{"name", "status", "detail"}]}.')] = False,
+) -> None:
+    """Check the installation: socket, daemon, state dir, ripgrep, pruner endpoint, systemd, Python.
+
+    Each check is pass, warn or fail with what to do; exit 1 if any check fails.
+    """
+    from rich.console import Console
+
+    checks = run_checks(settings(ctx), config_file, state_dir)
+    ok = all(check.status != "fail" for check in checks)
+    if as_json:
+        typer.echo(json.dumps({"ok": ok, "checks": [asdict(c) for c in checks]}, indent=2))
+    else:
+        render_checks(checks, Console(highlight=False))
+    if not ok:
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(doctor)
+
+
+__all__ = ["Check", "render_checks", "run_checks"]

@@ -1,0 +1,538 @@
+"""Slots from the command line: acquire, release, renew, ls, show, logs, events.
+
+Every command talks to the daemon through `jeeves_mcp.client`; errors become one
+line on stderr and an exit code (see `_app.control_errors`). Spinners and
+progress bars go to stderr and only on a terminal, so `--json` output piped to
+a script is exactly the JSON.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from jeeves_mcp.cli._app import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_NO_DAEMON,
+    control_errors,
+    fail,
+    settings,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from jeeves_mcp.client import AsyncControlClient
+
+FOLLOW_INTERVAL_S = 0.5  # logs -f: the API has no log stream, so it polls the tail
+FOLLOW_WINDOW = 2000  # lines fetched per poll of logs -f
+RECONNECT_INTERVAL_S = 1.0  # events -f: how often to retry a daemon that went away
+STATE_STYLES = {
+    "running": "green",
+    "starting": "cyan",
+    "init": "cyan",
+    "degraded": "yellow",
+    "disabled": "yellow",
+    "shutdown": "dim",
+}
+
+
+# -- helpers -------------------------------------------------------------------
+
+
+def stdout_console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+def stderr_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+@contextlib.contextmanager
+def spinner(console: Console, message: str) -> Iterator[None]:
+    """A spinner while we wait, on a terminal only (piped output stays clean)."""
+    if console.is_terminal:
+        with console.status(message):
+            yield
+    else:
+        yield
+
+
+def print_json(payload: Any) -> None:
+    typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+
+
+def parse_pairs(values: list[str] | None, option: str) -> dict[str, str] | None:
+    """K=V options into a dict; a value without `=` is a usage error (exit 2)."""
+    if not values:
+        return None
+    pairs: dict[str, str] = {}
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"expected KEY=VALUE, got {value!r}", param_hint=option)
+        pairs[key] = rest
+    return pairs
+
+
+def parse_time(value: str | None) -> datetime.datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def human_duration(seconds: float) -> str:
+    """3s, 4m05s, 2h07m, 3d04h."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h"
+
+
+def age(slot: dict[str, Any], now: datetime.datetime) -> str:
+    started = parse_time(slot.get("started_at"))
+    if started is None:
+        return "—"
+    end = parse_time(slot.get("ended_at")) or now
+    return human_duration((end - started).total_seconds())
+
+
+def expires(slot: dict[str, Any], now: datetime.datetime) -> str:
+    moment = parse_time(slot.get("expires_at"))
+    if moment is None:
+        return "never"
+    left = (moment - now).total_seconds()
+    return f"in {human_duration(left)}" if left >= 0 else f"{human_duration(-left)} ago"
+
+
+def state_text(state: str) -> str:
+    style = STATE_STYLES.get(state, "")
+    return f"[{style}]{state}[/]" if style else state
+
+
+def masked(slot: dict[str, Any]) -> dict[str, Any]:
+    """The slot with its bearer token hidden, for human output."""
+    mcp = slot.get("mcp")
+    if not mcp:
+        return slot
+    headers = {k: ("Bearer ••••" if k.lower() == "authorization" else v) for k, v in mcp["headers"].items()}
+    return {**slot, "mcp": {**mcp, "headers": headers}}
+
+
+def render_slots(slots: list[dict[str, Any]], console: Console, now: datetime.datetime | None = None) -> None:
+    """The `ls` table: run, state, pid, port, age, restarts, expires."""
+    from rich.table import Table
+
+    now = now or datetime.datetime.now(datetime.UTC)
+    if not slots:
+        console.print("no slots (acquire one with `jeeves-mcp acquire RUN_ID --root DIR`)")
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column, justify in (("run", "left"), ("state", "left"), ("pid", "right"), ("port", "right"),
+                            ("age", "right"), ("restarts", "right"), ("expires", "left")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for slot in sorted(slots, key=lambda s: s.get("started_at") or ""):
+        table.add_row(
+            slot["run_id"],
+            state_text(slot["state"]),
+            str(slot["pid"]) if slot.get("pid") is not None else "—",
+            str(slot["port"]) if slot.get("port") is not None else "—",
+            age(slot, now),
+            str(slot.get("restarts", 0)),
+            expires(slot, now),
+        )
+    console.print(table)
+
+
+def render_slot(slot: dict[str, Any], console: Console, now: datetime.datetime | None = None) -> None:
+    """`show` and `acquire` without --json: one slot, token hidden."""
+    from rich.table import Table
+
+    now = now or datetime.datetime.now(datetime.UTC)
+    slot = masked(slot)
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    mcp = slot.get("mcp")
+    rows: list[tuple[str, str]] = [
+        ("run", slot["run_id"]),
+        ("state", state_text(slot["state"])),
+        ("mcp url", mcp["url"] if mcp else "— (no endpoint: the run goes on with the agent's own tools)"),
+    ]
+    if mcp:
+        rows.append(("headers", ", ".join(f"{k}: {v}" for k, v in mcp["headers"].items())
+                     + "  (--json shows the token)"))
+    rows += [
+        ("pid", str(slot.get("pid") or "—")),
+        ("port", str(slot.get("port") or "—")),
+        ("root", str(slot.get("root") or "—")),
+        ("restarts", str(slot.get("restarts", 0))),
+        ("started", f"{slot.get('started_at') or '—'} ({age(slot, now)} ago)"),
+        ("expires", f"{slot.get('expires_at')} ({expires(slot, now)})" if slot.get("expires_at") else "never"),
+    ]
+    if slot.get("ended_at"):
+        rows.append(("ended", str(slot["ended_at"])))
+    if slot.get("reason"):
+        rows.append(("reason", str(slot["reason"])))
+    if slot.get("labels"):
+        rows.append(("labels", ", ".join(f"{k}={v}" for k, v in sorted(slot["labels"].items()))))
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+
+
+def format_event(event: dict[str, Any]) -> str:
+    """One human line per event: time, name, run, then the other fields."""
+    moment = datetime.datetime.fromtimestamp(event.get("ts", time.time())).strftime("%H:%M:%S.%f")[:-3]
+    skip = {"seq", "ts", "event", "run_id"}
+    rest = " ".join(f"{k}={v}" for k, v in event.items() if k not in skip and v is not None)
+    run = f" {event['run_id']}" if event.get("run_id") else ""
+    return f"{moment} {event.get('event', '?')}{run}" + (f" {rest}" if rest else "")
+
+
+def new_lines(previous: list[str], current: list[str]) -> list[str]:
+    """Lines of `current` (a tail window of a growing log) not already in `previous`.
+
+    Both are windows onto the same stream: `current` is `previous` minus some head
+    lines, plus what was appended. The longest suffix of `previous` that is a
+    prefix of `current` is the overlap. No overlap (rotation, or more appended
+    than a window) means everything is new.
+    """
+    if not previous:
+        return current
+    for start in range(len(previous)):
+        overlap = len(previous) - start
+        if overlap <= len(current) and previous[start:] == current[:overlap]:
+            return current[overlap:]
+    return current
+
+
+# -- commands ------------------------------------------------------------------
+
+
+def acquire(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The agent run's id (1-128 of A-Z a-z 0-9 . _ : @ -).")],
+    root: Annotated[Path, typer.Option(
+        "--root", exists=True, file_okay=False, dir_okay=True, resolve_path=True,
+        help="The run's workspace: read/grep/bash stay inside it.")],
+    ttl: Annotated[float | None, typer.Option(
+        "--ttl", min=0.001, metavar="SECONDS",
+        help="Lease: the slot is released unless renewed within this (default: the daemon's default_ttl_s).",
+        show_default=False)] = None,
+    env: Annotated[list[str] | None, typer.Option(
+        "--env", metavar="K=V", help="Environment for the run's bash commands (repeatable).")] = None,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", metavar="K=V", help="Free-form labels shown by `show` (repeatable).")] = None,
+    pruner_endpoint: Annotated[str | None, typer.Option(
+        "--pruner-endpoint", metavar="URL",
+        help="External SWE-Pruner service for this slot (default: the daemon's).", show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the slot JSON (what the runner needs).")] = False,
+) -> None:
+    """Start the run's pruner (or find it) and print its MCP endpoint.
+
+    Waits until the child answers its health check. Acquiring the same RUN_ID
+    again returns the same slot. A slot whose child cannot start comes back
+    `disabled` with a reason (exit 0, a warning on stderr): the run goes on with
+    the agent's own tools. --json prints the slot: run_id, state, mcp {url,
+    headers}, pid, port, started_at, expires_at, ...
+    """
+    envs = parse_pairs(env, "--env")
+    labels = parse_pairs(label, "--label")
+    err = stderr_console()
+    with control_errors(ctx, f"cannot acquire a slot for {run_id}"), settings(ctx).client() as control:
+        with spinner(err, f"starting the pruner for {run_id}…"):
+            slot = control.acquire(run_id, root, env=envs, ttl_s=ttl, labels=labels,
+                                   pruner_endpoint=pruner_endpoint)
+    if slot.get("state") != "running":
+        typer.echo(f"jeeves-mcp acquire: warning: slot {run_id} is {slot.get('state')}"
+                   f" ({slot.get('reason') or 'no reason given'}); the run goes on without pruning", err=True)
+    if as_json:
+        print_json(slot)
+    else:
+        render_slot(slot, stdout_console())
+
+
+def release(
+    ctx: typer.Context,
+    run_ids: Annotated[list[str] | None, typer.Argument(metavar="RUN_ID...", help="Runs to release.",
+                                                        show_default=False)] = None,
+    release_all: Annotated[bool, typer.Option("--all", help="Release every live slot.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the final slot JSON.")] = False,
+) -> None:
+    """Stop the runs' pruners (SIGTERM, grace, SIGKILL of the tree) and print their final state.
+
+    Releasing a slot released before answers its final state again. With one
+    RUN_ID --json prints that slot; with several or --all it prints
+    {"slots": [...], "errors": [{"run_id", "code", "message"}]}; slots are
+    released concurrently and exit code 1 says at least one failed.
+    """
+    if release_all and run_ids:
+        raise typer.BadParameter("give RUN_IDs or --all, not both", param_hint="--all")
+    if not release_all and not run_ids:
+        raise typer.BadParameter("give at least one RUN_ID, or --all", param_hint="RUN_ID")
+    if not release_all and len(run_ids or []) == 1:
+        run_id = (run_ids or [""])[0]
+        with control_errors(ctx, f"cannot release {run_id}"), settings(ctx).client() as control:
+            with spinner(stderr_console(), f"stopping the pruner of {run_id}…"):
+                slot = control.release(run_id)
+        if as_json:
+            print_json(slot)
+        else:
+            typer.echo(f"{run_id}: {slot.get('state')}")
+        return
+    _release_many(ctx, run_ids or [], as_json)
+
+
+def _release_many(ctx: typer.Context, run_ids: list[str], as_json: bool) -> None:
+    import httpx
+    import trio
+
+    from jeeves_mcp.client import ControlError
+
+    err = stderr_console()
+    released: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+
+    async def release_all(control: AsyncControlClient, ids: list[str]) -> None:
+        from rich.progress import Progress
+
+        progress = Progress(console=err, transient=True, disable=not err.is_terminal)
+        limiter = trio.CapacityLimiter(8)
+        with progress:
+            task = progress.add_task("releasing", total=len(ids))
+
+            async def one(run_id: str) -> None:
+                async with limiter:
+                    try:
+                        released.append(await control.release(run_id))
+                    except ControlError as exc:
+                        errors.append({"run_id": run_id, "code": exc.code, "message": exc.message})
+                    except httpx.HTTPError as exc:
+                        errors.append({"run_id": run_id, "code": "HTTP_ERROR", "message": f"{type(exc).__name__}: {exc}"})
+                progress.advance(task)
+
+            async with trio.open_nursery() as nursery:
+                for run_id in ids:
+                    nursery.start_soon(one, run_id)
+
+    async def main() -> None:
+        async with settings(ctx).async_client() as control:
+            ids = run_ids or [slot["run_id"] for slot in (await control.list())["slots"]]
+            await release_all(control, ids)
+
+    with control_errors(ctx, "cannot release slots"):
+        trio.run(main)
+    if any(e["code"] == "DAEMON_UNAVAILABLE" for e in errors):
+        raise fail("release", f"cannot release slots: {errors[0]['message']}", EXIT_NO_DAEMON)
+    if as_json:
+        print_json({"slots": released, "errors": errors})
+    else:
+        for slot in released:
+            typer.echo(f"{slot['run_id']}: {slot.get('state')}")
+        if not released and not errors:
+            typer.echo("no slots to release")
+    for error in errors:
+        typer.echo(f"jeeves-mcp release: cannot release {error['run_id']}: {error['message']} [{error['code']}]",
+                   err=True)
+    if errors:
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def renew(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    ttl: Annotated[float | None, typer.Option(
+        "--ttl", min=0.001, metavar="SECONDS",
+        help="New lease from now (default: the slot's own ttl).", show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the slot JSON.")] = False,
+) -> None:
+    """Extend the run's lease; a slot not renewed in time is released."""
+    with control_errors(ctx, f"cannot renew {run_id}"), settings(ctx).client() as control:
+        slot = control.renew(run_id, ttl)
+    if as_json:
+        print_json(slot)
+    else:
+        typer.echo(f"{run_id}: lease until {slot.get('expires_at')}")
+
+
+def ls(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"slots": [...]} as the API returns it.')] = False,
+) -> None:
+    """List the live slots: run, state, pid, port, age, restarts, expires."""
+    with control_errors(ctx, "cannot list slots"), settings(ctx).client() as control:
+        listed = control.list()
+    if as_json:
+        print_json(listed)
+    else:
+        render_slots(listed["slots"], stdout_console())
+
+
+def show(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the slot JSON (with its token).")] = False,
+) -> None:
+    """Show one slot (the token is hidden unless --json)."""
+    with control_errors(ctx, f"cannot show {run_id}"), settings(ctx).client() as control:
+        slot = control.get(run_id)
+    if as_json:
+        print_json(slot)
+    else:
+        render_slot(slot, stdout_console())
+
+
+def logs(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    tail: Annotated[int, typer.Option("--tail", "-n", min=0, max=10_000, help="Lines to show.")] = 200,
+    follow: Annotated[bool, typer.Option(
+        "--follow", "-f", help="Keep printing new lines until the slot is released (or Ctrl-C).")] = False,
+) -> None:
+    """Print the last log lines of the run's pruner child (JSON lines, as it wrote them).
+
+    Logs outlive the slot: a released run's logs stay readable. With -f the
+    command polls the daemon every half second and exits once the slot is gone.
+    """
+    from jeeves_mcp.client import ControlError
+
+    with control_errors(ctx, f"cannot read the logs of {run_id}"), settings(ctx).client() as control:
+        lines = control.logs(run_id, tail)["lines"]
+        for line in lines:
+            typer.echo(line)
+        if not follow:
+            return
+        window = lines
+        try:
+            while True:
+                time.sleep(FOLLOW_INTERVAL_S)
+                try:
+                    live = control.get(run_id)["state"] != "shutdown"
+                except ControlError as exc:
+                    if exc.code != "NOT_FOUND":
+                        raise
+                    live = False
+                current = control.logs(run_id, FOLLOW_WINDOW)["lines"]
+                for line in new_lines(window, current):
+                    typer.echo(line)
+                window = current
+                if not live:
+                    return
+        except KeyboardInterrupt:
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def events(
+    ctx: typer.Context,
+    follow: Annotated[bool, typer.Option(
+        "--follow", "-f",
+        help="Survive daemon restarts: wait for the daemon and reconnect instead of exiting.")] = False,
+    count: Annotated[int | None, typer.Option(
+        "--count", "-c", min=1, help="Exit after this many events.", show_default=False)] = None,
+    run_id: Annotated[str | None, typer.Option(
+        "--run", metavar="RUN_ID", help="Only this run's events.", show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """Print slot transitions as they happen (the daemon keeps no history).
+
+    Without -f: from now until Ctrl-C, --count events, or the daemon stops (exit
+    0); no daemon is exit 3. With -f: also across daemon restarts (upgrades,
+    live restore), waiting for a daemon that is not there yet.
+    """
+    import trio
+
+    from jeeves_mcp.client import DaemonUnavailable
+
+    err = stderr_console()
+    seen = 0
+
+    def emit(event: dict[str, Any]) -> bool:
+        nonlocal seen
+        if run_id is not None and event.get("run_id") != run_id:
+            return False
+        typer.echo(json.dumps(event, ensure_ascii=False) if as_json else format_event(event))
+        seen += 1
+        return count is not None and seen >= count
+
+    async def stream_once() -> bool:
+        """Print one connection's events; True once --count is reached."""
+        import httpx
+
+        async with settings(ctx).async_client() as control:
+            stream = control.events()
+            try:
+                async for event in stream:
+                    if emit(event):
+                        return True
+            except (httpx.RemoteProtocolError, httpx.ReadError):
+                pass  # the daemon went away mid-stream
+            finally:
+                await stream.aclose()
+        return False
+
+    async def main() -> None:
+        waiting = False
+        while True:
+            try:
+                if await stream_once():
+                    return
+                waiting = False
+            except DaemonUnavailable:
+                if not follow:
+                    raise
+                if not waiting:
+                    err.print(f"[dim]waiting for the daemon on {settings(ctx).where()}…[/]")
+                    waiting = True
+            if not follow:
+                return
+            await trio.sleep(RECONNECT_INTERVAL_S)
+
+    with control_errors(ctx, "cannot watch events"):
+        try:
+            trio.run(main)
+        except KeyboardInterrupt:
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except BrokenPipeError:
+            raise typer.Exit(0) from None
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(acquire)
+    app.command()(release)
+    app.command()(renew)
+    app.command("ls")(ls)
+    app.command()(show)
+    app.command()(logs)
+    app.command()(events)
+
+
+__all__ = [
+    "EXIT_NO_DAEMON",
+    "format_event",
+    "new_lines",
+    "register",
+    "render_slot",
+    "render_slots",
+]
