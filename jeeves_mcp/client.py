@@ -106,6 +106,10 @@ class _Api:
     def logs(self, run_id: str, tail: int = 200) -> Any:
         return self._call("GET", f"/v1/slots/{run_id}/logs", params={"tail": tail})
 
+    def stats(self, run_id: str | None = None) -> Any:
+        """What pruning saved, per run and in total."""
+        return self._call("GET", "/v1/stats", params={"run_id": run_id} if run_id else None)
+
     def healthz(self) -> Any:
         return self._call("GET", "/healthz")
 

@@ -23,6 +23,7 @@ from jeeves_mcp.progress import ProgressReporter
 from jeeves_mcp.pruning import PruneOptions, Pruner
 from jeeves_mcp.render import Row, fit_rows, raw_rows, rows_text
 from jeeves_mcp.schema import validate
+from jeeves_mcp.stats import SavingsStats
 from jeeves_mcp.store import RecoveryStore
 from jeeves_mcp.tools._base import CallContext, TextOutput, Tool, ToolOutput
 
@@ -49,6 +50,7 @@ class ToolRunner:
         self._tools = {tool.name: tool for tool in [*tools, *aliases]}
         self._definitions = [tool.definition() for tool in tools]
         self.active_calls = 0
+        self.stats = SavingsStats()
 
     def definitions(self) -> list[dict[str, Any]]:
         return self._definitions
@@ -126,6 +128,13 @@ class ToolRunner:
         _log.event(log, "tool.exec_ok", tool=tool.name, request_id=request_id,
                    duration_ms=_log.monotonic_ms(started), bytes=raw_bytes)
         if output.raw_result is not None:
+            if tool.name == "prune_text":
+                self.stats.record(
+                    tool.name, args["text"], output.raw_result["pruned_text"],
+                    pruned=bool(output.raw_result["annotations"]),
+                    fallback=(output.raw_result["warnings"] or [None])[0]
+                    if output.raw_result["stats"]["used_fallback"] else None,
+                )
             result = _result(output.raw_result, is_error=False)
             _log.event(log, "tool.respond_ok", tool=tool.name, request_id=request_id, mode="raw")
             return result
@@ -198,6 +207,13 @@ class ToolRunner:
         if truncated:
             structured["truncated"] = truncated
         structured["pruning"] = pruning
+        self.stats.record(
+            tool.name,
+            "\n".join(text.text for text in output.texts),
+            "\n".join(structured[text.name] for text in output.texts),
+            pruned=pruning["applied"],
+            fallback=pruning.get("error") if pruning["fallback"] else None,
+        )
         return structured, "pruned" if pruning["applied"] else "raw"
 
     def _prune_check(self, text: TextOutput, question: Any) -> str | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.slots import AcquireRequest, SlotError, SlotManager, SlotState
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from quart import Response, request
@@ -130,7 +131,21 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
     @app.get("/metrics")
     async def metrics() -> Response:
         text = manager.metrics.render(manager.counts(), [str(s) for s in SlotState])
+        runs = await manager.savings_by_run(refresh=False)
+        text += savings_metrics(savings.merge(*runs.values()))
         return Response(text, mimetype="text/plain; version=0.0.4")
+
+    @app.get("/v1/stats")
+    async def stats() -> Response:
+        run_id = request.args.get("run_id")
+        runs = await manager.savings_by_run(run_id)
+        if run_id is not None and not runs:
+            raise SlotError("NOT_FOUND", f"no slot for run {run_id!r}", 404)
+        total = savings.merge(*runs.values())
+        return ok({
+            "runs": {name: {**value, "summary": savings.summarize(value)} for name, value in runs.items()},
+            "total": {**total, "summary": savings.summarize(total)},
+        })
 
     @app.post("/v1/slots")
     async def acquire() -> Response:
@@ -202,6 +217,27 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
         return response
 
     return app
+
+
+def savings_metrics(total: dict[str, Any]) -> str:
+    """Per-tool savings of every slot this daemon knows, live and ended, as Prometheus counters."""
+    lines: list[str] = []
+    for key, help_text in (
+        ("calls", "Tool calls."),
+        ("raw_bytes", "Bytes the tools produced."),
+        ("raw_tokens", "Estimated tokens the tools produced."),
+        ("returned_bytes", "Bytes returned to agents."),
+        ("returned_tokens", "Estimated tokens returned to agents."),
+        ("prunings", "Outputs pruned to a focus question."),
+    ):
+        name = f"jeeves_mcp_tool_{key}_total"
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} counter"]
+        lines += [f'{name}{{tool="{tool}"}} {counts[key]}' for tool, counts in sorted(total["tools"].items())]
+    name = "jeeves_mcp_tool_fallbacks_total"
+    lines += [f"# HELP {name} Prunings that fell back to raw output.", f"# TYPE {name} counter"]
+    for tool, counts in sorted(total["tools"].items()):
+        lines += [f'{name}{{tool="{tool}",reason="{reason}"}} {n}' for reason, n in sorted(counts["fallbacks"].items())]
+    return "\n".join(lines) + "\n"
 
 
 def read_tail(path: Path, count: int) -> list[str]:

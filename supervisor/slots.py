@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 import trio
 from jeeves_mcp.supervisor import child as children
+from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.child import Child, SpawnError
 from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus, Metrics
@@ -36,6 +37,7 @@ from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
+STATS_EVERY_PINGS = 6  # savings are collected on release anyway; this bounds a crash's loss
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 
 
@@ -244,6 +246,30 @@ class SlotManager:
         self.metrics.release.observe(time.monotonic() - started)
         return slot.view()
 
+    async def refresh_stats(self, slot: Slot) -> None:
+        """Ask the slot's child what it has counted so far (kept in the record)."""
+        child = slot.child
+        if child is None or slot.state != SlotState.RUNNING:
+            return
+        reported = await savings.fetch(self.http, child.port, slot.record.token, self.config.health_timeout_s)
+        if reported is not None and slot.child is child:
+            slot.record.stats = {"base": slot.record.stats.get("base", {}), "current": reported}
+
+    async def savings_by_run(
+        self, run_id: str | None = None, *, refresh: bool = True
+    ) -> dict[str, dict[str, Any]]:
+        """Savings of live slots (asked now when `refresh`) and of ended ones (their records)."""
+        live = [slot for slot in self.slots.values() if run_id in (None, slot.run_id)]
+        if refresh:
+            async with trio.open_nursery() as nursery:
+                for slot in live:
+                    nursery.start_soon(self.refresh_stats, slot)
+        runs = {slot.run_id: savings.total(slot.record.stats) for slot in live}
+        for record in await self.store.ended():
+            if run_id in (None, record.run_id) and record.run_id not in runs:
+                runs[record.run_id] = savings.total(record.stats)
+        return runs
+
     def log_path(self, run_id: str) -> Path:
         return self.config.log_dir / f"{run_id}.log"
 
@@ -346,6 +372,7 @@ class SlotManager:
         assert slot.child is not None
         await slot.child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
         slot.child.close()
+        slot.record.stats = savings.fold_current(slot.record.stats)
         while True:
             if slot.record.restarts >= self.config.max_restarts:
                 slot.child = None
@@ -388,12 +415,15 @@ class SlotManager:
 
             async def health() -> None:
                 nonlocal outcome
-                failures = 0
+                failures = pings = 0
                 while True:
                     await trio.sleep(self.config.health_interval_s)
                     problem = await children.ping(self.http, child, slot.record.token, self.config.health_timeout_s)
                     if problem is None:
                         failures = 0
+                        pings += 1
+                        if pings % STATS_EVERY_PINGS == 0:
+                            await self.refresh_stats(slot)
                         continue
                     failures += 1
                     self.metrics.health_failures += 1
@@ -436,6 +466,8 @@ class SlotManager:
                 return
             previous = slot.state
             if slot.child is not None:
+                with trio.move_on_after(self.config.health_timeout_s):
+                    await self.refresh_stats(slot)
                 escalated = await slot.child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
                 slot.child.close()
                 if escalated:

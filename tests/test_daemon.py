@@ -307,3 +307,31 @@ async def test_toml_config_then_env_then_flags(tmp_path: Path) -> None:
     config_file.write_text("colour = 'red'\n")
     with pytest.raises(ConfigError, match="colour"):
         load_daemon_config(config_file, {})
+
+
+async def test_savings_are_collected_per_run_also_after_release(daemon: Daemon, run_root: Path) -> None:
+    source = "".join(f"def helper_{n}(x):\n    return x + {n}\n\n\n" for n in range(200))
+    (run_root / "big.py").write_text(source + "def load_settings(path):\n    return open(path).read()\n")
+    async with daemon.client() as control:
+        slot = await control.acquire("saver", run_root)
+        async with httpx.AsyncClient(timeout=10) as http:
+            for question in ("where are the settings loaded?", None):
+                arguments: dict[str, Any] = {"path": "big.py"}
+                if question:
+                    arguments["context_focus_question"] = question
+                await http.post(
+                    slot["mcp"]["url"].removesuffix("/mcp") + "/rpc", headers=slot["mcp"]["headers"],
+                    json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": {"name": "read", "arguments": arguments}},
+                )
+        live = (await control.stats("saver"))["runs"]["saver"]
+        read = live["tools"]["read"]
+        assert read["calls"] == 2 and read["prunings"] == 1
+        assert read["returned_bytes"] < read["raw_bytes"]
+        assert 0 < live["summary"]["saved_share"] < 1
+        await control.release("saver")
+        after = (await control.stats("saver"))["runs"]["saver"]
+        assert after["tools"]["read"] == read
+        metrics = await control.metrics()
+        assert 'jeeves_mcp_tool_prunings_total{tool="read"} 1' in metrics
+        assert f'jeeves_mcp_tool_raw_bytes_total{{tool="read"}} {read["raw_bytes"]}' in metrics

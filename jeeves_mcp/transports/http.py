@@ -86,6 +86,9 @@ class McpHttpApp:
         try:
             if path == "/health" and method == "GET":
                 await send_json(send, 200, {**health_payload(), "model_loaded": True})
+            elif path == "/stats" and method == "GET":
+                if await self.guard(scope, send):
+                    await send_json(send, 200, self.dispatcher.runner.stats.to_json())
             elif path == "/mcp":
                 if await self.guard(scope, send):
                     await self._mcp(scope, receive, send)
