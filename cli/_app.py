@@ -167,7 +167,7 @@ def version() -> None:
 
 
 def _register() -> None:
-    from jeeves_mcp.cli import _config, _daemon, _doctor, _prune, _pruner, _slots
+    from jeeves_mcp.cli import _config, _daemon, _doctor, _prune, _pruner, _slots, _stats
 
     _daemon.register(app)
     _pruner.register(app)
@@ -175,6 +175,7 @@ def _register() -> None:
     _slots.register(app)
     _config.register(app)
     _doctor.register(app)
+    _stats.register(app)
 
 
 _registered = False
