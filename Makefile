@@ -39,3 +39,34 @@ pruner: dev
 
 clean:
 	rm -rf $(VENV) .conformance .pytest_cache .ruff_cache *.egg-info
+
+# systemd units into $(SYSTEMD_DIR) with this venv's jeeves-mcp in ExecStart.
+# WORKSPACES: where run roots live (space-separated); the service may write only there,
+# in its state dir and in /tmp. Example: sudo make install-systemd WORKSPACES=/srv/runs
+SYSTEMD_DIR ?= /etc/systemd/system
+WORKSPACES ?= /srv/jeeves/workspaces
+JEEVES_MCP_BIN ?= $(abspath $(BIN))/jeeves-mcp
+SYSTEMCTL ?= systemctl
+
+.PHONY: install-systemd uninstall-systemd
+
+install-systemd:
+	@test -x $(JEEVES_MCP_BIN) || { echo "no $(JEEVES_MCP_BIN): run 'make dev' first (or set JEEVES_MCP_BIN)"; exit 2; }
+	@protect=yes; for path in $(WORKSPACES) $(JEEVES_MCP_BIN); do \
+	  case "$$path" in /home/*|/root/*|/run/user/*) protect=read-only;; esac; done; \
+	mkdir -p $(SYSTEMD_DIR); \
+	sed -e 's|@JEEVES_MCP@|$(JEEVES_MCP_BIN)|' -e 's|@READ_WRITE@|$(addprefix -,$(WORKSPACES))|' \
+	    -e "s|@PROTECT_HOME@|$$protect|" systemd/jeeves-mcp.service > $(SYSTEMD_DIR)/jeeves-mcp.service; \
+	cp systemd/jeeves-mcp.socket $(SYSTEMD_DIR)/jeeves-mcp.socket; \
+	chmod 0644 $(SYSTEMD_DIR)/jeeves-mcp.service $(SYSTEMD_DIR)/jeeves-mcp.socket; \
+	echo "installed $(SYSTEMD_DIR)/jeeves-mcp.service and jeeves-mcp.socket (ExecStart=$(JEEVES_MCP_BIN) daemon, ProtectHome=$$protect)"
+	@if [ -d /run/systemd/system ]; then $(SYSTEMCTL) daemon-reload; fi
+	@for dir in $(WORKSPACES); do test -d $$dir || echo "note: workspace dir $$dir does not exist; create it before starting the service"; done
+	@echo "next: sudo systemctl enable --now jeeves-mcp.socket   (starts the daemon on first use)"
+	@echo "  or: sudo systemctl enable --now jeeves-mcp.service  (starts it now and at boot)"
+
+uninstall-systemd:
+	@if [ -d /run/systemd/system ]; then $(SYSTEMCTL) disable --now jeeves-mcp.socket jeeves-mcp.service || true; fi
+	rm -f $(SYSTEMD_DIR)/jeeves-mcp.service $(SYSTEMD_DIR)/jeeves-mcp.socket
+	@if [ -d /run/systemd/system ]; then $(SYSTEMCTL) daemon-reload; fi
+	@echo "removed the units; slot records and logs stay in /var/lib/jeeves-mcp (rm -rf it to forget them)"

@@ -31,6 +31,9 @@ EXIT_USAGE = 2  # bad arguments or configuration (also click's own usage errors)
 EXIT_NO_DAEMON = 3  # nothing answers on the control socket
 EXIT_INTERRUPTED = 130
 
+# Where jeeves-mcp.socket puts the control socket of the system service (%t = /run).
+SYSTEM_SOCKET = Path("/run/jeeves-mcp/control.sock")
+
 EXIT_CODES = (
     "Exit codes: 0 ok; 1 the daemon refused or failed the request (or a doctor check failed); "
     "2 bad usage or configuration; 3 the daemon is not running (start it with `jeeves-mcp daemon` "
@@ -58,22 +61,35 @@ class Settings:
     token: str | None = None
     debug: bool = False
 
+    def control_socket(self) -> Path:
+        """--socket, else the client's default, else the system service's socket if only that exists.
+
+        The system units listen on /run/jeeves-mcp/control.sock, which the client's
+        default (XDG_RUNTIME_DIR, then the state dir) does not name for a root shell.
+        """
+        from jeeves_mcp.client import default_socket
+
+        if self.socket is not None:
+            return self.socket
+        default = default_socket()
+        if not default.exists() and SYSTEM_SOCKET.exists():
+            return SYSTEM_SOCKET
+        return default
+
     def client(self, timeout: float = 120.0) -> ControlClient:
         from jeeves_mcp.client import ControlClient
 
-        return ControlClient(self.socket, url=self.url, token=self.token, timeout=timeout)
+        socket = None if self.url else self.control_socket()
+        return ControlClient(socket, url=self.url, token=self.token, timeout=timeout)
 
     def async_client(self, timeout: float = 120.0) -> AsyncControlClient:
         from jeeves_mcp.client import AsyncControlClient
 
-        return AsyncControlClient(self.socket, url=self.url, token=self.token, timeout=timeout)
+        socket = None if self.url else self.control_socket()
+        return AsyncControlClient(socket, url=self.url, token=self.token, timeout=timeout)
 
     def where(self) -> str:
-        if self.url:
-            return self.url
-        from jeeves_mcp.client import default_socket
-
-        return str(self.socket or default_socket())
+        return self.url or str(self.control_socket())
 
 
 def settings(ctx: typer.Context) -> Settings:
