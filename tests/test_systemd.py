@@ -1,0 +1,188 @@
+"""The systemd units and the daemon's side of the contract: sd_notify, watchdog, socket activation."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+from jeeves_mcp.supervisor.config import DaemonConfig
+from jeeves_mcp.supervisor.daemon import _hypercorn_config
+
+from tests._daemon import TEST_ENV, running_daemon, stop_group
+
+REPO = Path(__file__).resolve().parent.parent
+UNITS = REPO / "systemd"
+
+
+def unit(path: Path) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(strict=False, interpolation=None, comment_prefixes=("#", ";"))
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys are case-sensitive
+    parser.read(path)
+    return parser
+
+
+async def install(target: Path, workspaces: str, bin_path: Path | None = None) -> subprocess.CompletedProcess:
+    args = ["make", "-s", "install-systemd", f"SYSTEMD_DIR={target}", f"WORKSPACES={workspaces}", "SYSTEMCTL=:"]
+    if bin_path is not None:
+        args.append(f"JEEVES_MCP_BIN={bin_path}")
+    return await trio.run_process(args, cwd=REPO, capture_stdout=True, capture_stderr=True, check=True)
+
+
+def test_service_unit_settings() -> None:
+    service = unit(UNITS / "jeeves-mcp.service")["Service"]
+    assert (service["Type"], service["NotifyAccess"]) == ("notify", "main")
+    assert service["Restart"] == "on-failure" and int(service["WatchdogSec"]) >= 10
+    assert service["RuntimeDirectory"] == "jeeves-mcp" and service["RuntimeDirectoryPreserve"] == "yes"
+    assert service["StateDirectory"].split()[0] == "jeeves-mcp" and service["StateDirectoryMode"] == "0700"
+    assert service["ExecStart"] == "@JEEVES_MCP@ daemon"
+    assert service["KillMode"] == "mixed"  # live_restore defaults to false
+    assert DaemonConfig.model_fields["live_restore"].default is False
+    assert (service["ProtectSystem"], service["NoNewPrivileges"], service["PrivateTmp"]) == ("strict", "yes", "no")
+    assert {"/tmp", "/var/tmp", "@READ_WRITE@"} <= set(service["ReadWritePaths"].split())
+    # Stopping releases every slot (child grace) and then closes the API gracefully.
+    graceful_s = DaemonConfig.model_fields["shutdown_timeout_ms"].default / 1000 + _hypercorn_config([]).graceful_timeout
+    assert int(service["TimeoutStopSec"]) > graceful_s
+    sock = unit(UNITS / "jeeves-mcp.socket")["Socket"]
+    assert sock["ListenStream"] == "%t/jeeves-mcp/control.sock"
+    assert (sock["SocketMode"], sock["Service"]) == ("0600", "jeeves-mcp.service")
+
+
+async def test_install_substitutes_and_systemd_analyze_verifies(tmp_path: Path) -> None:
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    target = tmp_path / "units"
+    done = await install(target, f"{tmp_path}/ws /srv/more")
+    assert b"next: sudo systemctl enable --now jeeves-mcp.socket" in done.stdout
+    service = unit(target / "jeeves-mcp.service")["Service"]
+    assert service["ExecStart"] == f"{(REPO / '.venv' / 'bin' / 'jeeves-mcp')} daemon"
+    assert service["ReadWritePaths"].split() == [f"-{tmp_path}/ws", "-/srv/more", "/tmp", "/var/tmp"]
+    assert service["ProtectHome"] == ("read-only" if str(REPO).startswith(("/home/", "/root/")) else "yes")
+    assert not [line for line in (target / "jeeves-mcp.service").read_text().splitlines() if "@" in line
+                and not line.startswith("#")]
+    home = await install(tmp_path / "home-units", "/home/someone/runs")
+    assert home.returncode == 0
+    assert unit(tmp_path / "home-units" / "jeeves-mcp.service")["Service"]["ProtectHome"] == "read-only"
+
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed")
+    verified = await trio.run_process(
+        [analyze, "verify", str(target / "jeeves-mcp.socket"), str(target / "jeeves-mcp.service")],
+        capture_stdout=True, capture_stderr=True, check=False,
+    )
+    assert verified.returncode == 0, verified.stderr.decode()
+    assert verified.stderr.decode().strip() == "", verified.stderr.decode()  # no unknown or bad directives
+
+
+async def test_sd_notify_ready_status_watchdog_stopping(tmp_path: Path) -> None:
+    async with running_daemon(tmp_path, {"WATCHDOG_USEC": "200000"}) as daemon:
+        with trio.fail_after(30):
+            while "WATCHDOG=1" not in daemon.notifications:
+                await daemon.notified.wait()
+        assert daemon.notifications[0] == "READY=1"
+        assert "STATUS=serving 0 slots" in daemon.notifications
+        os.kill(daemon.process.pid, signal.SIGTERM)
+        with trio.fail_after(30):
+            await daemon.process.wait()
+            while "STOPPING=1" not in daemon.notifications:
+                await daemon.notified.wait()
+        assert daemon.process.returncode == 0
+
+
+class Notifications:
+    """What arrived on a NOTIFY_SOCKET, line by line."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.changed = trio.Event()
+
+    async def wait_for(self, line: str, timeout_s: float = 30) -> None:
+        with trio.fail_after(timeout_s):
+            while line not in self.lines:
+                await self.changed.wait()
+
+
+@asynccontextmanager
+async def notifications(path: Path) -> AsyncIterator[Notifications]:
+    """A NOTIFY_SOCKET datagram socket at `path`, collecting what arrives."""
+    received = Notifications()
+    receiver = trio.socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    await receiver.bind(str(path))
+
+    async def listen() -> None:
+        while True:
+            received.lines.extend((await receiver.recv(4096)).decode().splitlines())
+            received.changed.set()
+            received.changed = trio.Event()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listen)
+            yield received
+            nursery.cancel_scope.cancel()
+    finally:
+        receiver.close()
+
+
+async def test_socket_activation_serves_the_inherited_socket(tmp_path: Path) -> None:
+    activate = shutil.which("systemd-socket-activate")
+    if activate is None:
+        pytest.skip("systemd-socket-activate is not installed")
+    control = tmp_path / "control.sock"
+    state = tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JEEVES_", "LISTEN_"))}
+    env.update(TEST_ENV, NOTIFY_SOCKET=str(tmp_path / "notify.sock"))
+    async with notifications(tmp_path / "notify.sock") as received, trio.open_nursery() as nursery:
+        # Like jeeves-mcp.socket: systemd-socket-activate listens, and on the first connection
+        # execs the daemon with the listening socket as fd 3 (LISTEN_FDS=1, LISTEN_PID=its pid).
+        process = await trio.lowlevel.open_process(
+            # It hands the daemon only the variables named with -E (and a few like PATH).
+            [activate, "--listen", str(control), *(f"-E{name}" for name in (*TEST_ENV, "NOTIFY_SOCKET")),
+             sys.executable, "-m", "jeeves_mcp", "daemon",
+             "--state-dir", str(state), "--socket", str(tmp_path / "unused.sock")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+            start_new_session=True,
+        )
+        log = bytearray()
+        listening = trio.Event()
+
+        async def drain() -> None:  # the daemon logs to the same pipe once exec'd
+            assert process.stderr is not None
+            async for chunk in process.stderr:
+                log.extend(chunk)
+                if b"Listening on" in log:
+                    listening.set()
+
+        nursery.start_soon(drain)
+        try:
+            with trio.fail_after(30):
+                await listening.wait()
+            inode = control.stat().st_ino
+            assert "READY=1" not in received.lines  # nothing runs until someone connects
+            cli_env = {**env, "JEEVES_MCP_SOCKET": str(control)}
+            listed = await trio.run_process(
+                [sys.executable, "-m", "jeeves_mcp", "ls", "--json"], capture_stdout=True,
+                capture_stderr=True, check=False, env=cli_env)
+            assert listed.returncode == 0, listed.stderr.decode() + log.decode()
+            assert json.loads(listed.stdout) == {"slots": []}
+            await received.wait_for("READY=1")
+            assert not (tmp_path / "unused.sock").exists()  # it served the inherited socket
+            os.kill(process.pid, signal.SIGTERM)
+            with trio.fail_after(30):
+                await process.wait()
+            # The socket belongs to whoever activated the daemon: it must not unlink it.
+            assert control.exists() and control.stat().st_ino == inode
+        finally:
+            with trio.CancelScope(shield=True):
+                await stop_group(process)
