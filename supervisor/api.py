@@ -126,13 +126,24 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
 
     @app.get("/healthz")
     async def healthz() -> Response:
-        return ok({"status": "ok", "version": __version__, "slots": len(manager.slots)})
+        fork_server = manager.fork_server
+        return ok({
+            "status": "ok", "version": __version__, "slots": len(manager.slots),
+            "fork_server": None if fork_server is None else {
+                "up": fork_server.up.is_set(), "pid": fork_server.pid,
+                "spawns": fork_server.spawns, "starts": fork_server.starts,
+            },
+        })
 
     @app.get("/metrics")
     async def metrics() -> Response:
         text = manager.metrics.render(manager.counts(), [str(s) for s in SlotState])
         runs = await manager.savings_by_run(refresh=False)
         text += savings_metrics(savings.merge(*runs.values()))
+        if manager.fork_server is not None:
+            up = int(manager.fork_server.up.is_set())
+            text += ("# HELP jeeves_mcp_fork_server_up Whether the fork server is ready.\n"
+                     f"# TYPE jeeves_mcp_fork_server_up gauge\njeeves_mcp_fork_server_up {up}\n")
         return Response(text, mimetype="text/plain; version=0.0.4")
 
     @app.get("/v1/stats")

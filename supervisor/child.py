@@ -131,6 +131,24 @@ def adopt(pid: int, port: int, start_ticks: int, tree: str | None = None) -> Chi
     return Child(pid=pid, port=port, start_ticks=start_ticks, tree=tree, pidfd=pidfd)
 
 
+def inherited_environment() -> dict[str, str]:
+    return {name: os.environ[name] for name in INHERITED_ENV if name in os.environ}
+
+
+def child_environment(token: str, env: dict[str, str], pruner_endpoint: str | None) -> dict[str, str]:
+    """The whole environment of a child: an allow-list of ours, the run's, and its token."""
+    child_env = inherited_environment()
+    child_env.update(env)
+    child_env["JEEVES_MCP_TOKEN"] = token
+    child_env["JEEVES_MCP_TREE"] = tree_mark(token)
+    run_names = sorted(name for name in env if not name.startswith("JEEVES_MCP_"))
+    if run_names:
+        child_env["JEEVES_MCP_ENV_PASS"] = ",".join(run_names)
+    if pruner_endpoint:
+        child_env["JEEVES_PRUNER_ENDPOINT"] = pruner_endpoint
+    return child_env
+
+
 async def spawn(
     *,
     root: Path,
@@ -139,23 +157,18 @@ async def spawn(
     log_file: Path,
     log_bytes: int,
     env: dict[str, str],
-    pruner_endpoint: str | None,
     timeout_s: float,
 ) -> Child:
-    """Start a child and wait for its ready line; SpawnError (and nothing left) on failure."""
+    """Start a cold child (a new interpreter) and wait for its ready line.
+
+    `env` is the child's whole environment (`child_environment`). SpawnError,
+    and nothing left behind, on failure.
+    """
     argv = [
         sys.executable, "-m", "jeeves_mcp", "pruner",
         "--root", str(root), "--port", str(port),
         "--log-file", str(log_file), "--log-file-bytes", str(log_bytes),
     ]
-    child_env = {name: os.environ[name] for name in INHERITED_ENV if name in os.environ}
-    child_env.update(env)
-    child_env["JEEVES_MCP_TOKEN"] = token
-    child_env["JEEVES_MCP_TREE"] = tree_mark(token)
-    if env:
-        child_env["JEEVES_MCP_ENV_PASS"] = ",".join(sorted(env))
-    if pruner_endpoint:
-        child_env["JEEVES_PRUNER_ENDPOINT"] = pruner_endpoint
     try:
         process = await trio.lowlevel.open_process(
             argv,
@@ -163,16 +176,17 @@ async def spawn(
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             cwd=str(root),
-            env=child_env,
+            env=env,
             start_new_session=True,
         )
     except OSError as exc:
         raise SpawnError(f"spawn failed: {exc.strerror or exc}") from exc
     child = Child(pid=process.pid, port=0, start_ticks=process_start_ticks(process.pid) or 0,
-                  tree=tree_mark(token), process=process)
+                  tree=env.get("JEEVES_MCP_TREE"), process=process)
     try:
+        assert process.stdout is not None
         with trio.fail_after(timeout_s):
-            ready = await _read_ready(process)
+            ready = await read_ready(process.stdout, child)
         child.port = int(ready["port"])
         return child
     except BaseException as exc:
@@ -182,14 +196,15 @@ async def spawn(
         raise
 
 
-async def _read_ready(process: trio.Process) -> dict[str, Any]:
-    assert process.stdout is not None
+async def read_ready(stream: trio.abc.ReceiveStream, child: Child) -> dict[str, Any]:
+    """The child's one line on stdout: {"event": "ready", "port": ...}."""
     buffer = b""
     while b"\n" not in buffer:
-        chunk = await process.stdout.receive_some(4096)
+        chunk = await stream.receive_some(4096)
         if not chunk:
-            code = await process.wait()
-            raise SpawnError(f"child exited with status {code} before it was ready")
+            code = await child.wait()
+            status = f" with status {code}" if code is not None else ""
+            raise SpawnError(f"child exited{status} before it was ready")
         buffer += chunk
         if len(buffer) > 65536:
             raise SpawnError("child printed no ready line")

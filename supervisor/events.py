@@ -76,6 +76,7 @@ class Metrics:
         self.health_failures = 0
         self.start_failures = 0
         self.lease_expiries = 0
+        self.spawns: Counter[str] = Counter()  # "fork" (from the fork server) or "cold"
 
     def render(self, states: Counter[str], all_states: list[str]) -> str:
         lines = [
@@ -90,6 +91,9 @@ class Metrics:
             ("jeeves_mcp_lease_expiries_total", self.lease_expiries, "Slots released because their lease ran out."),
         ):
             lines += [f"# HELP {name} {help_text}", f"# TYPE {name} counter", f"{name} {value}"]
+        lines += ["# HELP jeeves_mcp_spawns_total Children started, by how.",
+                  "# TYPE jeeves_mcp_spawns_total counter"]
+        lines += [f'jeeves_mcp_spawns_total{{mode="{mode}"}} {self.spawns.get(mode, 0)}' for mode in ("fork", "cold")]
         for name, histogram, help_text in (
             ("jeeves_mcp_acquire_seconds", self.acquire, "Acquire latency, request to healthy child."),
             ("jeeves_mcp_release_seconds", self.release, "Release latency, request to child gone."),

@@ -33,6 +33,7 @@ from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.child import Child, SpawnError
 from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus, Metrics
+from jeeves_mcp.supervisor.forkserver import ForkServer, ForkServerUnavailable
 from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
 
 log = logging.getLogger("jeeves_mcp.supervisor")
@@ -142,6 +143,13 @@ class SlotManager:
         self.http = http
         self.slots: dict[str, Slot] = {}
         self._nursery: trio.Nursery | None = None
+        self.fork_server = (
+            ForkServer(children.inherited_environment() | self._marker_env(), events)
+            if config.fork_server else None
+        )
+
+    def _marker_env(self) -> dict[str, str]:
+        return {"JEEVES_MCP_STATE_DIR": str(self.config.state_dir)}  # marks our processes in /proc
 
     # -- lifecycle of the manager --------------------------------------------
 
@@ -151,6 +159,8 @@ class SlotManager:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await self._reconcile()
+            if self.fork_server is not None:
+                await nursery.start(self.fork_server.run)
             task_status.started()
             await trio.sleep_forever()
 
@@ -334,19 +344,26 @@ class SlotManager:
 
     async def _spawn(self, slot: Slot, port: int) -> Child:
         record = slot.record
-        env = {**self.config.child_env, **record.env}
-        env["JEEVES_MCP_STATE_DIR"] = str(self.config.state_dir)  # marks our children in /proc
-        env["JEEVES_MCP_RUN_ID"] = record.run_id
-        child = await children.spawn(
-            root=Path(record.root),
-            token=record.token,
-            port=port,
-            log_file=self.log_path(record.run_id),
-            log_bytes=self.config.child_log_bytes,
-            env=env,
-            pruner_endpoint=record.pruner_endpoint,
-            timeout_s=self.config.startup_timeout_s,
+        env = children.child_environment(
+            record.token,
+            {**self.config.child_env, **record.env, **self._marker_env(), "JEEVES_MCP_RUN_ID": record.run_id},
+            record.pruner_endpoint,
         )
+        options: dict[str, Any] = {
+            "root": Path(record.root), "token": record.token, "port": port, "env": env,
+            "log_file": self.log_path(record.run_id), "log_bytes": self.config.child_log_bytes,
+            "timeout_s": self.config.startup_timeout_s,
+        }
+        child: Child | None = None
+        if self.fork_server is not None and self.fork_server.up.is_set():
+            try:
+                child = await self.fork_server.spawn(**options)
+                self.metrics.spawns["fork"] += 1
+            except ForkServerUnavailable as exc:
+                self.events.publish("fork_server.unavailable", logging.WARNING, run_id=record.run_id, error=str(exc))
+        if child is None:
+            child = await children.spawn(**options)
+            self.metrics.spawns["cold"] += 1
         try:
             with trio.fail_after(self.config.startup_timeout_s):
                 while (problem := await children.ping(self.http, child, record.token, self.config.health_timeout_s)) is not None:

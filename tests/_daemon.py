@@ -38,7 +38,20 @@ class Daemon:
         return AsyncControlClient(self.socket)
 
     def our_processes(self) -> list[int]:
-        return processes_with_env(f"JEEVES_MCP_STATE_DIR={self.state_dir}")
+        """Processes carrying our state dir: children, strays; not the running fork server."""
+        found = processes_with_env(f"JEEVES_MCP_STATE_DIR={self.state_dir}")
+        if self.process is not None and self.process.returncode is None:
+            found = [pid for pid in found if pid not in self.fork_server_pids()]
+        return found
+
+    def fork_server_pids(self) -> set[int]:
+        import json
+
+        pids = set()
+        for line in self.log_path.read_text().splitlines():
+            if '"fork_server.ready"' in line:
+                pids.add(json.loads(line)["pid"])
+        return pids
 
     async def wait_ready(self, count: int) -> None:
         with trio.fail_after(30):

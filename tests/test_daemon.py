@@ -129,7 +129,8 @@ async def test_disabled_slots_have_no_child(tmp_path: Path, run_root: Path) -> N
 
 
 async def test_start_timeout_disables_the_slot_and_leaves_no_child(tmp_path: Path, run_root: Path) -> None:
-    env = {"JEEVES_MCP_STARTUP_TIMEOUT_S": "0.01"}
+    # A cold child needs far more than 10 ms to start; a forked one might not.
+    env = {"JEEVES_MCP_STARTUP_TIMEOUT_S": "0.01", "JEEVES_MCP_FORK_SERVER": "false"}
     async with running_daemon(tmp_path, env) as daemon, daemon.client() as control:
         slot = await control.acquire("slow", run_root)
         assert slot["state"] == "disabled"
@@ -335,3 +336,24 @@ async def test_savings_are_collected_per_run_also_after_release(daemon: Daemon, 
         metrics = await control.metrics()
         assert 'jeeves_mcp_tool_prunings_total{tool="read"} 1' in metrics
         assert f'jeeves_mcp_tool_raw_bytes_total{{tool="read"}} {read["raw_bytes"]}' in metrics
+
+
+async def test_children_come_from_the_fork_server_and_cold_when_it_is_gone(daemon: Daemon, run_root: Path) -> None:
+    async with daemon.client() as control, watch_events(daemon) as log:
+        health = await control.healthz()
+        zygote = health["fork_server"]["pid"]
+        assert health["fork_server"]["up"] and zygote
+        forked = await control.acquire("forked", run_root)
+        assert (await read_through(forked))["path"] == "hello.py"
+        assert 'jeeves_mcp_spawns_total{mode="fork"} 1' in await control.metrics()
+        os.kill(zygote, signal.SIGKILL)
+        await log.wait_for("fork_server.exited")
+        cold = await control.acquire("cold", run_root)
+        assert (await read_through(cold))["path"] == "hello.py"
+        assert 'jeeves_mcp_spawns_total{mode="cold"} 1' in await control.metrics()
+        assert alive(forked["pid"])  # a zygote's death does not take its children
+        await log.wait_for("fork_server.ready")
+        assert (await control.healthz())["fork_server"]["pid"] != zygote
+        await control.release("forked")
+        await control.release("cold")
+        assert not alive(forked["pid"])
