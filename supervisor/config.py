@@ -57,6 +57,7 @@ class DaemonConfig(BaseModel):
     pruner_endpoint: str | None = Field(None, description="Default external SWE-Pruner for new slots.")
     child_env: dict[str, str] = Field(default_factory=dict, description="Extra environment for every child.")
     fork_server: bool = Field(True, description="Fork children from a pre-imported zygote (~10 ms) rather than start each cold (~0.3 s).")
+    spawn_concurrency: int = Field(2, ge=1, description="Children started at once; more acquires wait their turn.")
     child_log_bytes: int = Field(1024 * 1024, ge=4096, description="Per-slot child log kept on disk (rotated once).")
 
     @property
@@ -81,6 +82,7 @@ ENV_FIELDS = {
     "JEEVES_MCP_MAX_RESTARTS": "max_restarts",
     "JEEVES_MCP_LIVE_RESTORE": "live_restore",
     "JEEVES_MCP_FORK_SERVER": "fork_server",
+    "JEEVES_MCP_SPAWN_CONCURRENCY": "spawn_concurrency",
     "JEEVES_PRUNER_ENDPOINT": "pruner_endpoint",
 }
 

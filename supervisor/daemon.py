@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -105,6 +106,7 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
                     "daemon.ready", version=__version__, socket=str(config.socket),
                     tcp=urls[1] if len(urls) > 1 else None, slots=len(manager.slots),
                 )
+                gc.freeze()  # start-up objects live forever: keep them out of later collections
                 notifier.send("READY=1", f"STATUS=serving {len(manager.slots)} slots")
                 if notifier.watchdog_s:
                     servers.start_soon(_watchdog, notifier)

@@ -143,6 +143,9 @@ class SlotManager:
         self.http = http
         self.slots: dict[str, Slot] = {}
         self._nursery: trio.Nursery | None = None
+        # Children starting at once compete with the daemon for the CPU; a burst
+        # of acquires queues here instead of starving the control API.
+        self._spawning = trio.Semaphore(config.spawn_concurrency)
         self.fork_server = (
             ForkServer(children.inherited_environment() | self._marker_env(), events)
             if config.fork_server else None
@@ -354,6 +357,10 @@ class SlotManager:
             "log_file": self.log_path(record.run_id), "log_bytes": self.config.child_log_bytes,
             "timeout_s": self.config.startup_timeout_s,
         }
+        async with self._spawning:
+            return await self._spawn_healthy(record, options)
+
+    async def _spawn_healthy(self, record: SlotRecord, options: dict[str, Any]) -> Child:
         child: Child | None = None
         if self.fork_server is not None and self.fork_server.up.is_set():
             try:
