@@ -32,7 +32,6 @@ EXIT_NO_DAEMON = 3  # nothing answers on the control socket
 EXIT_INTERRUPTED = 130
 
 # Where jeeves-mcp.socket puts the control socket of the system service (%t = /run).
-SYSTEM_SOCKET = Path("/run/jeeves-mcp/control.sock")
 
 EXIT_CODES = (
     "Exit codes: 0 ok; 1 the daemon refused or failed the request (or a doctor check failed); "
@@ -62,19 +61,10 @@ class Settings:
     debug: bool = False
 
     def control_socket(self) -> Path:
-        """--socket, else the client's default, else the system service's socket if only that exists.
-
-        The system units listen on /run/jeeves-mcp/control.sock, which the client's
-        default (XDG_RUNTIME_DIR, then the state dir) does not name for a root shell.
-        """
+        """--socket, else the client's default (which knows the system service's socket)."""
         from jeeves_mcp.client import default_socket
 
-        if self.socket is not None:
-            return self.socket
-        default = default_socket()
-        if not default.exists() and SYSTEM_SOCKET.exists():
-            return SYSTEM_SOCKET
-        return default
+        return self.socket or default_socket()
 
     def client(self, timeout: float = 120.0) -> ControlClient:
         from jeeves_mcp.client import ControlClient

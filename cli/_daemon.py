@@ -11,17 +11,19 @@ import typer
 
 def daemon(
     socket: Annotated[Path | None, typer.Option(
-        help="Control API socket [env JEEVES_MCP_SOCKET; default $XDG_RUNTIME_DIR/jeeves-mcp/control.sock, "
-        "else under the state dir].")] = None,
+        help="Control API socket (env JEEVES_MCP_SOCKET; default $XDG_RUNTIME_DIR/jeeves-mcp/control.sock, "
+        "else under the state dir).")] = None,
     state_dir: Annotated[Path | None, typer.Option(
-        help="Slot records (SQLite) and child logs [default $STATE_DIRECTORY, /var/lib/jeeves-mcp as root, "
-        "else ~/.local/state/jeeves-mcp].")] = None,
+        help="Slot records (SQLite) and child logs (default $STATE_DIRECTORY, /var/lib/jeeves-mcp as root, "
+        "else ~/.local/state/jeeves-mcp).")] = None,
     config: Annotated[Path | None, typer.Option(
-        help="TOML configuration file [env JEEVES_MCP_CONFIG]. Keys are those of `jeeves-mcp config-reference`.")] = None,
+        help="TOML configuration file (env JEEVES_MCP_CONFIG). Keys: `jeeves-mcp daemon --config-reference`.")] = None,
     live_restore: Annotated[bool | None, typer.Option(
         "--live-restore/--no-live-restore",
         help="On SIGTERM, leave children running for the next daemon to re-adopt.")] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    config_reference: Annotated[bool, typer.Option(
+        "--config-reference", help="Print every configuration key (TOML, environment) as Markdown and exit.")] = False,
 ) -> None:
     """Run the supervisor daemon (systemd runs it as a notify service).
 
@@ -36,6 +38,11 @@ def daemon(
     from jeeves_mcp import _log
     from jeeves_mcp.config import ConfigError
 
+    if config_reference:
+        from jeeves_mcp.supervisor.config import reference_markdown
+
+        typer.echo(reference_markdown(), nl=False)
+        return
     _log.configure(getattr(logging, log_level.upper(), logging.INFO))
     try:
         settings = load_daemon_config(config, socket=socket, state_dir=state_dir, live_restore=live_restore)

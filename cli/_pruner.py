@@ -10,16 +10,16 @@ import typer
 
 
 def pruner(
-    host: str = typer.Option(None, help="Address to bind [env MCP_PRUNER_HOST; default 127.0.0.1]."),
-    port: int = typer.Option(None, help="TCP port, 0 = chosen by the OS [env MCP_PRUNER_PORT; default 0]."),
-    root: Path = typer.Option(None, help="Run root that read/grep/bash stay inside [env JEEVES_MCP_ROOT; default cwd]."),
+    host: str = typer.Option(None, help="Address to bind (env MCP_PRUNER_HOST; default 127.0.0.1)."),
+    port: int = typer.Option(None, help="TCP port, 0 = chosen by the OS (env MCP_PRUNER_PORT; default 0)."),
+    root: Path = typer.Option(None, help="Run root that read/grep/bash stay inside (env JEEVES_MCP_ROOT; default cwd)."),
     token: str = typer.Option(
         None, envvar="JEEVES_MCP_TOKEN", show_envvar=True,
         help="Bearer token required on /mcp and /rpc (prefer the env var: argv is visible to other users).",
     ),
     stdio: bool = typer.Option(False, "--stdio", help="Speak MCP on stdin/stdout instead of HTTP."),
     pruner_endpoint: str = typer.Option(
-        None, help="External SWE-Pruner service URL [env JEEVES_PRUNER_ENDPOINT; default built-in engine]."
+        None, help="External SWE-Pruner service URL (env JEEVES_PRUNER_ENDPOINT; default built-in engine)."
     ),
     log_level: str = typer.Option("info", help="debug, info, warning or error (logs go to stderr as JSON lines)."),
     log_file: Path = typer.Option(None, help="Write the JSON log lines to this file instead of stderr."),

@@ -41,11 +41,22 @@ class DaemonUnavailable(ControlError):
     """Nothing answers on the control socket."""
 
 
+SYSTEM_SOCKET = Path("/run/jeeves-mcp/control.sock")  # where the systemd units put it
+
+
 def default_socket() -> Path:
+    """The daemon's default socket for this user, else the system service's if only that exists.
+
+    A root shell has no XDG_RUNTIME_DIR, so its default names the state dir,
+    while the system units listen under /run.
+    """
     from jeeves_mcp.supervisor.config import default_socket as resolve
     from jeeves_mcp.supervisor.config import default_state_dir
 
-    return resolve(os.environ, default_state_dir(os.environ))
+    configured = resolve(os.environ, default_state_dir(os.environ))
+    if not configured.exists() and SYSTEM_SOCKET.exists():
+        return SYSTEM_SOCKET
+    return configured
 
 
 def _acquire_body(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -116,3 +117,41 @@ def load_daemon_config(
             f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}" for e in exc.errors()
         )
         raise ConfigError(problems) from exc
+
+
+def reference_markdown() -> str:
+    """The configuration reference, generated from the models so it cannot drift from them."""
+    from jeeves_mcp.config import ENV_FIELDS as CHILD_ENV_FIELDS
+    from jeeves_mcp.config import PrunerConfig
+
+    def table(model: type[BaseModel], env_fields: Mapping[str, str], toml: bool) -> list[str]:
+        by_field: dict[str, list[str]] = {}
+        for name, field_name in env_fields.items():
+            by_field.setdefault(field_name, []).append(f"`{name}`")
+        header = "| key | environment | default | meaning |" if toml else "| setting | environment | default | meaning |"
+        rows = [header, "|---|---|---|---|"]
+        for name, info in model.model_fields.items():
+            if info.is_required():
+                default = "see below"
+            elif info.default_factory is not None:
+                default = "(computed)"
+            else:
+                default = f"`{json.dumps(info.default)}`" if info.default is not None else "unset"
+            env = ", ".join(by_field.get(name, [])) or "-"
+            rows.append(f"| `{name}` | {env} | {default} | {info.description or ''} |")
+        return rows
+
+    lines = [
+        "Daemon (`jeeves-mcp daemon`): keys of the TOML file (`--config`, `JEEVES_MCP_CONFIG`), "
+        "overridden by the environment, overridden by flags. `state_dir` defaults to `$STATE_DIRECTORY`, "
+        "`/var/lib/jeeves-mcp` as root, else `~/.local/state/jeeves-mcp`; `socket` to `$JEEVES_MCP_SOCKET`, "
+        "`$RUNTIME_DIRECTORY/control.sock`, `$XDG_RUNTIME_DIR/jeeves-mcp/control.sock`, else `<state_dir>/control.sock`.",
+        "",
+        *table(DaemonConfig, ENV_FIELDS, True),
+        "",
+        "Pruner child (`jeeves-mcp pruner`; the daemon sets these for the children it starts): "
+        "the environment, overridden by flags.",
+        "",
+        *table(PrunerConfig, CHILD_ENV_FIELDS, False),
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,24 @@
+"""The README's generated parts match what the code generates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jeeves_mcp.supervisor.config import reference_markdown
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_config_reference_in_the_readme_is_current() -> None:
+    text = README.read_text()
+    start = text.index("<!-- config-reference:start -->\n") + len("<!-- config-reference:start -->\n")
+    end = text.index("<!-- config-reference:end -->")
+    assert text[start:end] == reference_markdown(), (
+        "README's configuration reference is stale: replace it with `jeeves-mcp daemon --config-reference`"
+    )
+
+
+def test_readme_starts_with_the_two_commands() -> None:
+    head = README.read_text().split("\n## ", 1)[0]
+    assert "make run" in head and "make test" in head
+    assert "make test" in (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
