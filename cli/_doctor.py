@@ -93,6 +93,28 @@ def check_daemon(config: Settings) -> Check:
     return Check("daemon", "pass", f"jeeves-mcp {version} answers on {config.where()} ({slots} slots)")
 
 
+def check_fork_server(health: dict | None) -> Check:
+    """Whether acquires get forked children (~20 ms) or cold ones (~0.3 s)."""
+    if health is None:
+        return Check("fork server", "warn", "unknown: the daemon does not answer")
+    fork = health.get("fork_server")
+    if fork is None:
+        return Check("fork server", "warn", "disabled (fork_server = false): every child starts cold")
+    if not fork.get("up"):
+        return Check("fork server", "warn", "down: children start cold until it is back (see the daemon log)")
+    return Check("fork server", "pass",
+                 f"pid {fork['pid']}, {fork['spawns']} children forked, started {fork['starts']} time(s)")
+
+
+def daemon_health(config: Settings) -> dict | None:
+    try:
+        with config.client(timeout=5.0) as control:
+            health = control.healthz()
+    except Exception:  # reported by check_daemon already
+        return None
+    return health if isinstance(health, dict) else None
+
+
 def check_state_dir(path: Path) -> Check:
     """The daemon's state dir is writable (or can be created)."""
     probe = path
@@ -191,6 +213,7 @@ def run_checks(config: Settings, config_file: Path | None, state_dir: Path | Non
     else:
         checks.append(check_socket(Path(config.where())))
     checks.append(check_daemon(config))
+    checks.append(check_fork_server(daemon_health(config)))
     if daemon is not None:
         checks.append(check_state_dir(daemon.state_dir))
     checks.append(check_ripgrep())

@@ -384,10 +384,17 @@ def ls(
     """List the live slots: run, state, pid, port, age, restarts, expires."""
     with control_errors(ctx, "cannot list slots"), settings(ctx).client() as control:
         listed = control.list()
+        fork = control.healthz().get("fork_server")
     if as_json:
         print_json(listed)
+        return
+    console = stdout_console()
+    render_slots(listed["slots"], console)
+    if fork is None:
+        console.print("[dim]fork server disabled: children start cold[/dim]")
     else:
-        render_slots(listed["slots"], stdout_console())
+        state = f"up (pid {fork['pid']})" if fork["up"] else "down: children start cold"
+        console.print(f"[dim]fork server {state}, {fork['spawns']} children forked[/dim]")
 
 
 def show(

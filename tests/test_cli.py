@@ -91,7 +91,8 @@ async def test_acquire_ls_show_logs_renew_release(daemon: Daemon, run_root: Path
     assert [(s["run_id"], s["port"], s["pid"]) for s in listed.json()["slots"]] == [
         ("run-1", slot["port"], slot["pid"])]
     table = await cli(daemon.socket, "ls")
-    header, row = table.out.splitlines()
+    header, row, footer = table.out.splitlines()
+    assert footer.startswith("fork server up (pid ") and footer.endswith("1 children forked")
     assert header.split() == ["run", "state", "pid", "port", "age", "restarts", "expires"]
     assert row.split()[:4] == ["run-1", "running", str(slot["pid"]), str(slot["port"])]
     assert row.split()[-2] == "in"  # expires in 9m..s
@@ -370,7 +371,8 @@ async def test_doctor_with_a_daemon_and_a_pruner_service(daemon: Daemon) -> None
         result = await cli(daemon.socket, "doctor", "--json", "--state-dir", str(daemon.state_dir),
                            env={"JEEVES_PRUNER_ENDPOINT": fake.endpoint})
     checks = checks_by_name(result)
-    assert set(checks) == {"python", "socket", "daemon", "state dir", "ripgrep", "pruner endpoint", "systemd unit"}
+    assert set(checks) == {"python", "socket", "daemon", "fork server", "state dir", "ripgrep", "pruner endpoint",
+                           "systemd unit"}
     for name in ("python", "socket", "daemon", "state dir", "pruner endpoint"):
         assert checks[name]["status"] == "pass", checks[name]
     assert "0600" in checks["socket"]["detail"]
