@@ -21,6 +21,7 @@ Exits 1 when a check fails. `tests/test_chaos.py` runs a small version.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -380,6 +381,9 @@ async def chaos(tmp: Path, *, slots: int, child_kills: int, daemon_kills: int, i
         for when, left in (("after release", figures.left_released), ("after daemon stop", figures.left_stopped)):
             if left:
                 figures.problems.append(f"processes left {when}: {left} {describe(left)}")
+        for pid in {pid for found in figures.left_stopped.values() for pid in found}:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # counted as a problem; never leak them past the run
         figures.events = len(recorder.events)
         figures.restarts_observed = sum(e["event"] == "mcp_pruner.restarted" for e in recorder.events)
         figures.readoptions = _readoptions(daemon)

@@ -86,6 +86,9 @@ class Child:
         """SIGTERM the child's group, SIGKILL after `grace_s`; True if it had to be killed."""
         with trio.CancelScope(shield=True), trio.move_on_after(grace_s + 10):
             if not self.alive():
+                # Dead (killed, crashed): its commands, in sessions of their own, may not be.
+                if self.tree is not None:
+                    await kill_tree(None, None, grace_s=0, tree=self.tree)
                 return False
             exited = trio.Event()
 
