@@ -156,13 +156,13 @@ class ToolRunner:
             reason = self._prune_check(text, question)
             if reason is not None:
                 reasons.append(reason)
-                rows_per_text.append(raw_rows(text.text.split("\n")))
+                rows_per_text.append(raw_rows(text.text.split("\n"), text.first_line))
                 ids.append(None)
                 continue
             pruning["attempted"] = True
             outcome = await self.pruner.prune(
                 text.text, question, text.source_type, PruneOptions(timeout_ms=self.config.prune_timeout_ms),
-                path=text.path_hint, request_id=request_id,
+                path=text.path_hint, request_id=request_id, first_line=text.first_line,
             )
             rows_per_text.append(outcome.rows)
             ids.append(outcome.prune_id)
@@ -195,7 +195,7 @@ class ToolRunner:
             fitted, cut = fit_rows(rows, budget, prune_id or "pending")
             if cut is not None:
                 if prune_id is None:
-                    prune_id = self.store.put(text.text)
+                    prune_id = self.store.put(text.text, first_line=text.first_line)
                     fitted, cut = fit_rows(rows, budget, prune_id)
                 assert cut is not None
                 truncated[text.name] = {

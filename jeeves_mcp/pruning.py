@@ -191,15 +191,18 @@ class Pruner:
         *,
         path: str | None = None,
         request_id: str | None = None,
+        first_line: int = 1,
     ) -> PruneOutcome:
         started = time.monotonic()
         lines = text.split("\n")
-        prune_id = self.store.put(text)
+        prune_id = self.store.put(text, first_line=first_line)
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > self.config.max_prune_input_bytes:
-            return self._fallback(text, lines, prune_id, started, "input_too_large", options)
+            return self._fallback(
+                text, lines, prune_id, started, first_line, "input_too_large", options)
         if not question.strip():
-            return self._fallback(text, lines, prune_id, started, "empty_question", options)
+            return self._fallback(
+                text, lines, prune_id, started, first_line, "empty_question", options)
         _log.event(log, "pruner.call_start", endpoint=self.engine.name, request_id=request_id)
         try:
             selection = await self.engine.select(
@@ -215,16 +218,18 @@ class Pruner:
                 duration_ms=_log.monotonic_ms(started),
                 request_id=request_id,
             )
-            return self._fallback(text, lines, prune_id, started, exc.kind, options, error=exc.kind)
+            return self._fallback(
+                text, lines, prune_id, started, first_line, exc.kind, options, error=exc.kind)
         except Exception as exc:  # any engine bug fails open; Cancelled is not an Exception
             log.warning("pruner.call_failed", exc_info=exc, extra={"reason": "internal_error"})
             return self._fallback(
-                text, lines, prune_id, started, "internal_error", options, error="internal_error"
+                text, lines, prune_id, started, first_line, "internal_error", options, error="internal_error"
             )
         broken = check_selection(selection, lines, options)
         if broken is not None:
             _log.event(log, "pruner.call_failed", logging.WARNING, reason="constraints_unmet", detail=broken)
-            return self._fallback(text, lines, prune_id, started, "constraints_unmet", options)
+            return self._fallback(
+                text, lines, prune_id, started, first_line, "constraints_unmet", options)
         rows, annotations = pruned_rows(
             lines,
             selection.keep,
@@ -232,6 +237,7 @@ class Pruner:
             prune_id,
             annotate_lines=options.annotate_lines,
             include_markers=options.include_markers,
+            first_line=first_line,
         )
         kept = sum(selection.keep)
         pruned_text = rows_text(rows)
@@ -257,12 +263,13 @@ class Pruner:
         lines: list[str],
         prune_id: str,
         started: float,
+        first_line: int,
         warning: str,
         options: PruneOptions,
         *,
         error: str | None = None,
     ) -> PruneOutcome:
-        rows = raw_rows(lines)
+        rows = raw_rows(lines, first_line)
         return PruneOutcome(
             prune_id=prune_id,
             text=text,

@@ -39,8 +39,8 @@ def annotation(prune_id: str, start: int, end: int, reason: str) -> dict[str, An
     }
 
 
-def raw_rows(lines: list[str]) -> list[Row]:
-    return [Row(n, n, line) for n, line in enumerate(lines, 1)]
+def raw_rows(lines: list[str], first_line: int = 1) -> list[Row]:
+    return [Row(n, n, line) for n, line in enumerate(lines, first_line)]
 
 
 def pruned_rows(
@@ -51,26 +51,33 @@ def pruned_rows(
     *,
     annotate_lines: bool,
     include_markers: bool,
+    first_line: int = 1,
 ) -> tuple[list[Row], list[dict[str, Any]]]:
-    """Rows of the pruned view, and one annotation per contiguous pruned block."""
+    """Rows of the pruned view, and one annotation per contiguous pruned block.
+
+    Numbers are original line numbers: `lines[0]` is line `first_line` (a
+    window of a file keeps the file's numbering).
+    """
+    base = first_line - 1
     rows: list[Row] = []
     annotations: list[dict[str, Any]] = []
     n = len(lines)
     i = 0
     while i < n:
         if keep[i]:
-            text = f"{i + 1}│ {lines[i]}" if annotate_lines else lines[i]
-            rows.append(Row(i + 1, i + 1, text))
+            number = base + i + 1
+            text = f"{number}│ {lines[i]}" if annotate_lines else lines[i]
+            rows.append(Row(number, number, text))
             i += 1
             continue
         j = i
         while j + 1 < n and not keep[j + 1]:
             j += 1
         reason = reasons[i] or "hors focus"
-        block = annotation(prune_id, i + 1, j + 1, reason)
+        block = annotation(prune_id, base + i + 1, base + j + 1, reason)
         annotations.append(block)
         if include_markers:
-            rows.append(Row(i + 1, j + 1, block["marker"], marker=True, reason=reason))
+            rows.append(Row(base + i + 1, base + j + 1, block["marker"], marker=True, reason=reason))
         i = j + 1
     return rows, annotations
 

@@ -21,6 +21,11 @@ class StoredText:
     lines: list[str]
     size: int
     expires_at: float
+    first_line: int = 1  # original number of lines[0]: a window of a file keeps the file's numbers
+
+    @property
+    def last_line(self) -> int:
+        return self.first_line + len(self.lines) - 1
 
 
 def new_prune_id() -> str:
@@ -44,7 +49,7 @@ class RecoveryStore:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def put(self, text: str, prune_id: str | None = None) -> str:
+    def put(self, text: str, prune_id: str | None = None, first_line: int = 1) -> str:
         """Keep `text` (split on "\\n", the numbering seed 001 uses) and return its id."""
         prune_id = prune_id or new_prune_id()
         size = len(text.encode("utf-8", "surrogatepass"))
@@ -56,7 +61,7 @@ class RecoveryStore:
         while self._bytes + size > self._max_bytes and self._entries:
             self._drop(next(iter(self._entries)))
         self._entries[prune_id] = StoredText(
-            prune_id, text.split("\n"), size, self._clock() + self._ttl_s
+            prune_id, text.split("\n"), size, self._clock() + self._ttl_s, first_line
         )
         self._bytes += size
         return prune_id

@@ -131,3 +131,36 @@ async def test_prune_text_contract(child: Child) -> None:
             assert f"{n}│ {line}" in rendered
     numbered = [line for line in rendered if not line.startswith("⟦")]
     assert [int(line.split("│")[0]) for line in numbered] == sorted(int(line.split("│")[0]) for line in numbered)
+
+
+async def test_a_window_of_a_file_keeps_the_files_line_numbers(child: Child, workspace: Path) -> None:
+    source = module_source()
+    (workspace / "module.py").write_text(source)
+    original = source.split("\n")
+    first = 100
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        result = (await call(http, child, "read", {
+            "path": "module.py", "offset": first, "limit": 110,
+            "context_focus_question": "where is the config file parsed and its settings returned?",
+        }))["structuredContent"]
+        assert result["pruning"]["applied"]
+        lines = result["content"].split("\n")
+        kept = [line for line in lines if "│" in line and not line.startswith("⟦")]
+        for line in kept:
+            number, text = line.split("│ ", 1)
+            assert original[int(number) - 1] == text
+            assert first <= int(number) < first + 110
+        match = next(MARKER.match(line) for line in lines if line.startswith("⟦"))
+        prune_id, start, end = match.group(1), int(match.group(2)), int(match.group(3))
+        assert start >= first
+        back = (await call(http, child, "recover_text", {
+            "prune_id": prune_id, "ranges": [{"start_line": start, "end_line": end}],
+            "include_line_numbers": False,
+        }))["structuredContent"]
+        assert back["raw_text"].split("\n") == original[start - 1 : end]
+        before = (await http.post(f"{child.base}/rpc", json={
+            "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "recover_text", "arguments": {
+                "prune_id": prune_id, "ranges": [{"start_line": 1, "end_line": 2}], "include_line_numbers": False}},
+        })).json()
+        assert before["error"]["code"] == -32005
+        assert before["error"]["data"]["available"]["start_line"] == first

@@ -44,6 +44,7 @@ class TextOutput:
     text: str
     source_type: str  # "code" | "logs" | "docs"
     path_hint: str | None = None
+    first_line: int = 1  # original number of its first line (a window of a file)
 
 
 @dataclass

@@ -107,24 +107,24 @@ async def recover_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
             "prune_id_not_found",
             {"code": "prune_id_not_found", "prune_id": prune_id},
         )
-    total = len(entry.lines)
+    first, last = entry.first_line, entry.last_line
     chosen: list[tuple[int, str]] = []
     ranges: list[dict[str, int]] = []
     for item in args["ranges"]:
         start, end = int(item["start_line"]), int(item["end_line"])
-        if start > end or start > total:
+        if start > end or start > last or start < first:
             raise McpError(
                 INVALID_RANGE,
                 "invalid_range",
                 {
                     "code": "invalid_range",
                     "range": {"start_line": start, "end_line": end},
-                    "total_lines": total,
+                    "available": {"start_line": first, "end_line": last},
                 },
             )
-        end = min(end, total)
+        end = min(end, last)
         ranges.append({"start_line": start, "end_line": end})
-        chosen.extend((n, entry.lines[n - 1]) for n in range(start, end + 1))
+        chosen.extend((n, entry.lines[n - first]) for n in range(start, end + 1))
     numbered = args["include_line_numbers"]
     rows = raw_rows([f"{n}│ {line}" if numbered else line for n, line in chosen])
     # Row numbers must be the original ones so a budget marker points at them.
@@ -136,7 +136,9 @@ async def recover_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     }
     if cut is not None:
         result["metadata"]["truncated"] = cut
-    result["summary"] = clip_summary(f"recover_text {prune_id}: {len(chosen)} of {total} lines")
+    result["summary"] = clip_summary(
+        f"recover_text {prune_id}: {len(chosen)} of {len(entry.lines)} lines"
+    )
     return ToolOutput(summary=result["summary"], raw_result=result)
 
 

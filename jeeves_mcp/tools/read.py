@@ -98,7 +98,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     return ToolOutput(
         summary=summary,
         fields=fields,
-        texts=[TextOutput("content", "\n".join(window), source_type_for(path), shown)],
+        texts=[TextOutput("content", "\n".join(window), source_type_for(path), shown, first_line=offset)],
     )
 
 
