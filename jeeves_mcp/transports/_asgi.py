@@ -42,7 +42,10 @@ async def read_body(receive: Receive, limit: int) -> bytes:
 
 
 def dumps(payload: Any) -> bytes:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    """Compact UTF-8 JSON. A lone surrogate (a client may send "\\ud800" in an id or a
+    method) cannot be UTF-8: it goes out as the same JSON escape it came in as."""
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace")
 
 
 async def send_bytes(

@@ -17,6 +17,7 @@ from jeeves_mcp.protocol import (
     request_version,
     unsupported_version,
 )
+from jeeves_mcp.transports._asgi import dumps
 
 log = logging.getLogger("jeeves_mcp.stdio")
 
@@ -35,7 +36,7 @@ async def serve_stdio(
     write_lock = trio.Lock()
 
     async def write(payload: Any) -> None:
-        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        data = dumps(payload) + b"\n"
         async with write_lock:
             await stdout.send_all(data)
 
