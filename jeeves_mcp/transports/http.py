@@ -26,6 +26,7 @@ from jeeves_mcp.protocol import (
     Dispatcher,
     Session,
     error_response,
+    is_valid_id,
     request_version,
     unsupported_version,
 )
@@ -247,6 +248,8 @@ class McpHttpApp:
     ) -> None:
         """Stateless 2026-07-28 request: one self-contained POST, no session."""
         request_id = message.get("id") if isinstance(message, dict) else None
+        if not is_valid_id(request_id):
+            request_id = None  # an object, a float, a boolean: not an id to echo
         problem: McpError | None = None
         if not isinstance(message, dict):
             problem = McpError(INVALID_REQUEST, "batches are not part of protocol 2026-07-28")

@@ -14,6 +14,7 @@ from jeeves_mcp.protocol import (
     Dispatcher,
     Session,
     error_response,
+    is_valid_id,
     request_version,
     unsupported_version,
 )
@@ -52,6 +53,7 @@ async def serve_stdio(
         version = request_version(message)
         if version is not None and version not in MODERN_VERSIONS:
             request_id = message.get("id") if isinstance(message, dict) else None
+            request_id = request_id if is_valid_id(request_id) else None
             await write(error_response(request_id, unsupported_version(version)))
             return
         messages = message if isinstance(message, list) else [message]
