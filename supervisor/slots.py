@@ -36,6 +36,8 @@ from jeeves_mcp.supervisor.events import EventBus, Metrics
 from jeeves_mcp.supervisor.forkserver import ForkServer, ForkServerUnavailable
 from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
 
+from jeeves_mcp.tools._process import kill_tree
+
 log = logging.getLogger("jeeves_mcp.supervisor")
 
 STATS_EVERY_PINGS = 6  # savings are collected on release anyway; this bounds a crash's loss
@@ -393,9 +395,9 @@ class SlotManager:
                 await self._restart_or_degrade(slot, reason)
 
     async def _restart_or_degrade(self, slot: Slot, reason: str) -> None:
-        assert slot.child is not None
-        await slot.child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
-        slot.child.close()
+        if slot.child is not None:  # None: it died while the daemon was down
+            await slot.child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
+            slot.child.close()
         slot.record.stats = savings.fold_current(slot.record.stats)
         while True:
             if slot.record.restarts >= self.config.max_restarts:
@@ -534,6 +536,11 @@ class SlotManager:
             if record.state in (SlotState.DISABLED, SlotState.DEGRADED):
                 await self._nursery_start(self._run_idle, slot)
                 continue
+            if record.state in (SlotState.RUNNING, SlotState.STARTING):
+                # The run still holds this endpoint: restart (or degrade) as if the
+                # daemon had seen the child die, rather than drop the slot.
+                await self._nursery_start(self._run_recovered, slot)
+                continue
             slot.record.reason = "child gone while the daemon was down"
             await self._finish(slot)
         await self._kill_strays(adopted)
@@ -549,6 +556,25 @@ class SlotManager:
                 self.events.publish("mcp_pruner.adopted", run_id=slot.run_id, pid=slot.record.pid,
                                     port=slot.record.port)
                 task_status.started()
+                await self._supervise(slot)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._finish(slot)
+
+    async def _run_recovered(
+        self, slot: Slot, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        reason = "child gone while the daemon was down"
+        try:
+            with slot.scope:
+                self.events.publish("mcp_pruner.exited", logging.WARNING, run_id=slot.run_id, error=reason)
+                task_status.started()
+                if slot.record.token:  # its commands may have outlived it
+                    await kill_tree(None, None, grace_s=0, tree=children.tree_mark(slot.record.token))
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._lease_watch, slot)
+                    await self._restart_or_degrade(slot, reason)
+                    nursery.cancel_scope.cancel()
                 await self._supervise(slot)
         finally:
             with trio.CancelScope(shield=True):
