@@ -267,7 +267,8 @@ class McpHttpApp:
             status = MODERN_ERROR_STATUS.get(problem.code, 200)
             await send_json(send, status, error_response(request_id, problem))
             return
-        if "id" not in message:
+        if "id" not in message or ("method" not in message and ("result" in message or "error" in message)):
+            # A notification, or a client's response to a server request: nothing to answer.
             await self.dispatcher.handle(message, Session(), None, modern=True)
             await send_bytes(send, 202, b"", None)
             return
