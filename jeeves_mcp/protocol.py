@@ -147,7 +147,10 @@ class Dispatcher:
         if params is not None and not isinstance(params, dict | list):
             if not has_id:
                 return None
-            return error_response(request_id, McpError(INVALID_REQUEST, "params must be an object"))
+            return error_response(
+                request_id if is_valid_id(request_id) else None,
+                McpError(INVALID_REQUEST, "params must be an object"),
+            )
         if not has_id:
             self._notification(method, params if isinstance(params, dict) else {}, session)
             return None
