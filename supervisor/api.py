@@ -75,6 +75,8 @@ async def _json_body(model: type[BaseModel], *, optional: bool = False) -> BaseM
         raw = b"{}"
     try:
         data = json.loads(raw)
+    except RecursionError:
+        return error("INVALID_REQUEST", "body is not JSON: nested too deeply", 400)
     except ValueError as exc:
         return error("INVALID_REQUEST", f"body is not JSON: {exc}", 400)
     try:
