@@ -22,7 +22,7 @@ from pathlib import Path
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests._daemon import running_daemon  # noqa: E402
+from tests._daemon import running_daemon
 
 
 def memory_kib(pid: int) -> tuple[int, int]:

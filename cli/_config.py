@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
 from jeeves_mcp.cli._app import EXIT_FAILURE, control_errors, fail, settings
 
 DEFAULT_NAME = "jeeves"

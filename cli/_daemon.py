@@ -32,11 +32,11 @@ def daemon(
     health-checked, restarted, degraded and torn down; their records survive daemon restarts.
     """
     import trio
-    from jeeves_mcp.supervisor.config import load_daemon_config
-    from jeeves_mcp.supervisor.daemon import DaemonError, run_daemon
 
     from jeeves_mcp import _log
     from jeeves_mcp.config import ConfigError
+    from jeeves_mcp.supervisor.config import load_daemon_config
+    from jeeves_mcp.supervisor.daemon import DaemonError, run_daemon
 
     if config_reference:
         from jeeves_mcp.supervisor.config import reference_markdown

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from jeeves_mcp.cli._app import EXIT_FAILURE, Settings, settings
 
 from jeeves_mcp import __version__
+from jeeves_mcp.cli._app import EXIT_FAILURE, Settings, settings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -198,9 +198,8 @@ def _user(uid: int) -> str:
 
 
 def run_checks(config: Settings, config_file: Path | None, state_dir: Path | None) -> list[Check]:
-    from jeeves_mcp.supervisor.config import load_daemon_config
-
     from jeeves_mcp.config import ConfigError
+    from jeeves_mcp.supervisor.config import load_daemon_config
 
     checks = [check_python()]
     try:

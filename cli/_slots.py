@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
 from jeeves_mcp.cli._app import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,

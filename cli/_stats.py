@@ -6,9 +6,10 @@ import json
 from typing import Annotated, Any
 
 import typer
-from jeeves_mcp.cli._app import control_errors, settings
 from rich.console import Console
 from rich.table import Table
+
+from jeeves_mcp.cli._app import control_errors, settings
 
 BAR_WIDTH = 20
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import trio
 
 from jeeves_mcp.client import AsyncControlClient
+from tests._child import stop_process_group as stop_group
 
 # Fast enough for tests, slow enough for a loaded 2-core machine.
 TEST_ENV = {
@@ -121,20 +122,6 @@ async def running_daemon(tmp: Path, env: dict[str, str] | None = None) -> AsyncI
                         pass
                 nursery.cancel_scope.cancel()
     receiver.close()
-
-
-async def stop_group(process: trio.Process, grace_s: float = 10.0) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    with trio.move_on_after(grace_s):
-        await process.wait()
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    await process.wait()
 
 
 class EventLog:

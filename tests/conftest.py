@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests._child import Child, running_child
+from tests._daemon import Daemon, running_daemon
 
 
 @pytest.fixture
@@ -25,3 +26,17 @@ def workspace(tmp_path: Path) -> Path:
 async def child(workspace: Path, tmp_path: Path) -> AsyncIterator[Child]:
     async with running_child(workspace, tmp_path) as started:
         yield started
+
+
+@pytest.fixture
+async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
+    async with running_daemon(tmp_path) as started:
+        yield started
+
+
+@pytest.fixture
+def run_root(tmp_path: Path) -> Path:
+    root = tmp_path / "run"
+    root.mkdir()
+    (root / "hello.py").write_text("def hello():\n    return 'hi'\n")
+    return root

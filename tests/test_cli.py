@@ -12,18 +12,16 @@ import stat
 import subprocess
 import sys
 import tomllib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
-from jeeves_mcp.cli._doctor import Check, render_checks
-from jeeves_mcp.cli._slots import format_event, new_lines, render_slots
 from rich.console import Console
 
-from tests._daemon import Daemon, running_daemon
+from jeeves_mcp.cli._doctor import Check, render_checks
+from jeeves_mcp.cli._slots import format_event, new_lines, render_slots
+from tests._daemon import Daemon
 from tests.fake_swe_pruner import refused_endpoint, running_fake
 
 
@@ -50,20 +48,6 @@ async def cli(socket: Path, *args: str, env: dict[str, str] | None = None) -> Re
         check=False, env=cli_env(socket, env), stdin=subprocess.DEVNULL,
     )
     return Result(done.returncode, done.stdout.decode(), done.stderr.decode())
-
-
-@pytest.fixture
-async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
-    async with running_daemon(tmp_path) as started:
-        yield started
-
-
-@pytest.fixture
-def run_root(tmp_path: Path) -> Path:
-    root = tmp_path / "run"
-    root.mkdir()
-    (root / "hello.py").write_text("def hello():\n    return 'hi'\n")
-    return root
 
 
 async def acquired(daemon: Daemon, run_id: str, root: Path, *extra: str) -> dict[str, Any]:

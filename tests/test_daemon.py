@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +15,6 @@ import trio
 
 from jeeves_mcp.client import AsyncControlClient, ControlClient, ControlError, DaemonUnavailable
 from tests._daemon import Daemon, running_daemon, stop_group, watch_events
-
-
-@pytest.fixture
-async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
-    async with running_daemon(tmp_path) as started:
-        yield started
-
-
-@pytest.fixture
-def run_root(tmp_path: Path) -> Path:
-    root = tmp_path / "run"
-    root.mkdir()
-    (root / "hello.py").write_text("def hello():\n    return 'hi'\n")
-    return root
 
 
 async def read_through(slot: dict[str, Any], path: str = "hello.py") -> dict[str, Any]:
@@ -274,8 +259,8 @@ async def test_metrics_count_slots_and_latencies(daemon: Daemon, run_root: Path)
 async def test_tcp_control_needs_its_token(tmp_path: Path, run_root: Path) -> None:
     env = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": "tcp-secret"}
     async with running_daemon(tmp_path, env) as daemon:
-        ready = [json.loads(line) for line in daemon.log_path.read_text().splitlines()
-                 if '"daemon.ready"' in line][0]
+        ready = next(json.loads(line) for line in daemon.log_path.read_text().splitlines()
+                     if '"daemon.ready"' in line)
         url = ready["tcp"]
         assert url.startswith("http://127.0.0.1:")
         async with AsyncControlClient(url=url) as anonymous:

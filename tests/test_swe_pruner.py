@@ -394,9 +394,9 @@ async def test_cli_errors_exit_2_with_one_line(tmp_path: Path) -> None:
 
 
 def test_markers_have_their_own_style() -> None:
-    from jeeves_mcp.cli._prune import render_pretty
     from rich.console import Console
 
+    from jeeves_mcp.cli._prune import render_pretty
     from jeeves_mcp.render import Row
 
     outcome = PruneOutcome(

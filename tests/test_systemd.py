@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 import trio
+
 from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.daemon import _hypercorn_config
-
 from tests._daemon import TEST_ENV, running_daemon, stop_group
 
 REPO = Path(__file__).resolve().parent.parent
