@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 import trio
-from jeeves_mcp.supervisor.child import tree_mark
 
 from bench.chaos import _cmdline, chaos, environ, report
+from jeeves_mcp.supervisor.child import tree_mark
 from jeeves_mcp.tools._process import become_subreaper
 from tests._daemon import Daemon, running_daemon, watch_events
 
