@@ -29,6 +29,15 @@ bench: dev
 	$(BIN)/python bench/prune_quality.py
 	$(BIN)/python bench/prune_speed.py
 
+# Long runs, out of `make test` (tests/test_chaos.py is the short version).
+.PHONY: chaos load
+chaos: dev
+	$(BIN)/python bench/chaos.py
+	$(BIN)/python bench/process_trees.py
+
+load: dev
+	$(BIN)/python bench/load.py
+
 # The main job: the supervisor daemon with the built-in pruning engine.
 run: dev
 	$(BIN)/jeeves-mcp daemon
