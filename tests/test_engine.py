@@ -245,6 +245,49 @@ def test_docs_keep_headings_and_relevant_section():
     assert "Settings live in a TOML file next to the executable." in text
 
 
+def _manual(sections: list[tuple[str, str]]) -> str:
+    out = ["# Manual", ""]
+    for title, topic in sections:
+        out += [f"## {title}", ""]
+        out += [f"Line {k} of this part talks about {topic} and nothing else." for k in range(12)]
+        out.append("")
+    return "\n".join(out)
+
+
+def test_docs_clear_winner_kept_alone_close_candidates_together():
+    """Docs keep sections by their chance of being the one asked about: one section when it
+    stands out, several when the question fits them about equally."""
+    topics = [
+        ("Alpha", "networking"),
+        ("Beta", "storage"),
+        ("Gamma", "printing"),
+        ("Delta", "scheduling"),
+        ("Epsilon", "billing"),
+        ("Zeta", "logging"),
+        ("Eta", "caching"),
+        ("Theta", "routing"),
+        ("Iota", "mailing"),
+        ("Kappa", "search"),
+        ("Lambda", "exports"),
+        ("Mu", "imports"),
+    ]
+    text = _manual(topics)
+    lines = text.split("\n")
+    body = [i for i, x in enumerate(lines) if x.startswith("Line ")]
+
+    def kept_topics(question: str) -> set[str]:
+        sel = select_lines(lines, question, "docs")
+        return {t for _, t in topics for i in body if sel.keep[i] and t in lines[i]}
+
+    assert kept_topics("how does printing work") == {"printing"}
+    close = _manual(
+        [(t, f"{topic} quota") if t in ("Beta", "Eta") else (t, topic) for t, topic in topics]
+    )
+    lines = close.split("\n")
+    body = [i for i, x in enumerate(lines) if x.startswith("Line ")]
+    assert {"storage", "caching"} <= kept_topics("what quota applies")
+
+
 def test_docs_fenced_block_kept_or_pruned_whole():
     lines = DOC.split("\n")
     fence = [i for i, x in enumerate(lines) if x.startswith("```")]

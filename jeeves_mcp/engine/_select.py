@@ -23,6 +23,14 @@ NO_PRUNE_END = "⟦NO_PRUNE_END⟧"
 BUDGET = 0.25
 # A unit scoring below this share of the best one is not worth keeping.
 REL_CUT = 0.2
+# Docs: a softmax of the section scores, at a temperature relative to the best score,
+# is read as the chance that each section is the one asked about. Sections are taken
+# by that chance per character (the first even past the budget) until they hold DOCS_MASS of it
+# or fill DOCS_BUDGET of the characters: a clear winner is kept alone, close
+# candidates are kept together.
+DOCS_MASS = 0.9
+DOCS_TEMP = 0.2
+DOCS_BUDGET = 0.25
 
 
 class PruneTimeout(Exception):
@@ -62,7 +70,10 @@ def select_lines(
     _check(deadline)
     scores = score_units(lines, layout.units, qterms)
     _check(deadline)
-    keep = _choose(lines, layout, scores)
+    if source_type == "docs":
+        keep = _choose_by_chance(lines, layout, scores)
+    else:
+        keep = _choose(lines, layout, scores)
     _check(deadline)
     _enforce(lines, layout, scores, keep, max_prune_ratio, min_keep_lines)
     return Selection(keep, _reasons(layout, keep))
@@ -100,6 +111,45 @@ def _choose(lines: list[str], layout: Layout, scores: list[float]) -> list[bool]
         for i in rows:
             keep[i] = True
         kept += cost
+    return keep
+
+
+def _choose_by_chance(lines: list[str], layout: Layout, scores: list[float]) -> list[bool]:
+    n = len(lines)
+    keep = [False] * n
+    for i in layout.always:
+        keep[i] = True
+    cand = [k for k in range(len(scores)) if scores[k] > 0]
+    if not cand:
+        return keep
+    sizes = [len(x) + 1 for x in lines]
+    total = sum(sizes)
+    top = max(scores[k] for k in cand)
+    temp = DOCS_TEMP * top
+    chance = {k: math.exp((scores[k] - top) / temp) for k in cand}
+    z = sum(chance.values())
+    rows_of: dict[int, list[int]] = {}
+    density: dict[int, float] = {}
+    for k in cand:
+        u = layout.units[k]
+        rows = sorted(
+            {i for a, b in u.heads for i in range(a, b + 1)} | set(range(u.start, u.end + 1))
+        )
+        rows_of[k] = rows
+        density[k] = chance[k] / max(1, sum(sizes[i] for i in rows if not keep[i]))
+    order = sorted(cand, key=lambda k: (-density[k], k))
+    mass = 0.0
+    kept = 0
+    for rank, k in enumerate(order):
+        if mass >= DOCS_MASS * z:
+            break
+        cost = sum(sizes[i] for i in rows_of[k] if not keep[i])
+        if rank > 0 and kept + cost > DOCS_BUDGET * total:
+            continue
+        for i in rows_of[k]:
+            keep[i] = True
+        kept += cost
+        mass += chance[k]
     return keep
 
 
