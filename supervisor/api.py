@@ -41,9 +41,12 @@ class AcquireBody(BaseModel):
         path = Path(value).expanduser()
         if not path.is_absolute():
             raise ValueError("must be an absolute path")
-        if not path.is_dir():
-            raise ValueError("is not a directory")
-        return str(path.resolve())
+        try:
+            if not path.is_dir():
+                raise ValueError("is not a directory")
+            return str(path.resolve())
+        except OSError as exc:  # a name too long, a loop of symlinks, ...
+            raise ValueError(f"cannot use it: {exc.strerror}") from exc
 
     @field_validator("env")
     @classmethod
