@@ -99,6 +99,10 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
 
     @app.before_request
     async def guard() -> Response | None:
+        # Read the whole body (bounded by MAX_CONTENT_LENGTH and BODY_TIMEOUT) before any
+        # answer: a keep-alive connection whose request body a route left unread (a GET
+        # or DELETE with a body) stopped being answered after a few requests.
+        await request.get_data(cache=True)
         # Unix-socket peers are trusted by the socket's mode; TCP peers need the token.
         if token is None or request.scope.get("client") is None:
             return None
