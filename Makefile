@@ -38,6 +38,11 @@ chaos: dev
 load: dev
 	$(BIN)/python bench/load.py
 
+# 10,000 generated cases per target (/mcp both eras, /rpc, stdio, control API); `make test` runs 100.
+.PHONY: fuzz
+fuzz: dev
+	JEEVES_FUZZ_EXAMPLES=10000 $(BIN)/pytest -q -s -p no:cacheprovider tests/test_fuzz.py
+
 # The main job: the supervisor daemon with the built-in pruning engine.
 run: dev
 	$(BIN)/jeeves-mcp daemon
