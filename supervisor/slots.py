@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 import trio
+
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.child import Child, SpawnError
@@ -35,7 +36,6 @@ from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus, Metrics
 from jeeves_mcp.supervisor.forkserver import ForkServer, ForkServerUnavailable
 from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
-
 from jeeves_mcp.tools._process import kill_tree
 
 log = logging.getLogger("jeeves_mcp.supervisor")
