@@ -8,6 +8,7 @@ pays for its own child).
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
 from collections import OrderedDict
@@ -412,7 +413,12 @@ def _is_local_host(host: str) -> bool:
         name = urlsplit(f"//{host}").hostname
     except ValueError:
         return False
-    return name in LOCAL_HOSTS or (name or "").startswith("127.")
+    if name in LOCAL_HOSTS:
+        return True
+    try:  # 127.0.0.2 is loopback; 127.0.0.1.evil.example is a name anyone can point at us
+        return ipaddress.ip_address(name or "").is_loopback
+    except ValueError:
+        return False
 
 
 def _is_local_origin(origin: str) -> bool:
