@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from jeeves_mcp.supervisor import savings
-from jeeves_mcp.supervisor.slots import AcquireRequest, SlotError, SlotManager, SlotState
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from quart import Response, request
 from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
 
 from jeeves_mcp import __version__
+from jeeves_mcp.supervisor import savings
+from jeeves_mcp.supervisor.slots import AcquireRequest, SlotError, SlotManager, SlotState
 
 log = logging.getLogger("jeeves_mcp.supervisor.api")
 
@@ -127,6 +128,14 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
     @app.errorhandler(413)
     async def too_large(_: Exception) -> Response:
         return error("INVALID_REQUEST", "body too large", 413)
+
+    @app.errorhandler(HTTPException)
+    async def http_error(exc: HTTPException) -> Response:
+        # 408 (a body slower than BODY_TIMEOUT) and the rest, which the Exception
+        # handler below would otherwise turn into 500 INTERNAL.
+        status = exc.code or 500
+        code = {400: "INVALID_REQUEST", 408: "REQUEST_TIMEOUT"}.get(status, f"HTTP_{status}")
+        return error(code, exc.description or exc.name, status)
 
     @app.errorhandler(Exception)
     async def internal(exc: Exception) -> Response:
