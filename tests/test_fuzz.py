@@ -197,6 +197,7 @@ HOSTILE = [
     b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"\\ud800"}}',
     b'{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}',
     b'{"jsonrpc":"2.0","id":5,"result":{}}',
+    b'{"jsonrpc":"2.0","id":0,"method":null,"result":null}',
     b'{"jsonrpc":"2.0","id":6,"method":"notifications/initialized"}',
     b'{"jsonrpc":"2.0","method":"ping"}',
     b'{"jsonrpc":"1.0","id":7,"method":"ping"}',

@@ -220,7 +220,7 @@ class McpHttpApp:
             if entry is None:
                 return
         session = entry.session
-        if not any(isinstance(m, dict) and "id" in m and "method" in m for m in messages):
+        if not any(_is_request(m) for m in messages):
             await self._batch(message, session, None, False)
             await send_bytes(send, 202, b"", None, response_headers)
             return
@@ -268,7 +268,7 @@ class McpHttpApp:
             status = MODERN_ERROR_STATUS.get(problem.code, 200)
             await send_json(send, status, error_response(request_id, problem))
             return
-        if "id" not in message or ("method" not in message and ("result" in message or "error" in message)):
+        if not _is_request(message):
             # A notification, or a client's response to a server request: nothing to answer.
             await self.dispatcher.handle(message, Session(), None, modern=True)
             await send_bytes(send, 202, b"", None)
@@ -369,6 +369,14 @@ class McpHttpApp:
         if gone:
             raise ClientGone
         return result
+
+
+def _is_request(message: Any) -> bool:
+    """A message the dispatcher answers: an id, and not a client's response ("method"
+    absent or null with "result" or "error"), as `Dispatcher.handle` decides."""
+    return isinstance(message, dict) and "id" in message and not (
+        message.get("method") is None and ("result" in message or "error" in message)
+    )
 
 
 def _parse(body: bytes) -> Any:
