@@ -152,10 +152,16 @@ class AsyncControlClient(_Api):
             raise _unavailable(self.where, exc) from exc
         return _result(response)
 
-    async def events(self) -> AsyncIterator[dict[str, Any]]:
-        """Slot transitions as they happen (server-sent events), until the caller stops."""
+    async def events(self, since: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Slot transitions as they happen (server-sent events), until the caller stops.
+
+        `since`: the `id` of the last event seen; what came after it (kept in the
+        daemon's backlog) arrives first. An id of an earlier daemon replays the
+        current daemon's whole backlog, re-adoptions included.
+        """
+        headers = {"Last-Event-ID": since} if since else None
         try:
-            async with self._http.stream("GET", "/v1/events", timeout=None) as response:
+            async with self._http.stream("GET", "/v1/events", timeout=None, headers=headers) as response:
                 async for line in response.aiter_lines():
                     if line.startswith("data: "):
                         yield json.loads(line[6:])

@@ -229,8 +229,11 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
 
     @app.get("/v1/events")
     async def events() -> Response:
+        # Standard SSE resumption (Last-Event-ID), or ?since=<id> for scripts.
+        last_id = request.headers.get("Last-Event-ID") or request.args.get("since")
+
         async def stream() -> AsyncIterator[bytes]:
-            async with manager.events.subscribe() as receive:
+            async with manager.events.subscribe(last_id) as receive:
                 yield b": connected\n\n"
                 while True:
                     with trio.move_on_after(SSE_KEEPALIVE_S) as idle:
@@ -238,7 +241,7 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
                     if idle.cancelled_caught:
                         yield b": keep-alive\n\n"
                         continue
-                    yield f"id: {event['seq']}\nevent: {event['event']}\ndata: {json.dumps(event)}\n\n".encode()
+                    yield f"id: {event['id']}\nevent: {event['event']}\ndata: {json.dumps(event)}\n\n".encode()
 
         response = Response(stream(), mimetype="text/event-stream")
         response.headers["Cache-Control"] = "no-cache"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import math
+import secrets
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,21 +18,33 @@ from jeeves_mcp import _log
 log = logging.getLogger("jeeves_mcp.supervisor")
 
 SUBSCRIBER_BUFFER = 256
+BACKLOG = 1024
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, math.inf)
 
 
 class EventBus:
-    """Fan-out of events to `/v1/events` subscribers; a subscriber that falls
-    behind by SUBSCRIBER_BUFFER events is dropped rather than slowing the daemon."""
+    """Fan-out of events to `/v1/events` subscribers.
+
+    The last BACKLOG events are kept, so a subscriber can ask for what it
+    missed (a restarted daemon re-adopts before its API serves; a client
+    reconnects after a blip). Event ids are `<boot>-<seq>`: an id from an
+    earlier daemon replays this daemon's whole backlog. A subscriber that
+    falls behind by SUBSCRIBER_BUFFER events is dropped rather than slowing
+    the daemon.
+    """
 
     def __init__(self) -> None:
         self._subscribers: set[trio.MemorySendChannel[dict[str, Any]]] = set()
         self._sequence = 0
+        self.boot = secrets.token_hex(4)
+        self._backlog: deque[dict[str, Any]] = deque(maxlen=BACKLOG)
 
     def publish(self, name: str, level: int = logging.INFO, **fields: Any) -> dict[str, Any]:
         self._sequence += 1
-        event = {"seq": self._sequence, "ts": round(time.time(), 3), "event": name, **fields}
+        event = {"seq": self._sequence, "id": f"{self.boot}-{self._sequence}", "ts": round(time.time(), 3),
+                 "event": name, **fields}
         _log.event(log, name, level, **fields)
+        self._backlog.append(event)
         for channel in list(self._subscribers):
             try:
                 channel.send_nowait(event)
@@ -42,9 +55,22 @@ class EventBus:
                 self._subscribers.discard(channel)
         return event
 
+    def missed_since(self, last_id: str | None) -> list[dict[str, Any]]:
+        """Backlog events after `last_id` (all of them for an id of another boot; none for None)."""
+        if last_id is None:
+            return []
+        boot, _, seq = last_id.partition("-")
+        if boot != self.boot or not seq.isdigit():
+            return list(self._backlog)
+        return [event for event in self._backlog if event["seq"] > int(seq)]
+
     @asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[trio.MemoryReceiveChannel[dict[str, Any]]]:
-        send, receive = trio.open_memory_channel[dict[str, Any]](SUBSCRIBER_BUFFER)
+    async def subscribe(
+        self, last_id: str | None = None
+    ) -> AsyncIterator[trio.MemoryReceiveChannel[dict[str, Any]]]:
+        send, receive = trio.open_memory_channel[dict[str, Any]](SUBSCRIBER_BUFFER + BACKLOG)
+        for event in self.missed_since(last_id):
+            send.send_nowait(event)
         self._subscribers.add(send)
         try:
             yield receive

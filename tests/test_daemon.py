@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import stat
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,12 @@ async def test_lease_expiry_releases_the_slot(daemon: Daemon, run_root: Path) ->
 async def test_daemon_crash_then_restart_readopts_children(daemon: Daemon, run_root: Path) -> None:
     async with daemon.client() as control:
         slot = await control.acquire("survivor", run_root)
+        with trio.fail_after(10):
+            async with aclosing(control.events(since="before-0")) as events:  # the backlog
+                async for event in events:
+                    last_id = event["id"]
+                    if event["event"] == "mcp_pruner.ready":
+                        break
     os.kill(daemon.process.pid, signal.SIGKILL)
     await daemon.process.wait()
     assert alive(slot["pid"])  # the child outlives its daemon
@@ -178,6 +185,11 @@ async def test_daemon_crash_then_restart_readopts_children(daemon: Daemon, run_r
     daemon.process = await daemon.restart()  # type: ignore[attr-defined]
     await daemon.wait_ready(2)
     async with daemon.client() as control:
+        with trio.fail_after(10):  # what the new daemon did before its API served is replayed
+            async with aclosing(control.events(since=last_id)) as events:
+                async for event in events:
+                    if event["event"] == "mcp_pruner.adopted" and event["run_id"] == "survivor":
+                        break
         adopted = await control.get("survivor")
         assert (adopted["state"], adopted["pid"], adopted["mcp"]) == ("running", slot["pid"], slot["mcp"])
         assert (await read_through(adopted))["path"] == "hello.py"
