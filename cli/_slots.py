@@ -206,7 +206,7 @@ def render_slot(slot: dict[str, Any], console: Console, now: datetime.datetime |
 def format_event(event: dict[str, Any]) -> str:
     """One human line per event: time, name, run, then the other fields."""
     moment = datetime.datetime.fromtimestamp(event.get("ts", time.time())).strftime("%H:%M:%S.%f")[:-3]
-    skip = {"seq", "ts", "event", "run_id"}
+    skip = {"seq", "id", "ts", "event", "run_id"}
     rest = " ".join(f"{k}={v}" for k, v in event.items() if k not in skip and v is not None)
     run = f" {event['run_id']}" if event.get("run_id") else ""
     return f"{moment} {event.get('event', '?')}{run}" + (f" {rest}" if rest else "")
@@ -463,7 +463,7 @@ def events(
         "--run", metavar="RUN_ID", help="Only this run's events.", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
-    """Print slot transitions as they happen (the daemon keeps no history).
+    """Print slot transitions as they happen.
 
     Without -f: from now until Ctrl-C, --count events, or the daemon stops (exit
     0); no daemon is exit 3. With -f: also across daemon restarts (upgrades,
