@@ -467,7 +467,8 @@ def events(
 
     Without -f: from now until Ctrl-C, --count events, or the daemon stops (exit
     0); no daemon is exit 3. With -f: also across daemon restarts (upgrades,
-    live restore), waiting for a daemon that is not there yet.
+    live restore), waiting for a daemon that is not there yet; after a reconnect
+    the daemon replays what was missed (its recent events are kept).
     """
     import trio
 
@@ -475,9 +476,11 @@ def events(
 
     err = stderr_console()
     seen = 0
+    last_id: str | None = None  # resume point after a reconnect: nothing is missed
 
     def emit(event: dict[str, Any]) -> bool:
-        nonlocal seen
+        nonlocal seen, last_id
+        last_id = event.get("id", last_id)
         if run_id is not None and event.get("run_id") != run_id:
             return False
         typer.echo(json.dumps(event, ensure_ascii=False) if as_json else format_event(event))
@@ -489,7 +492,7 @@ def events(
         import httpx
 
         async with settings(ctx).async_client() as control:
-            stream = control.events()
+            stream = control.events(since=last_id)
             try:
                 async for event in stream:
                     if emit(event):
