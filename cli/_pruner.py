@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 
 import typer
@@ -36,6 +37,9 @@ def pruner(
     from jeeves_mcp.config import ConfigError, load_config
     from jeeves_mcp.server import run_pruner
 
+    if token is None and os.environ.get("JEEVES_MCP_TOKEN_STDIN") == "1":
+        # The supervisor hands the token over stdin, out of reach of /proc/PID/environ.
+        token = sys.stdin.readline().strip() or None
     _log.configure(
         getattr(logging, log_level.upper(), logging.INFO),
         file=str(log_file) if log_file else None,

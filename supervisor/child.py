@@ -172,14 +172,17 @@ async def spawn(
         "--root", str(root), "--port", str(port),
         "--log-file", str(log_file), "--log-file-bytes", str(log_bytes),
     ]
+    # The token goes through a pipe, not the environment: another run's commands,
+    # same user, could read this process's /proc/PID/environ.
+    exec_env = {k: v for k, v in env.items() if k != "JEEVES_MCP_TOKEN"} | {"JEEVES_MCP_TOKEN_STDIN": "1"}
     try:
         process = await trio.lowlevel.open_process(
             argv,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             cwd=str(root),
-            env=env,
+            env=exec_env,
             start_new_session=True,
         )
     except OSError as exc:
@@ -187,7 +190,10 @@ async def spawn(
     child = Child(pid=process.pid, port=0, start_ticks=process_start_ticks(process.pid) or 0,
                   tree=env.get("JEEVES_MCP_TREE"), process=process)
     try:
-        assert process.stdout is not None
+        assert process.stdin is not None and process.stdout is not None
+        with contextlib.suppress(trio.BrokenResourceError):
+            await process.stdin.send_all(token.encode() + b"\n")
+        await process.stdin.aclose()
         with trio.fail_after(timeout_s):
             ready = await read_ready(process.stdout, child)
         child.port = int(ready["port"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import logging
 import os
@@ -14,6 +15,8 @@ import httpx
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
+
+from jeeves_mcp import __version__, _log
 from jeeves_mcp.supervisor.api import create_app
 from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus, Metrics
@@ -21,11 +24,10 @@ from jeeves_mcp.supervisor.notify import SystemdNotifier
 from jeeves_mcp.supervisor.slots import SlotManager
 from jeeves_mcp.supervisor.store import SlotStore
 
-from jeeves_mcp import __version__, _log
-
 log = logging.getLogger("jeeves_mcp.supervisor")
 
 LISTEN_FDS_START = 3  # sd_listen_fds(3)
+PR_SET_DUMPABLE = 4
 
 
 class DaemonError(Exception):
@@ -75,7 +77,15 @@ def _hypercorn_config(binds: list[str]) -> HypercornConfig:
     return hyper
 
 
+def _not_dumpable() -> None:
+    """Keep our /proc entries (environ, memory) from processes of the same user:
+    every run's commands descend from this daemon. Root sees them regardless."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
 async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -> None:
+    _not_dumpable()
     notifier = SystemdNotifier()
     config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not os.access(config.state_dir, os.W_OK):

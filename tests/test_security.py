@@ -220,6 +220,28 @@ async def test_bash_does_not_inherit_the_daemons_secrets(tmp_path: Path, run_roo
         await control.release("env-run")
 
 
+SCAN_TOKENS = "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f 2>/dev/null; done | grep -c '^JEEVES_MCP_TOKEN=' || true"
+
+
+@pytest.mark.parametrize("fork_server", ["true", "false"])
+async def test_a_run_cannot_read_another_runs_token(tmp_path: Path, run_root: Path, fork_server: str) -> None:
+    """Cold children get their token through a pipe, forked ones after exec: never in /proc/PID/environ."""
+    async with running_daemon(tmp_path, {"JEEVES_MCP_FORK_SERVER": fork_server}) as daemon, \
+            daemon.client() as control:
+        first = await control.acquire("a", run_root)
+        second = await control.acquire("b", run_root)
+        token_b = second["mcp"]["headers"]["Authorization"].removeprefix("Bearer ")
+        base = first["mcp"]["url"].removesuffix("/mcp")
+        async with httpx.AsyncClient(timeout=20) as http:
+            found = await call_tool(http, base, first["mcp"]["headers"], "bash", {"cmd": SCAN_TOKENS})
+            dump = await call_tool(http, base, first["mcp"]["headers"], "bash",
+                                   {"cmd": "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'"})
+        assert found["stdout"].strip() == "0"
+        assert token_b not in json.dumps(dump)
+        await control.release("a")
+        await control.release("b")
+
+
 async def test_bash_of_a_child_started_directly_does_not_see_its_secrets(workspace: Path, tmp_path: Path) -> None:
     env = {"JEEVES_SECRET_CANARY": SECRET, "GITHUB_TOKEN": SECRET + "-gh"}
     async with running_child(workspace, tmp_path, env=env) as child, httpx.AsyncClient(timeout=20) as http:
