@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import httpx
 import pytest
 import trio
 
-from tests._child import Child, running_child
+from tests._child import Child, pruner_argv, running_child
 
 JSON_AND_SSE = "application/json, text/event-stream"
 INIT = {
@@ -235,3 +236,24 @@ async def test_symlink_out_of_root_is_refused(child: Child, workspace: Path, tmp
         result = await call(http, child, "read", {"path": "link.txt"})
     assert result["structuredContent"]["code"] == "FORBIDDEN"
     assert "s3cret" not in json.dumps(result)
+
+
+async def test_a_batch_of_malformed_items_gets_its_errors(child: Child) -> None:
+    async with httpx.AsyncClient() as http:
+        session = await open_session(http, child)
+        reply = await http.post(child.url, json=[5, {"jsonrpc": "1.0", "method": "x"}],
+                                headers=headers(child, **{"Mcp-Session-Id": session}))
+    assert reply.status_code == 400
+    assert [error["error"]["code"] for error in reply.json()] == [-32600, -32600]
+
+
+async def test_stdio_answers_an_empty_batch_and_keeps_going(workspace: Path) -> None:
+    lines = b'[]\n{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n'
+    done = await trio.run_process(
+        pruner_argv(workspace, "--stdio"), stdin=lines, capture_stdout=True, capture_stderr=True,
+        env={k: v for k, v in os.environ.items() if k != "JEEVES_MCP_TOKEN"},
+    )
+    # Lines are answered concurrently: match replies by id, not by order.
+    replies = {json.dumps(r.get("id")): r for r in map(json.loads, done.stdout.splitlines())}
+    assert replies["null"]["error"]["code"] == -32600
+    assert replies["1"] == {"jsonrpc": "2.0", "id": 1, "result": {}}

@@ -85,26 +85,40 @@ class McpHttpApp:
         if scope["type"] != "http":
             return
         method, path = scope["method"], scope["path"]
+        started = False
+
+        async def tracked_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
-            if path == "/health" and method == "GET":
-                await send_json(send, 200, {**health_payload(), "model_loaded": True})
-            elif path == "/stats" and method == "GET":
-                if await self.guard(scope, send):
-                    await send_json(send, 200, self.dispatcher.runner.stats.to_json())
-            elif path == "/mcp":
-                if await self.guard(scope, send):
-                    await self._mcp(scope, receive, send)
-            elif path == "/rpc":
-                if method != "POST":
-                    await _status(send, 405, "use POST", allow="POST")
-                elif await self.guard(scope, send):
-                    await self._rpc(receive, send)
-            elif (method, path) in self.extra_routes:
-                await self.extra_routes[(method, path)](scope, receive, send)
-            else:
-                await _status(send, 404, f"no route {method} {path}")
+            await self._route(method, path, scope, receive, tracked_send)
         except ClientGone:
             return
+        except Exception as exc:  # one bad request must not cost the others their server
+            log.error("http.internal_error", exc_info=exc, extra={"method": method, "path": path})
+            if not started:
+                await send_json(send, 500, {"error": {"code": 500, "message": "internal error"}})
+
+    async def _route(self, method: str, path: str, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if path == "/health" and method == "GET":
+            await send_json(send, 200, {**health_payload(), "model_loaded": True})
+        elif path == "/stats" and method == "GET":
+            if await self.guard(scope, send):
+                await send_json(send, 200, self.dispatcher.runner.stats.to_json())
+        elif path == "/mcp":
+            if await self.guard(scope, send):
+                await self._mcp(scope, receive, send)
+        elif path == "/rpc":
+            if method != "POST":
+                await _status(send, 405, "use POST", allow="POST")
+            elif await self.guard(scope, send):
+                await self._rpc(receive, send)
+        elif (method, path) in self.extra_routes:
+            await self.extra_routes[(method, path)](scope, receive, send)
+        else:
+            await _status(send, 404, f"no route {method} {path}")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -221,8 +235,12 @@ class McpHttpApp:
                 return
         session = entry.session
         if not any(_is_request(m) for m in messages):
-            await self._batch(message, session, None, False)
-            await send_bytes(send, 202, b"", None, response_headers)
+            # Notifications and responses get 202; malformed items still get their errors.
+            errors = await self._batch(message, session, None, False)
+            if errors is None:
+                await send_bytes(send, 202, b"", None, response_headers)
+            else:
+                await send_json(send, 400, errors, response_headers)
             return
         if _wants_stream(scope, messages):
             await start_sse(send, response_headers)

@@ -8,7 +8,7 @@ from typing import Any
 
 import trio
 
-from jeeves_mcp.errors import PARSE_ERROR, McpError
+from jeeves_mcp.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError
 from jeeves_mcp.protocol import (
     MODERN_VERSIONS,
     Dispatcher,
@@ -46,6 +46,13 @@ async def serve_stdio(
 
     async def answer(line: bytes) -> None:
         try:
+            await answer_line(line)
+        except Exception as exc:  # one bad message must not end the session
+            log.error("stdio.internal_error", exc_info=exc)
+            await write(error_response(None, McpError(INTERNAL_ERROR, "internal error", {"code": "INTERNAL"})))
+
+    async def answer_line(line: bytes) -> None:
+        try:
             message = json.loads(line)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             await write(error_response(None, McpError(PARSE_ERROR, f"parse error: {exc}"[:200])))
@@ -55,6 +62,9 @@ async def serve_stdio(
             request_id = message.get("id") if isinstance(message, dict) else None
             request_id = request_id if is_valid_id(request_id) else None
             await write(error_response(request_id, unsupported_version(version)))
+            return
+        if message == []:
+            await write(error_response(None, McpError(INVALID_REQUEST, "empty batch")))
             return
         messages = message if isinstance(message, list) else [message]
         replies = []
