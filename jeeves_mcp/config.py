@@ -25,6 +25,7 @@ class PrunerConfig(BaseModel):
     allow_outside_root: bool = Field(False, description="Let read/grep/bash cwd leave the root.")
     token: str | None = Field(None, description="Bearer token required on /mcp and /rpc when set.")
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Larger request bodies get 413.")
+    body_timeout_s: float = Field(30.0, gt=0, description="A request body slower than this gets 408 (slowloris).")
     response_budget_bytes: int = Field(10 * 1024, ge=512, description="Bytes of text one tool result may return (seed 002).")
     max_concurrent_calls: int = Field(8, ge=1, description="Tool calls running at once; more get QUEUE_OVERLOADED.")
     max_sessions: int = Field(256, ge=1, description="Streamable HTTP sessions kept; the least recently used is dropped.")
@@ -66,6 +67,7 @@ ENV_FIELDS: dict[str, str] = {
     "JEEVES_MCP_RESPONSE_BUDGET_BYTES": "response_budget_bytes",
     "JEEVES_MCP_MAX_CONCURRENT_CALLS": "max_concurrent_calls",
     "JEEVES_MCP_MAX_BODY_BYTES": "max_body_bytes",
+    "JEEVES_MCP_BODY_TIMEOUT_S": "body_timeout_s",
     "JEEVES_MCP_BASH_TIMEOUT_MS": "bash_timeout_ms",
     "JEEVES_MCP_PRUNE_TIMEOUT_MS": "prune_timeout_ms",
     "JEEVES_MCP_ALLOW_OUTSIDE_ROOT": "allow_outside_root",

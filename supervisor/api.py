@@ -95,7 +95,7 @@ async def _json_body(model: type[BaseModel], *, optional: bool = False) -> BaseM
 def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTrio:
     app = QuartTrio(__name__)
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
-    app.config["BODY_TIMEOUT"] = 30
+    app.config["BODY_TIMEOUT"] = manager.config.body_timeout_s
     token = tcp_token.encode() if tcp_token else None
 
     @app.before_request

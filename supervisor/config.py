@@ -43,6 +43,7 @@ class DaemonConfig(BaseModel):
     tcp_host: str | None = Field(None, description="Also serve the control API on this loopback address.")
     tcp_port: int = Field(0, ge=0, le=65535, description="TCP port for the control API (0 = OS chooses).")
     tcp_token: str | None = Field(None, description="Bearer token required on the TCP control API.")
+    body_timeout_s: float = Field(30.0, gt=0, description="A control request body slower than this gets 408.")
     enabled: bool = Field(True, description="False gives every new slot the disabled state, no child.")
     max_slots: int = Field(100, ge=1, description="Slots alive at once; more get 429 QUEUE_OVERLOADED.")
     startup_timeout_s: float = Field(20.0, gt=0, description="A child must be healthy within this.")
@@ -72,6 +73,7 @@ class DaemonConfig(BaseModel):
 
 ENV_FIELDS = {
     "JEEVES_MCP_PRUNER_ENABLED": "enabled",
+    "JEEVES_MCP_BODY_TIMEOUT_S": "body_timeout_s",
     "JEEVES_MCP_MAX_SLOTS": "max_slots",
     "JEEVES_MCP_TCP_HOST": "tcp_host",
     "JEEVES_MCP_TCP_PORT": "tcp_port",

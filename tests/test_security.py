@@ -22,7 +22,7 @@ from tests._child import Child, running_child
 from tests._daemon import Daemon, running_daemon
 
 SECRET = "s3cr3t-canary-7f1c9a"
-BODY_TIMEOUT_S = 30.0  # jeeves_mcp.transports.http.BODY_TIMEOUT_S and the daemon's BODY_TIMEOUT
+BODY_TIMEOUT_S = 6.0  # body_timeout_s of the child and the daemon here (30 s by default)
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "s", "version": "0"}}}
 
@@ -275,10 +275,12 @@ async def slow_body(port: int, path: str, headers: dict[str, str], trickle_s: fl
 
 
 async def test_slow_bodies_time_out_without_blocking_others(tmp_path: Path, workspace: Path) -> None:
+    timeout = {"JEEVES_MCP_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S)}
     env = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": "tcp-secret",
-           "JEEVES_MCP_PRUNER_ENABLED": "false"}
+           "JEEVES_MCP_PRUNER_ENABLED": "false", **timeout}
     (tmp_path / "d").mkdir()
-    async with running_daemon(tmp_path / "d", env) as daemon, running_child(workspace, tmp_path) as child:
+    async with running_daemon(tmp_path / "d", env) as daemon, \
+            running_child(workspace, tmp_path, env=timeout) as child:
         ready = next(json.loads(line) for line in daemon.log_path.read_text().splitlines()
                      if '"daemon.ready"' in line)
         daemon_port = int(ready["tcp"].rsplit(":", 1)[1])

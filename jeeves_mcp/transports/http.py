@@ -49,7 +49,6 @@ from jeeves_mcp.transports._asgi import (
 log = logging.getLogger("jeeves_mcp.http")
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-BODY_TIMEOUT_S = 30.0
 # Errors of the stateless era carry an HTTP status, as the official SDK server does.
 MODERN_ERROR_STATUS = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400, -32601: 404}
 
@@ -159,7 +158,7 @@ class McpHttpApp:
 
     async def read_body(self, receive: Receive, send: Send) -> bytes | None:
         try:
-            with trio.fail_after(BODY_TIMEOUT_S):
+            with trio.fail_after(self.config.body_timeout_s):
                 return await read_body(receive, self.config.max_body_bytes)
         except BodyTooLarge:
             await _status(send, 413, f"body larger than {self.config.max_body_bytes} bytes")
