@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+
 from jeeves_mcp.supervisor.child import (
     Child,
     SpawnError,
