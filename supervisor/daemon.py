@@ -34,10 +34,16 @@ class DaemonError(Exception):
     """The daemon cannot start (socket in use, state dir not writable, ...)."""
 
 
+def socket_activated(env: dict[str, str] | None = None) -> bool:
+    """systemd handed this very process its listening socket (sd_listen_fds(3))."""
+    env = dict(os.environ) if env is None else env
+    count = env.get("LISTEN_FDS", "0")
+    return env.get("LISTEN_PID") == str(os.getpid()) and count.isdigit() and int(count) >= 1
+
+
 def control_socket(path: Path, env: dict[str, str] | None = None) -> socket.socket:
     """The control socket: inherited from systemd socket activation, or created 0600."""
-    env = dict(os.environ) if env is None else env
-    if env.get("LISTEN_PID") == str(os.getpid()) and int(env.get("LISTEN_FDS", "0")) >= 1:
+    if socket_activated(env):
         sock = socket.socket(fileno=LISTEN_FDS_START)
         sock.set_inheritable(False)
         return sock
@@ -90,6 +96,7 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
     config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not os.access(config.state_dir, os.W_OK):
         raise DaemonError(f"state dir {config.state_dir} is not writable")
+    activated = socket_activated()
     sock = control_socket(config.socket)
     store = SlotStore(config.db_path)
     events = EventBus()
@@ -135,7 +142,7 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
     finally:
         store.close()
         sock.close()
-        if not os.environ.get("LISTEN_FDS"):
+        if not activated:  # an activated socket belongs to systemd
             with contextlib.suppress(FileNotFoundError):
                 config.socket.unlink()
         _log.event(log, "daemon.stopped")
