@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import trio
@@ -41,7 +42,7 @@ class ToolRunner:
         store: RecoveryStore,
         pruner: Pruner,
         *,
-        aliases: list[Tool] = (),  # type: ignore[assignment]
+        aliases: Sequence[Tool] = (),
     ) -> None:
         self.config = config
         self.store = store

@@ -307,13 +307,11 @@ class SlotManager:
     async def _run_slot(
         self, slot: Slot, enabled: bool, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        reported = False
         try:
             with slot.scope:
                 if not enabled:
-                    await self._transition(slot, SlotState.DISABLED, "mcp_pruner.disabled", reason="config_disabled")
                     slot.record.reason = "config_disabled"
-                    reported = True
+                    await self._transition(slot, SlotState.DISABLED, "mcp_pruner.disabled", reason="config_disabled")
                     task_status.started()
                     await self._lease_watch(slot)
                     return
@@ -324,19 +322,15 @@ class SlotManager:
                     self.metrics.start_failures += 1
                     slot.record.reason = f"start_failed: {exc}"
                     await self._transition(slot, SlotState.DISABLED, "mcp_pruner.start_failed", error=str(exc))
-                    reported = True
                     task_status.started()
                     await self._lease_watch(slot)
                     return
                 await self._mark_running(slot, "mcp_pruner.ready")
-                reported = True
                 task_status.started()
                 await self._supervise(slot)
         finally:
             with trio.CancelScope(shield=True):
                 await self._finish(slot)
-            if not reported and not slot.scope.cancelled_caught:
-                pass  # the exception goes to the acquirer through nursery.start
 
     async def _mark_running(self, slot: Slot, event: str) -> None:
         assert slot.child is not None
