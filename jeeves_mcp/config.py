@@ -89,7 +89,9 @@ def load_config(env: Mapping[str, str] | None = None, **flags: Any) -> PrunerCon
     try:
         return PrunerConfig(**values)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}" for e in exc.errors()
-        )
-        raise ConfigError(problems) from exc
+        raise ConfigError(validation_problems(exc)) from exc
+
+
+def validation_problems(exc: ValidationError) -> str:
+    """One line naming each bad setting, for an operator."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}" for e in exc.errors())

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from jeeves_mcp.config import ConfigError
+from jeeves_mcp.config import ConfigError, validation_problems
 
 
 def default_state_dir(env: Mapping[str, str]) -> Path:
@@ -115,10 +115,7 @@ def load_daemon_config(
     try:
         return DaemonConfig(**values)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}" for e in exc.errors()
-        )
-        raise ConfigError(problems) from exc
+        raise ConfigError(validation_problems(exc)) from exc
 
 
 def reference_markdown() -> str:

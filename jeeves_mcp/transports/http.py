@@ -21,6 +21,7 @@ import trio
 from jeeves_mcp import _log
 from jeeves_mcp.config import PrunerConfig
 from jeeves_mcp.errors import HEADER_MISMATCH, INVALID_REQUEST, PARSE_ERROR, McpError
+from jeeves_mcp.progress import Notify
 from jeeves_mcp.protocol import (
     HANDSHAKE_VERSIONS,
     MODERN_VERSIONS,
@@ -242,15 +243,9 @@ class McpHttpApp:
                 await send_json(send, 400, errors, response_headers)
             return
         if _wants_stream(scope, messages):
-            await start_sse(send, response_headers)
-
-            async def notify(method: str, params: dict[str, Any]) -> None:
-                await send_sse_event(send, {"jsonrpc": "2.0", "method": method, "params": params})
-
-            reply = await self.watching(receive, self._batch(message, session, notify, False))
-            if reply is not None:
-                await send_sse_event(send, reply)
-            await end_stream(send)
+            await self._stream(
+                receive, send, response_headers, lambda notify: self._batch(message, session, notify, False)
+            )
             return
         reply = await self.watching(receive, self._batch(message, session, None, False))
         await send_json(send, 200, reply, response_headers)
@@ -292,17 +287,9 @@ class McpHttpApp:
             return
         session = Session(protocol_version=body_version)
         if _wants_stream(scope, [message]):
-            await start_sse(send)
-
-            async def notify(method: str, params: dict[str, Any]) -> None:
-                await send_sse_event(send, {"jsonrpc": "2.0", "method": method, "params": params})
-
-            reply = await self.watching(
-                receive, self.dispatcher.handle(message, session, notify, modern=True)
+            await self._stream(
+                receive, send, [], lambda notify: self.dispatcher.handle(message, session, notify, modern=True)
             )
-            if reply is not None:
-                await send_sse_event(send, reply)
-            await end_stream(send)
             return
         reply = await self.watching(receive, self.dispatcher.handle(message, session, None, modern=True))
         status = 200
@@ -326,6 +313,24 @@ class McpHttpApp:
         await end_stream(send)
 
     # -- helpers ----------------------------------------------------------------
+
+    async def _stream(
+        self,
+        receive: Receive,
+        send: Send,
+        headers: list[tuple[str, str]],
+        work: Callable[[Notify], Awaitable[Any]],
+    ) -> None:
+        """Answer as SSE: the call's notifications (progress) as they come, then its reply."""
+        await start_sse(send, headers)
+
+        async def notify(method: str, params: dict[str, Any]) -> None:
+            await send_sse_event(send, {"jsonrpc": "2.0", "method": method, "params": params})
+
+        reply = await self.watching(receive, work(notify))
+        if reply is not None:
+            await send_sse_event(send, reply)
+        await end_stream(send)
 
     def _new_session(self) -> HttpSession:
         while len(self.sessions) >= self.config.max_sessions:
