@@ -125,10 +125,18 @@ class ForkServer:
                         [json.dumps(request).encode()],
                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [write_end]))],
                     )
-                    with trio.fail_after(5):
-                        reply: dict[str, Any] = json.loads(await sock.recv(65536) or b"{}")
-                except (OSError, ValueError, trio.TooSlowError) as exc:
-                    raise ForkServerUnavailable(f"fork server did not answer: {exc}") from exc
+                except OSError as exc:
+                    self._close()
+                    raise ForkServerUnavailable(f"fork server unreachable: {exc}") from exc
+                # The zygote forks now: its reply must be read whatever happens to our
+                # caller, or the next spawn would take this one's pid for its own.
+                with trio.CancelScope(shield=True):
+                    try:
+                        with trio.fail_after(5):
+                            reply: dict[str, Any] = json.loads(await sock.recv(65536) or b"{}")
+                    except (OSError, ValueError, trio.TooSlowError) as exc:
+                        self._close()  # out of step: start a fresh zygote
+                        raise ForkServerUnavailable(f"fork server did not answer: {exc}") from exc
             if "pid" not in reply:
                 raise ForkServerUnavailable(f"fork server refused: {reply.get('error', reply)}")
         except BaseException:
