@@ -234,6 +234,8 @@ class SlotManager:
         finally:
             slot.ready.set()
         self.metrics.acquire.observe(time.monotonic() - started)
+        if slot.state == SlotState.SHUTDOWN:
+            raise SlotError("RELEASED", f"run {request.run_id!r} was released while its slot was starting", 409)
         return slot.view(), True
 
     async def renew(self, run_id: str, ttl_s: float | None) -> dict[str, Any]:
@@ -307,12 +309,19 @@ class SlotManager:
     async def _run_slot(
         self, slot: Slot, enabled: bool, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
+        started = False
+
+        def report() -> None:
+            nonlocal started
+            started = True
+            task_status.started()
+
         try:
             with slot.scope:
                 if not enabled:
                     slot.record.reason = "config_disabled"
                     await self._transition(slot, SlotState.DISABLED, "mcp_pruner.disabled", reason="config_disabled")
-                    task_status.started()
+                    report()
                     await self._lease_watch(slot)
                     return
                 await self._transition(slot, SlotState.STARTING, "mcp_pruner.starting")
@@ -322,15 +331,19 @@ class SlotManager:
                     self.metrics.start_failures += 1
                     slot.record.reason = f"start_failed: {exc}"
                     await self._transition(slot, SlotState.DISABLED, "mcp_pruner.start_failed", error=str(exc))
-                    task_status.started()
+                    report()
                     await self._lease_watch(slot)
                     return
                 await self._mark_running(slot, "mcp_pruner.ready")
-                task_status.started()
+                report()
                 await self._supervise(slot)
         finally:
             with trio.CancelScope(shield=True):
                 await self._finish(slot)
+            if not started and slot.scope.cancelled_caught:
+                # Released while starting (nothing else is propagating): the
+                # acquirer gets the final state rather than a task that never started.
+                report()
 
     async def _mark_running(self, slot: Slot, event: str) -> None:
         assert slot.child is not None
@@ -376,6 +389,7 @@ class SlotManager:
         except BaseException as exc:
             with trio.CancelScope(shield=True):
                 await child.stop(grace_s=0.5)
+                child.close()
             if isinstance(exc, trio.TooSlowError):
                 raise SpawnError("health check did not pass before the startup timeout") from exc
             raise

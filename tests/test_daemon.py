@@ -354,3 +354,54 @@ async def test_children_come_from_the_fork_server_and_cold_when_it_is_gone(daemo
         await control.release("forked")
         await control.release("cold")
         assert not alive(forked["pid"])
+
+
+@pytest.mark.parametrize("fork_server", ["true", "false"])
+async def test_a_release_during_the_acquire_answers_409_and_leaves_nothing(
+    tmp_path: Path, run_root: Path, fork_server: str
+) -> None:
+    async with running_daemon(tmp_path, {"JEEVES_MCP_FORK_SERVER": fork_server}) as daemon, \
+            daemon.client() as control, watch_events(daemon) as log:
+        outcome: dict[str, Any] = {}
+
+        async def acquire() -> None:
+            try:
+                outcome["slot"] = await control.acquire("racy", run_root)
+            except ControlError as exc:
+                outcome["error"] = exc
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(acquire)
+            await log.wait_for("mcp_pruner.starting", "racy")
+            await control.release("racy")
+        if "error" in outcome:  # released before the child was up
+            assert (outcome["error"].code, outcome["error"].status) == ("RELEASED", 409)
+        else:  # the child won the race: a normal slot, released right after
+            assert outcome["slot"]["state"] == "running"
+        assert daemon.our_processes() == []
+        # The fork server is still in step: the next acquire gets a working child.
+        again = await control.acquire("after", run_root)
+        assert (await read_through(again))["path"] == "hello.py"
+        await control.release("after")
+
+
+async def test_a_runs_env_cannot_reconfigure_its_child(daemon: Daemon, run_root: Path) -> None:
+    async with daemon.client() as control:
+        for name in ("JEEVES_MCP_ALLOW_OUTSIDE_ROOT", "MCP_PRUNER_HOST", "JEEVES_PRUNER_ENDPOINT"):
+            with pytest.raises(ControlError) as refused:
+                await control.acquire("sneaky", run_root, env={name: "1"})
+            assert (refused.value.code, refused.value.status) == ("INVALID_REQUEST", 400)
+            assert "reserved" in str(refused.value.detail)
+        assert (await control.list())["slots"] == []
+
+
+async def test_tcp_control_must_be_loopback_with_a_token(tmp_path: Path) -> None:
+    from jeeves_mcp.config import ConfigError
+    from jeeves_mcp.supervisor.config import load_daemon_config
+
+    base = {"state_dir": tmp_path / "s"}
+    with pytest.raises(ConfigError, match="tcp_token"):
+        load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "127.0.0.1"}, **base)
+    with pytest.raises(ConfigError, match="loopback"):
+        load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "0.0.0.0", "JEEVES_MCP_TCP_TOKEN": "t"}, **base)
+    assert load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "::1", "JEEVES_MCP_TCP_TOKEN": "t"}, **base).tcp_host == "::1"
