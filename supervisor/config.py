@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import tomllib
@@ -9,9 +10,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from jeeves_mcp.config import ConfigError, validation_problems
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def default_state_dir(env: Mapping[str, str]) -> Path:
@@ -61,6 +71,18 @@ class DaemonConfig(BaseModel):
     fork_server: bool = Field(True, description="Fork children from a pre-imported zygote (~10 ms) rather than start each cold (~0.3 s).")
     spawn_concurrency: int = Field(2, ge=1, description="Children started at once; more acquires wait their turn.")
     child_log_bytes: int = Field(1024 * 1024, ge=4096, description="Per-slot child log kept on disk (rotated once).")
+
+    @model_validator(mode="after")
+    def _tcp_is_loopback_with_a_token(self) -> DaemonConfig:
+        # The control API starts children that run commands: it never answers the
+        # network, and never answers TCP peers without a token.
+        if self.tcp_host is None:
+            return self
+        if not _is_loopback(self.tcp_host):
+            raise ValueError(f"tcp_host {self.tcp_host!r} is not a loopback address")
+        if not self.tcp_token:
+            raise ValueError("tcp_host needs tcp_token: the TCP control API is refused without one")
+        return self
 
     @property
     def db_path(self) -> Path:
