@@ -22,6 +22,7 @@ from jeeves_mcp.supervisor.slots import AcquireRequest, SlotError, SlotManager, 
 log = logging.getLogger("jeeves_mcp.supervisor.api")
 
 SSE_KEEPALIVE_S = 15.0
+RESERVED_ENV_PREFIXES = ("JEEVES_MCP_", "JEEVES_PRUNER_", "MCP_PRUNER_")
 MAX_LOG_TAIL = 10_000
 
 
@@ -55,6 +56,12 @@ class AcquireBody(BaseModel):
         for name in value:
             if not name or "=" in name or "\0" in name:
                 raise ValueError(f"bad variable name {name!r}")
+            # The run's env is for its commands; these would configure the child itself
+            # (its root confinement, bind address, token).
+            if name.startswith(RESERVED_ENV_PREFIXES):
+                raise ValueError(f"{name} is reserved for jeeves-mcp's own settings")
+            if "\0" in value[name]:
+                raise ValueError(f"the value of {name} contains a NUL byte")
         return value
 
 

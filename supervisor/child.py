@@ -169,7 +169,7 @@ async def spawn(
     """
     argv = [
         sys.executable, "-m", "jeeves_mcp", "pruner",
-        "--root", str(root), "--port", str(port),
+        "--host", "127.0.0.1", "--root", str(root), "--port", str(port),
         "--log-file", str(log_file), "--log-file-bytes", str(log_bytes),
     ]
     # The token goes through a pipe, not the environment: another run's commands,
