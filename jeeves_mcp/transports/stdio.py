@@ -76,18 +76,22 @@ async def serve_stdio(
             await write(replies if isinstance(message, list) else replies[0])
 
     buffer = bytearray()
+    scanned = 0  # bytes of `buffer` known to hold no newline: a long line is scanned once
     async with trio.open_nursery() as nursery:
         while True:
             chunk = await stdin.receive_some(65536)
             if not chunk:
                 break
             buffer += chunk
-            while (newline := buffer.find(b"\n")) >= 0:
+            while (newline := buffer.find(b"\n", scanned)) >= 0:
                 line = bytes(buffer[:newline]).strip()
                 del buffer[: newline + 1]
+                scanned = 0
                 if line:
                     nursery.start_soon(answer, line)
+            scanned = len(buffer)
             if len(buffer) > MAX_LINE_BYTES:
                 buffer.clear()
+                scanned = 0
                 await write(error_response(None, McpError(PARSE_ERROR, "message too large")))
         # stdin closed: let the calls already read finish and answer, then stop.
