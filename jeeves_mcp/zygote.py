@@ -89,6 +89,9 @@ def _child(request: dict[str, Any], stdout_fd: int, control: socket.socket) -> N
 
 def serve(control: socket.socket) -> None:
     _preload()
+    from jeeves_mcp.tools._process import set_process_name
+
+    set_process_name("jeeves-zygote")
     gc.collect()
     gc.freeze()  # keep the imported objects out of later collections: fewer copied pages
     signal.signal(signal.SIGCHLD, _reap)

@@ -342,6 +342,9 @@ async def test_children_come_from_the_fork_server_and_cold_when_it_is_gone(daemo
         assert health["fork_server"]["up"] and zygote
         forked = await control.acquire("forked", run_root)
         assert (await read_through(forked))["path"] == "hello.py"
+        # Told apart in ps/top/pkill although a forked child shares its zygote's command line.
+        assert Path(f"/proc/{forked['pid']}/comm").read_text().strip() == "jeeves-pruner"
+        assert Path(f"/proc/{zygote}/comm").read_text().strip() == "jeeves-zygote"
         assert 'jeeves_mcp_spawns_total{mode="fork"} 1' in await control.metrics()
         os.kill(zygote, signal.SIGKILL)
         await log.wait_for("fork_server.exited")

@@ -48,6 +48,7 @@ TAG_VAR = "JEEVES_MCP_CALL"
 # environment; every command inherits it, so `kill_tree(..., tree=...)` can
 # find a dead pruner's commands although they run in sessions of their own.
 TREE_VAR = "JEEVES_MCP_TREE"
+_PR_SET_NAME = 15
 _PR_SET_CHILD_SUBREAPER = 36
 _READ_CHUNK = 64 * 1024
 # SIGKILL rounds: each kills every process a scan finds; a tree that keeps
@@ -87,6 +88,12 @@ def become_subreaper(enable: bool = True) -> bool:
         return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(enable), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def set_process_name(name: str) -> None:
+    """Name this process in ps/top/pkill (prctl PR_SET_NAME, 15 bytes at most)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
 
 
 def new_tag() -> str:
