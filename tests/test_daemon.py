@@ -31,6 +31,11 @@ async def read_through(slot: dict[str, Any], path: str = "hello.py") -> dict[str
     return response.json()["result"]["structuredContent"]
 
 
+def process_name(pid: int) -> str:
+    with open(f"/proc/{pid}/comm") as handle:
+        return handle.read().strip()
+
+
 def alive(pid: int) -> bool:
     """Running, not a zombie waiting for whoever its parent now is to reap it."""
     try:
@@ -343,8 +348,8 @@ async def test_children_come_from_the_fork_server_and_cold_when_it_is_gone(daemo
         forked = await control.acquire("forked", run_root)
         assert (await read_through(forked))["path"] == "hello.py"
         # Told apart in ps/top/pkill although a forked child shares its zygote's command line.
-        assert Path(f"/proc/{forked['pid']}/comm").read_text().strip() == "jeeves-pruner"
-        assert Path(f"/proc/{zygote}/comm").read_text().strip() == "jeeves-zygote"
+        assert process_name(forked["pid"]) == "jeeves-pruner"
+        assert process_name(zygote) == "jeeves-zygote"
         assert 'jeeves_mcp_spawns_total{mode="fork"} 1' in await control.metrics()
         os.kill(zygote, signal.SIGKILL)
         await log.wait_for("fork_server.exited")
