@@ -262,6 +262,10 @@ async def test_child_with_no_service_listening(workspace: Path, tmp_path: Path) 
         assert result["pruning"]["engine"] == "swe-pruner"
         assert any(e.get("event") == "pruner.call_failed" and e.get("reason") == "http_error"
                    for e in child.log_events())
+        health = (await call(http, child, "health", {}))["structuredContent"]
+        assert health["engine_status"]["status"] == "unreachable"
+        assert health["engine_status"]["error"] == "http_error"
+        assert "unreachable" in health["summary"]
 
 
 # -- the child as a SWE-Pruner service --------------------------------------------------

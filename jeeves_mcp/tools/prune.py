@@ -7,7 +7,7 @@ from typing import Any
 
 from jeeves_mcp import __version__
 from jeeves_mcp.errors import INVALID_RANGE, PRUNE_ID_NOT_FOUND, McpError
-from jeeves_mcp.pruning import SOURCE_TYPES, PruneOptions
+from jeeves_mcp.pruning import SOURCE_TYPES, EngineError, PruneOptions
 from jeeves_mcp.render import fit_rows, raw_rows, rows_text
 from jeeves_mcp.tools._base import CallContext, Tool, ToolOutput, clip_summary
 
@@ -154,8 +154,17 @@ def health_payload() -> dict[str, Any]:
 
 async def health(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     payload = health_payload()
-    payload["engine"] = ctx.pruner.engine.name
-    payload["summary"] = f"healthy, engine {payload['engine']}"
+    engine = ctx.pruner.engine
+    payload["engine"] = engine.name
+    check = getattr(engine, "health", None)  # an external service can be down: say so
+    if check is not None:
+        try:
+            payload["engine_status"] = await check()
+        except EngineError as exc:
+            payload["engine_status"] = {"status": "unreachable", "error": exc.kind, "detail": str(exc)}
+            payload["warnings"] = ["pruning falls back to raw output until the engine answers"]
+    engine_state = payload.get("engine_status", {}).get("status", "ok")
+    payload["summary"] = clip_summary(f"healthy, engine {engine.name} ({engine_state})")
     return ToolOutput(summary=payload["summary"], raw_result=payload)
 
 
