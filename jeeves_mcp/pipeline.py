@@ -22,7 +22,7 @@ from jeeves_mcp.config import PrunerConfig
 from jeeves_mcp.errors import INVALID_PARAMS, McpError, ToolError
 from jeeves_mcp.progress import ProgressReporter
 from jeeves_mcp.pruning import PruneOptions, Pruner
-from jeeves_mcp.render import Row, fit_rows, raw_rows, rows_text
+from jeeves_mcp.render import Row, fit_lines, fit_rows, rows_text, text_bytes
 from jeeves_mcp.schema import validate
 from jeeves_mcp.stats import SavingsStats
 from jeeves_mcp.store import RecoveryStore
@@ -149,7 +149,9 @@ class ToolRunner:
         """Prune (when asked) and fit every output text into the response budget."""
         question = args.get(FOCUS)
         pruning: dict[str, Any] = {"attempted": False, "applied": False, "fallback": False}
-        rows_per_text: list[list[Row]] = []
+        # Pruned texts as rows; raw ones stay lines (`None` rows): most outputs
+        # fit the budget whole, and a row per line would cost more than the call.
+        rows_per_text: list[list[Row] | None] = []
         ids: list[str | None] = []
         reasons: list[str] = []
         errors: list[str] = []
@@ -157,7 +159,7 @@ class ToolRunner:
             reason = self._prune_check(text, question)
             if reason is not None:
                 reasons.append(reason)
-                rows_per_text.append(raw_rows(text.text.split("\n"), text.first_line))
+                rows_per_text.append(None)
                 ids.append(None)
                 continue
             pruning["attempted"] = True
@@ -183,28 +185,33 @@ class ToolRunner:
         if pruning["applied"] or pruning["attempted"]:
             pruning["engine"] = self.pruner.engine.name
 
-        budgets = share_budget(
-            [len(rows_text(rows).encode("utf-8", "surrogatepass")) for rows in rows_per_text],
-            self.config.response_budget_bytes,
-        )
+        sizes = [
+            text_bytes(text.text if rows is None else rows_text(rows))
+            for text, rows in zip(output.texts, rows_per_text, strict=True)
+        ]
+        budgets = share_budget(sizes, self.config.response_budget_bytes)
         structured: dict[str, Any] = {"summary": output.summary}
         if output.error is not None:
             structured.update(output.error.payload())
         structured.update(output.fields)
         truncated: dict[str, Any] = {}
-        for text, rows, prune_id, budget in zip(output.texts, rows_per_text, ids, budgets, strict=True):
-            fitted, cut = fit_rows(rows, budget, prune_id or "pending")
+        for text, rows, prune_id, budget, size in zip(
+            output.texts, rows_per_text, ids, budgets, sizes, strict=True
+        ):
+            if size > budget and prune_id is None:  # it will be cut: store the whole text first
+                prune_id = self.store.put(text.text, first_line=text.first_line)
+            if rows is None:
+                fitted, cut = fit_lines(text.text.split("\n"), text.first_line, budget, prune_id or "")
+            else:
+                kept, cut = fit_rows(rows, budget, prune_id or "")
+                fitted = rows_text(kept)
             if cut is not None:
-                if prune_id is None:
-                    prune_id = self.store.put(text.text, first_line=text.first_line)
-                    fitted, cut = fit_rows(rows, budget, prune_id)
-                assert cut is not None
                 truncated[text.name] = {
                     "prune_id": prune_id,
                     "lines": [cut["original_start_line"], cut["original_end_line"]],
-                    "original_bytes": len(text.text.encode("utf-8", "surrogatepass")),
+                    "original_bytes": text_bytes(text.text),
                 }
-            structured[text.name] = rows_text(fitted)
+            structured[text.name] = fitted
         if truncated:
             structured["truncated"] = truncated
         structured["pruning"] = pruning

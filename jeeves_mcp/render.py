@@ -95,41 +95,76 @@ def fit_rows(
     A single row longer than the budget is cut inside the line; that is the
     one case where the marker stands for part of a line.
     """
-    sizes = [len(row.text.encode("utf-8", "surrogatepass")) + 1 for row in rows]
-    if sum(sizes) - 1 <= max_bytes or not rows:
+    if not rows or text_bytes(rows_text(rows)) <= max_bytes:
         return rows, None
-    room = max(max_bytes - MARKER_OVERHEAD, 0)
-    head_room = room * 6 // 10
-    head: list[Row] = []
-    used = 0
-    for row, size in zip(rows, sizes, strict=True):
-        if used + size > head_room:
-            break
-        head.append(row)
-        used += size
-    tail: list[Row] = []
-    for row, size in zip(reversed(rows[len(head) :]), reversed(sizes[len(head) :]), strict=True):
-        if used + size > room:
-            break
-        tail.append(row)
-        used += size
-    tail.reverse()
+    texts = [row.text for row in rows]
+    head, tail = _head_tail(texts, max_bytes)
     if not head and not tail:
-        return _cut_inside_line(rows, max_bytes, prune_id)
-    cut = rows[len(head) : len(rows) - len(tail)]
+        return _cut_inside_line(rows[0], max(r.end for r in rows), max_bytes, prune_id)
+    cut = rows[head : len(rows) - tail]
     start, end = min(r.start for r in cut), max(r.end for r in cut)
     block = annotation(prune_id, start, end, BUDGET_REASON)
     marker = Row(start, end, block["marker"], marker=True, reason=BUDGET_REASON)
-    return [*head, marker, *tail], block
+    return [*rows[:head], marker, *rows[len(rows) - tail :]], block
+
+
+def fit_lines(
+    lines: list[str], first_line: int, max_bytes: int, prune_id: str
+) -> tuple[str, dict[str, Any] | None]:
+    """`fit_rows(raw_rows(lines, first_line), ...)` as text, without a row per line.
+
+    For the raw output of a tool: the text comes back unchanged when it fits,
+    and only the head and tail lines it keeps become rows when it does not.
+    """
+    text = "\n".join(lines)
+    if text_bytes(text) <= max_bytes:
+        return text, None
+    head, tail = _head_tail(lines, max_bytes)
+    last = first_line + len(lines) - 1
+    if not head and not tail:
+        rows, block = _cut_inside_line(Row(first_line, first_line, lines[0]), last, max_bytes, prune_id)
+        return rows_text(rows), block
+    start, end = first_line + head, last - tail
+    block = annotation(prune_id, start, end, BUDGET_REASON)
+    kept = [*lines[:head], block["marker"], *lines[len(lines) - tail :]]
+    return "\n".join(kept), block
+
+
+def text_bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _head_tail(texts: list[str], max_bytes: int) -> tuple[int, int]:
+    """How many leading and trailing lines stay when the middle is cut.
+
+    Sizes are computed only for the lines looked at: a long output costs the
+    lines of its budget, not all of its lines.
+    """
+    room = max(max_bytes - MARKER_OVERHEAD, 0)
+    head_room = room * 6 // 10
+    used = 0
+    head = 0
+    for text in texts:
+        size = text_bytes(text) + 1
+        if used + size > head_room:
+            break
+        head += 1
+        used += size
+    tail = 0
+    for index in range(len(texts) - 1, head - 1, -1):
+        size = text_bytes(texts[index]) + 1
+        if used + size > room:
+            break
+        tail += 1
+        used += size
+    return head, tail
 
 
 def _cut_inside_line(
-    rows: list[Row], max_bytes: int, prune_id: str
+    first: Row, end: int, max_bytes: int, prune_id: str
 ) -> tuple[list[Row], dict[str, Any] | None]:
-    first = rows[0]
     room = max(max_bytes - MARKER_OVERHEAD, 16)
     text = first.text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
-    end = max(r.end for r in rows)
     block = annotation(prune_id, first.start, end, BUDGET_REASON)
     clipped = Row(first.start, first.end, text + "…")
     marker = Row(first.start, end, block["marker"], marker=True, reason=BUDGET_REASON)
