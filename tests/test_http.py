@@ -257,3 +257,12 @@ async def test_stdio_answers_an_empty_batch_and_keeps_going(workspace: Path) -> 
     replies = {json.dumps(r.get("id")): r for r in map(json.loads, done.stdout.splitlines())}
     assert replies["null"]["error"]["code"] == -32600
     assert replies["1"] == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+async def test_read_refuses_a_fifo_instead_of_hanging(child: Child, workspace: Path) -> None:
+    os.mkfifo(workspace / "pipe")
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        with trio.fail_after(10):
+            result = await call(http, child, "read", {"path": "pipe"})
+    assert result["isError"] and result["structuredContent"]["code"] == "INVALID_REQUEST"
+    assert "not a regular file" in result["structuredContent"]["message"]

@@ -53,17 +53,12 @@ def source_type_for(path: Path) -> str:
     return "code"
 
 
-def _load(path: Path) -> tuple[str, bool]:
-    """Text of the file and whether bytes had to be replaced (not UTF-8)."""
-    with path.open("rb") as handle:
-        return _decode(handle)
-
-
-def _open_small(path: Path) -> BinaryIO | None:
-    """`path` opened when it is a regular file of at most INLINE_READ_BYTES, else None.
+def _open_regular(path: Path, shown: str) -> tuple[BinaryIO, int]:
+    """`path` opened, with its size, if it is a regular file.
 
     Opened non-blocking and checked on the descriptor: what is read is what
-    was checked, even if the path was replaced by a FIFO in between.
+    was checked, even if the path was replaced in between. A FIFO or a device
+    would block a read until some writer came: refused.
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
@@ -71,10 +66,10 @@ def _open_small(path: Path) -> BinaryIO | None:
     except OSError:
         os.close(fd)
         raise
-    if stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_READ_BYTES:
-        return os.fdopen(fd, "rb")
-    os.close(fd)
-    return None
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise ToolError("INVALID_REQUEST", f"{shown} is not a regular file", hint="use bash")
+    return os.fdopen(fd, "rb"), info.st_size
 
 
 def _decode(handle: BinaryIO) -> tuple[str, bool]:
@@ -102,12 +97,12 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         raise ToolError("INVALID_REQUEST", f"{shown} is a directory", hint="use bash ls or grep")
     try:
         await trio.lowlevel.checkpoint()  # a cancel point, as the thread hop is
-        small = _open_small(path)
-        if small is not None:
-            with small:
-                text, replaced = _decode(small)
-        else:
-            text, replaced = await trio.to_thread.run_sync(_load, path)
+        handle, size = _open_regular(path, shown)
+        with handle:
+            if size <= INLINE_READ_BYTES:
+                text, replaced = _decode(handle)
+            else:
+                text, replaced = await trio.to_thread.run_sync(_decode, handle)
     except PermissionError as exc:
         raise ToolError("FORBIDDEN", f"permission denied: {shown}") from exc
     except OSError as exc:
