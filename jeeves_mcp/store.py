@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,7 +39,10 @@ class RecoveryStore:
         self._ttl_s = ttl_s
         self._max_bytes = max_bytes
         self._clock = clock
-        self._entries: OrderedDict[str, StoredText] = OrderedDict()
+        self._entries: OrderedDict[str, StoredText] = OrderedDict()  # least recently used first
+        # Every entry lives the same ttl_s, so insertion order is expiry order: expiring
+        # looks at the oldest insertions only, not at every entry on every call.
+        self._by_expiry: deque[tuple[float, str]] = deque()
         self._bytes = 0
 
     @property
@@ -60,9 +63,9 @@ class RecoveryStore:
             return prune_id
         while self._bytes + size > self._max_bytes and self._entries:
             self._drop(next(iter(self._entries)))
-        self._entries[prune_id] = StoredText(
-            prune_id, text.split("\n"), size, self._clock() + self._ttl_s, first_line
-        )
+        expires_at = self._clock() + self._ttl_s
+        self._entries[prune_id] = StoredText(prune_id, text.split("\n"), size, expires_at, first_line)
+        self._by_expiry.append((expires_at, prune_id))
         self._bytes += size
         return prune_id
 
@@ -75,9 +78,11 @@ class RecoveryStore:
 
     def _expire(self) -> None:
         now = self._clock()
-        expired = [key for key, entry in self._entries.items() if entry.expires_at <= now]
-        for key in expired:
-            self._drop(key)
+        while self._by_expiry and self._by_expiry[0][0] <= now:
+            expires_at, key = self._by_expiry.popleft()
+            entry = self._entries.get(key)
+            if entry is not None and entry.expires_at == expires_at:  # not evicted or re-put since
+                self._drop(key)
 
     def _drop(self, prune_id: str) -> None:
         entry = self._entries.pop(prune_id)

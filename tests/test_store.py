@@ -1,0 +1,59 @@
+"""The recovery store: TTL, byte bound with least-recently-used eviction."""
+
+from __future__ import annotations
+
+from jeeves_mcp.store import RecoveryStore
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_entries_expire_after_their_ttl() -> None:
+    clock = Clock()
+    store = RecoveryStore(ttl_s=10, max_bytes=1000, clock=clock)
+    first = store.put("a\nb")
+    clock.now = 5
+    second = store.put("c")
+    assert store.get(first) is not None  # a get does not extend the ttl...
+    clock.now = 10
+    assert store.get(first) is None
+    assert store.get(second) is not None
+    clock.now = 15
+    assert store.get(second) is None
+    assert len(store) == 0 and store.total_bytes == 0
+
+
+def test_least_recently_used_goes_first_when_full() -> None:
+    store = RecoveryStore(ttl_s=100, max_bytes=10, clock=Clock())
+    a, b = store.put("aaaa"), store.put("bbbb")
+    assert store.get(a) is not None  # a is now the most recently used
+    c = store.put("cccc")
+    assert store.get(b) is None
+    assert store.get(a) is not None and store.get(c) is not None
+    assert store.total_bytes == 8
+
+
+def test_a_text_larger_than_the_bound_is_not_kept_but_gets_an_id() -> None:
+    store = RecoveryStore(ttl_s=100, max_bytes=10, clock=Clock())
+    kept = store.put("small")
+    big = store.put("x" * 11)
+    assert big.startswith("prn_") and store.get(big) is None
+    assert store.get(kept) is not None
+
+
+def test_putting_an_id_again_replaces_it_and_its_expiry() -> None:
+    clock = Clock()
+    store = RecoveryStore(ttl_s=10, max_bytes=100, clock=clock)
+    store.put("old", prune_id="prn_x")
+    clock.now = 8
+    store.put("new\ntext", prune_id="prn_x", first_line=5)
+    clock.now = 12  # past the first expiry, before the second
+    entry = store.get("prn_x")
+    assert entry is not None and entry.lines == ["new", "text"]
+    assert (entry.first_line, entry.last_line) == (5, 6)
+    assert store.total_bytes == len("new\ntext")
