@@ -34,6 +34,8 @@ class PrunerConfig(BaseModel):
     max_prune_input_bytes: int = Field(2 * 1024 * 1024, ge=1, description="Larger outputs are not pruned (input_too_large).")
     prune_timeout_ms: int = Field(3000, ge=1, description="Soft deadline of one pruning.")
     pruner_endpoint: str | None = Field(None, description="External SWE-Pruner service; unset = built-in engine.")
+    pruner_threshold: float = Field(0.5, ge=0, le=1, description="SWE-Pruner's `threshold` sent to the external service.")
+    pruner_chunk_overlap_tokens: int = Field(50, ge=0, description="SWE-Pruner's `chunk_overlap_tokens` sent to the external service.")
     pruning_enabled: bool = Field(True, description="False answers every question with the raw output.")
     bash_timeout_ms: int = Field(120_000, ge=1, description="Default timeout of a bash command.")
     grep_timeout_ms: int = Field(30_000, ge=1, description="Default timeout of a grep.")
@@ -63,6 +65,8 @@ ENV_FIELDS: dict[str, str] = {
     "JEEVES_MCP_ROOT": "root",
     "JEEVES_PRUNER_ENDPOINT": "pruner_endpoint",
     "JEEVES_PRUNER_ENABLED": "pruning_enabled",
+    "JEEVES_PRUNER_THRESHOLD": "pruner_threshold",
+    "JEEVES_PRUNER_CHUNK_OVERLAP_TOKENS": "pruner_chunk_overlap_tokens",
     "JEEVES_MCP_MAX_PRUNE_INPUT_BYTES": "max_prune_input_bytes",
     "JEEVES_MCP_RESPONSE_BUDGET_BYTES": "response_budget_bytes",
     "JEEVES_MCP_MAX_CONCURRENT_CALLS": "max_concurrent_calls",

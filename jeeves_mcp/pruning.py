@@ -300,5 +300,9 @@ def make_engine(config: PrunerConfig) -> Engine:
     if config.pruner_endpoint:
         from jeeves_mcp.swe_pruner import ExternalEngine
 
-        return ExternalEngine(config.pruner_endpoint)
+        return ExternalEngine(
+            config.pruner_endpoint,
+            threshold=config.pruner_threshold,
+            chunk_overlap_tokens=config.pruner_chunk_overlap_tokens,
+        )
     return LocalEngine()

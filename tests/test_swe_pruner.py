@@ -199,12 +199,14 @@ def test_parse_rejects_mistyped_fields(change: dict, problem: str) -> None:
 async def test_child_prunes_through_the_service(workspace: Path, tmp_path: Path) -> None:
     text = module_text()
     (workspace / "mod.py").write_text(text)
+    env = {"JEEVES_PRUNER_THRESHOLD": "0.7", "JEEVES_PRUNER_CHUNK_OVERLAP_TOKENS": "20"}
     async with running_fake() as fake, running_child(
-        workspace, tmp_path, env={"JEEVES_PRUNER_ENDPOINT": fake.endpoint}
+        workspace, tmp_path, env={"JEEVES_PRUNER_ENDPOINT": fake.endpoint, **env}
     ) as child, httpx.AsyncClient(headers=child.headers()) as http:
         result = (await call(http, child, "read", {
             "path": "mod.py", "context_focus_question": "where is the config parsed"
         }))["structuredContent"]
+        assert (fake.requests[0]["threshold"], fake.requests[0]["chunk_overlap_tokens"]) == (0.7, 20)
         assert result["pruning"]["applied"] is True
         assert result["pruning"]["engine"] == "swe-pruner"
         assert result["pruning"]["fallback"] is False
