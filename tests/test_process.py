@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from jeeves_mcp.errors import ToolError
+from jeeves_mcp.tools import _process
 from jeeves_mcp.tools._process import (
     TAG_VAR,
     TREE_VAR,
@@ -390,3 +391,39 @@ async def test_commands_inherit_the_tree_tag_and_kill_tree_finds_it(
     with trio.fail_after(10):
         assert await kill_tree(None, None, grace_s=GRACE_S, tree=tree) == 1
     assert gone(daemon)
+
+
+async def test_descendant_walk_kills_a_setsid_double_forked_tagged_process(
+    tmp_path, marker, subreaper, monkeypatch
+):
+    # As the subreaper of its commands, kill_tree finds what left the group
+    # among its own descendants: with /proc listing disabled, the setsid
+    # daemon (orphaned by its subshell, so reparented to us) still dies.
+    monkeypatch.setattr(_process, "_list_pids", lambda: [])
+    walks: list[list[int] | None] = []
+    real_descendants = _process._descendants
+
+    def spy(me: int) -> list[int] | None:
+        walks.append(real_descendants(me))
+        return walks[-1]
+
+    monkeypatch.setattr(_process, "_descendants", spy)
+    pidfile = tmp_path / "daemon.pid"
+    script = (
+        f"(setsid bash -c 'trap \"\" TERM; sleep 300' & echo $! > {pidfile}); "
+        "echo started"
+    )
+    result = await run_command(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        env=base_env(marker),
+        timeout_s=30,
+        max_output_bytes=4096,
+        kill_grace_s=GRACE_S,
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.split()[-1] == b"started"
+    daemon = int(pidfile.read_text())
+    assert walks and walks[0] is not None and daemon in walks[0]
+    assert gone(daemon), "the setsid daemon survived the descendant walk"
+    assert marked_pids(*marker) == []

@@ -14,7 +14,17 @@ against the tag, so a recycled pid is never signalled. The order is SIGTERM,
 `kill_grace_s` for the tree to go (waiting on the pidfds, not polling), then
 SIGKILL in rounds until a scan finds nothing. Killed processes that are our
 children (the pruner is a subreaper, so orphans reparent to it) are reaped,
-and a final sweep reaps orphaned zombies that exited on their own.
+and a final sweep reaps orphaned zombies that exited on their own (run only
+when a scan saw a zombie child of ours, or something was killed).
+
+Scans: a subreaper's command tree never leaves its descendants (a process
+that leaves the group, even by setsid and a double fork, reparents to us),
+so the pruner walks its own descendants (`/proc/PID/task/*/children`) rather
+than all of /proc. The walk is used only when the subreaper bit is set and no
+`tree` is given (a dead pruner's commands are nobody's descendants of the
+caller); when a process of the walk dies while it is read (its children may
+be moving to an ancestor whose list was already read), that scan falls back
+to listing /proc.
 
 What escapes: a descendant that both leaves the group and scrubs the tag from
 its environment (`setsid env -i ...`) survives the command; under a subreaper
@@ -50,6 +60,7 @@ TAG_VAR = "JEEVES_MCP_CALL"
 TREE_VAR = "JEEVES_MCP_TREE"
 _PR_SET_NAME = 15
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
 _READ_CHUNK = 64 * 1024
 # SIGKILL rounds: each kills every process a scan finds; a tree that keeps
 # forking out of its group is caught by the next round.
@@ -88,6 +99,18 @@ def become_subreaper(enable: bool = True) -> bool:
         return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(enable), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def is_subreaper() -> bool:
+    """Whether this process is a child subreaper (prctl PR_GET_CHILD_SUBREAPER)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        value = ctypes.c_int(0)
+        if libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    return value.value != 0
 
 
 def set_process_name(name: str) -> None:
@@ -276,6 +299,10 @@ async def kill_tree(
         f"{name}={value}".encode() for name, value in ((TAG_VAR, tag), (TREE_VAR, tree)) if value
     )
     seen: dict[int, int] = {}  # pid -> pidfd
+    # Our own command's tree stays among our descendants when we are its
+    # subreaper; a `tree` kill looks for processes that are not.
+    walk = tree is None and _HAVE_CHILDREN and is_subreaper()
+    zombies = [False]  # set by a scan that saw a zombie child the sweep would reap
     try:
         # SIGTERM phase.
         group_alive = _signal_group(pgid, signal.SIGTERM)
@@ -283,7 +310,7 @@ async def kill_tree(
         if leader_alive:
             with contextlib.suppress(ProcessLookupError):
                 leader.send_signal(signal.SIGTERM)
-        fresh = await _scan_and_open(pgid, tag_entries, me, seen)
+        fresh = await _scan_and_open(pgid, tag_entries, me, seen, walk, zombies)
         if not (group_alive or leader_alive or fresh):
             return 0  # the usual case after a normal exit: nothing is left
         _send(fresh, signal.SIGTERM)
@@ -297,7 +324,7 @@ async def kill_tree(
                 leader.send_signal(signal.SIGKILL)
         _send(seen.items(), signal.SIGKILL)
         for _ in range(_KILL_ROUNDS):
-            fresh = await _scan_and_open(pgid, tag_entries, me, seen)
+            fresh = await _scan_and_open(pgid, tag_entries, me, seen, walk, zombies)
             if not fresh:
                 break
             _signal_group(pgid, signal.SIGKILL)
@@ -309,7 +336,9 @@ async def kill_tree(
     finally:
         for fd in seen.values():
             os.close(fd)
-        if seen or leader is not None:
+        # Something to reap: a killed process, or a zombie child old enough for
+        # the sweep that a scan saw (an orphan that exited on its own).
+        if seen or (leader is not None and zombies[0]):
             await trio.to_thread.run_sync(sweep_zombies)
 
 
@@ -347,25 +376,48 @@ async def _wait_gone(leader: trio.Process | None, fds: Iterable[int]) -> None:
 
 
 async def _scan_and_open(
-    pgid: int | None, tag_entries: tuple[bytes, ...], me: int, seen: dict[int, int]
+    pgid: int | None,
+    tag_entries: tuple[bytes, ...],
+    me: int,
+    seen: dict[int, int],
+    walk: bool = False,
+    zombies: list[bool] | None = None,
 ) -> list[tuple[int, int]]:
-    found = await trio.to_thread.run_sync(_scan_and_open_sync, pgid, tag_entries, me, set(seen))
+    found, zombie_seen = await trio.to_thread.run_sync(
+        _scan_and_open_sync, pgid, tag_entries, me, set(seen), walk
+    )
     seen.update(found)
+    if zombie_seen and zombies is not None:
+        zombies[0] = True
     return found
 
 
 def _scan_and_open_sync(
-    pgid: int | None, tag_entries: tuple[bytes, ...], me: int, known: set[int]
-) -> list[tuple[int, int]]:
-    """Pids of the tree not in `known`, each with a pidfd opened and re-verified."""
+    pgid: int | None,
+    tag_entries: tuple[bytes, ...],
+    me: int,
+    known: set[int],
+    walk: bool = False,
+) -> tuple[list[tuple[int, int]], bool]:
+    """Pids of the tree not in `known`, each with a pidfd opened and re-verified,
+    and whether a zombie child of ours old enough for the sweep was seen.
+    `walk`: only our descendants are candidates (we are the tree's subreaper),
+    else every pid of /proc."""
     found = []
-    for pid in _list_pids():
+    zombie_seen = False
+    now_ticks = _uptime_ticks()
+    candidates = _descendants(me) if walk else None
+    if candidates is None:
+        candidates = _list_pids()
+    for pid in candidates:
         if pid == me or pid in known:
             continue
         stat = _stat(pid)
         if stat is None:
             continue
         if stat[0] == "Z":
+            if stat[1] == str(me) and _old_enough(stat, now_ticks):
+                zombie_seen = True  # one the sweep would reap
             # A member of the group that died before we saw it alive (the
             # group signal got it) and reparented to us: reap it now. Never
             # the leader, which its trio Process reaps.
@@ -391,7 +443,7 @@ def _scan_and_open_sync(
             found.append((pid, fd))
         else:
             os.close(fd)
-    return found
+    return found, zombie_seen
 
 
 def _list_pids() -> list[int]:
@@ -400,6 +452,87 @@ def _list_pids() -> list[int]:
     except OSError:
         return []
     return [int(n) for n in names if n.isdigit()]
+
+
+_HAVE_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+# Re-reads of our own children lists before a walk gives up for a /proc scan.
+_WALK_PASSES = 3
+
+
+def _task_children(pid: int) -> tuple[list[int], bool]:
+    """Children of every thread of `pid`, and False if a thread was gone or dead
+    once its list was read (its children may have moved to another list)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return [], False
+    children: list[int] = []
+    ok = True
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                children.extend(int(c) for c in f.read().split())
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                raw = f.read()
+        except OSError:
+            ok = False
+            continue
+        if raw[raw.rfind(b")") + 2 : raw.rfind(b")") + 3] in (b"Z", b"X"):
+            ok = False
+    return children, ok
+
+
+def _dead_process(pid: int) -> bool:
+    """Every thread of `pid` is gone or dead (its children went to its reaper)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    if tids != [str(pid)]:
+        return False
+    stat = _stat(pid)
+    return stat is None or stat[0] in ("Z", "X")
+
+
+def _descendants(me: int) -> list[int] | None:
+    """Every descendant of this process, or None when the walk may have missed
+    one (a process died while read and its children moved under an ancestor
+    already read, other than us).
+
+    A process that dies reparents its children to another of its threads or
+    to its nearest subreaper ancestor. When that is one of our direct
+    children, the orphans land on our own lists, which are read again until
+    they show nothing new; anywhere else deeper, the walk gives up.
+    """
+    found: set[int] = set()
+    for _ in range(_WALK_PASSES):
+        top, ok = _task_children(me)
+        if not ok:
+            return None
+        stack = [pid for pid in top if pid not in found]
+        if not stack and found:
+            return list(found)
+        direct = set(top)
+        while stack:
+            pid = stack.pop()
+            if pid in found:
+                continue
+            found.add(pid)
+            children, ok = _task_children(pid)
+            if not ok and not (pid in direct and _dead_process(pid)):
+                return None
+            stack.extend(children)
+        if not found:
+            return []
+    return None
+
+
+def _own_children() -> list[int] | None:
+    """Children of this process (every thread's), or None when unsupported."""
+    if not _HAVE_CHILDREN:
+        return None
+    children, _ok = _task_children(os.getpid())
+    return children
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -467,7 +600,8 @@ def sweep_zombies() -> int:
     """
     me = str(os.getpid())
     zombies = []
-    for pid in _list_pids():
+    candidates = _own_children()
+    for pid in _list_pids() if candidates is None else candidates:
         stat = _stat(pid)
         if stat and stat[0] == "Z" and stat[1] == me:
             zombies.append((pid, stat))
@@ -479,11 +613,7 @@ def sweep_zombies() -> int:
     for pid, stat in zombies:
         if pid in held:
             continue
-        try:
-            start_ticks = int(stat[19])  # field 22 of stat: starttime in clock ticks
-        except (IndexError, ValueError):
-            continue
-        if now_ticks is None or now_ticks - start_ticks < _ZOMBIE_MIN_AGE_S * _TICKS:
+        if not _old_enough(stat, now_ticks):
             continue
         try:
             if os.waitpid(pid, os.WNOHANG)[0] == pid:
@@ -497,6 +627,15 @@ def sweep_zombies() -> int:
 
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _old_enough(stat: list[str], now_ticks: float | None) -> bool:
+    """Started at least `_ZOMBIE_MIN_AGE_S` ago (`stat` as `_stat` returns it)."""
+    try:
+        start_ticks = int(stat[19])  # field 22 of stat: starttime in clock ticks
+    except (IndexError, ValueError):
+        return False
+    return now_ticks is not None and now_ticks - start_ticks >= _ZOMBIE_MIN_AGE_S * _TICKS
 
 
 def _uptime_ticks() -> float | None:
