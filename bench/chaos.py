@@ -38,6 +38,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from jeeves_mcp.supervisor.child import tree_mark
+from jeeves_mcp.tools._process import proc_stat, process_alive
 from tests._daemon import Daemon, running_daemon, stop_group
 
 EXPLAINS = {
@@ -110,30 +111,12 @@ class EventRecorder:
         return [event for event in self.events if event.get("run_id") == run_id]
 
 
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
-
-
 def environ(pid: int) -> list[bytes]:
     try:
         with open(f"/proc/{pid}/environ", "rb") as handle:
             return handle.read().split(b"\0")
     except OSError:
         return []
-
-
-def stat_fields(pid: int) -> list[bytes] | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return None
-    return stat[stat.rfind(b")") + 2 :].split()
 
 
 def all_pids() -> list[int]:
@@ -166,10 +149,10 @@ class Ours:
         found: dict[str, list[int]] = {"marker": [], "tree": [], "group": [], "parent": []}
         me = os.getpid()
         for pid in all_pids():
-            if pid in exclude or pid == me or not alive(pid):
+            if pid in exclude or pid == me or not process_alive(pid):
                 continue
             env = environ(pid)
-            fields = stat_fields(pid)
+            fields = proc_stat(pid)
             if self.marker in env:
                 found["marker"].append(pid)
             if self.trees.intersection(env):
@@ -184,7 +167,7 @@ class Ours:
 
 
 def zygote_pids(daemon: Daemon) -> set[int]:
-    return {pid for pid in daemon.fork_server_pids() if alive(pid)}
+    return {pid for pid in daemon.fork_server_pids() if process_alive(pid)}
 
 
 async def tool_call(http: httpx.AsyncClient, slot: dict[str, Any], name: str, arguments: dict[str, Any],
@@ -294,7 +277,7 @@ async def chaos(tmp: Path, *, slots: int, child_kills: int, daemon_kills: int, i
 
         def _pid_changed(run_id: str) -> bool:
             old = pids[run_id]
-            return not alive(old)
+            return not process_alive(old)
 
         async def kill_a_child(while_down: bool) -> None:
             nonlocal pids
@@ -309,7 +292,7 @@ async def chaos(tmp: Path, *, slots: int, child_kills: int, daemon_kills: int, i
                         continue
                     pids[run_id] = current["pid"]
                 pid = pids[run_id]
-                if not alive(pid) or ours.marker not in environ(pid):
+                if not process_alive(pid) or ours.marker not in environ(pid):
                     continue
                 ours.note()
                 running = trio.Event()

@@ -29,6 +29,7 @@ import httpx
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from jeeves_mcp.tools._process import process_alive
 from tests._child import running_child
 
 NOBODY = 65534
@@ -79,11 +80,9 @@ def probed(probe: str) -> list[int]:
         if not name.isdigit():
             continue
         pid = int(name)
+        if not process_alive(pid):
+            continue
         try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                stat = handle.read()
-            if stat[stat.rfind(b")") + 2 :][:1] in (b"Z", b"X"):
-                continue
             with open(f"/proc/{pid}/environ", "rb") as handle:
                 env = handle.read().split(b"\0")
             uid = os.stat(f"/proc/{pid}").st_uid

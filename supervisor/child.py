@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import trio
 
-from jeeves_mcp.tools._process import kill_tree
+from jeeves_mcp.tools._process import kill_tree, proc_stat
 
 PING = {
     "jsonrpc": "2.0",
@@ -47,13 +47,8 @@ class SpawnError(Exception):
 
 def process_start_ticks(pid: int) -> int | None:
     """Start time of `pid` in clock ticks since boot (/proc/PID/stat field 22)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return int(fields[19])
+    fields = proc_stat(pid)
+    return int(fields[19]) if fields is not None else None
 
 
 @dataclass

@@ -14,32 +14,19 @@ import trio
 
 from bench.chaos import _cmdline, chaos, environ, report
 from jeeves_mcp.supervisor.child import tree_mark
-from jeeves_mcp.tools._process import become_subreaper
+from jeeves_mcp.tools._process import become_subreaper, proc_stat, process_alive
 from tests._daemon import Daemon, running_daemon, watch_events
 
 
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
-
-
 def _ppid(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return None
-    return int(stat[stat.rfind(b")") + 2 :].split()[1])
+    fields = proc_stat(pid)
+    return int(fields[1]) if fields is not None else None
 
 
 def tree_pids(slot: dict[str, Any]) -> list[int]:
     """Live processes carrying the slot child's tree mark, but for the child: its bash commands."""
     mark = f"JEEVES_MCP_TREE={tree_mark(slot['mcp']['headers']['Authorization'][7:])}".encode()
-    found = [int(p) for p in os.listdir("/proc") if p.isdigit() and mark in environ(int(p)) and alive(int(p))]
+    found = [int(p) for p in os.listdir("/proc") if p.isdigit() and mark in environ(int(p)) and process_alive(int(p))]
     return [pid for pid in found if b"jeeves_mcp" not in _cmdline(pid)]
 
 
@@ -129,7 +116,7 @@ async def test_the_commands_of_a_killed_child_die_with_it_also_when_the_slot_deg
                         await trio.sleep(0.05)
                 os.kill(slot["pid"], signal.SIGKILL)
                 await log.wait_for("mcp_pruner.degraded", "busy")
-                assert [pid for pid in commands if alive(pid)] == []
+                assert [pid for pid in commands if process_alive(pid)] == []
                 await control.release("busy")
                 assert tree_pids(slot) == []
             finally:

@@ -15,6 +15,7 @@ import pytest
 import trio
 
 from jeeves_mcp.client import AsyncControlClient, ControlClient, ControlError, DaemonUnavailable
+from jeeves_mcp.tools._process import process_alive
 from tests._daemon import Daemon, running_daemon, stop_group, watch_events
 
 
@@ -36,14 +37,7 @@ def process_name(pid: int) -> str:
         return handle.read().strip()
 
 
-def alive(pid: int) -> bool:
-    """Running, not a zombie waiting for whoever its parent now is to reap it."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat_line = handle.read()
-    except OSError:
-        return False
-    return stat_line[stat_line.rfind(b")") + 2 :][:1] != b"Z"
+alive = process_alive  # running, not a zombie waiting for whoever its parent now is
 
 
 async def test_acquire_read_release_leaves_nothing(daemon: Daemon, run_root: Path) -> None:

@@ -412,7 +412,7 @@ def _scan_and_open_sync(
     for pid in candidates:
         if pid == me or pid in known:
             continue
-        stat = _stat(pid)
+        stat = proc_stat(pid)
         if stat is None:
             continue
         if stat[0] == "Z":
@@ -434,7 +434,7 @@ def _scan_and_open_sync(
         # Re-check once the pidfd is open: if the pid was recycled between
         # the check and the open, the new process fails the check. If ours
         # died in between, it is kept to be reaped when it is our child.
-        recheck = _stat(pid)
+        recheck = proc_stat(pid)
         if recheck is not None and recheck[0] == "Z":
             keep = recheck[1] == str(me)
         else:
@@ -490,7 +490,7 @@ def _dead_process(pid: int) -> bool:
         return True
     if tids != [str(pid)]:
         return False
-    stat = _stat(pid)
+    stat = proc_stat(pid)
     return stat is None or stat[0] in ("Z", "X")
 
 
@@ -535,14 +535,24 @@ def _own_children() -> list[int] | None:
     return children
 
 
-def _stat(pid: int) -> list[str] | None:
-    """Fields of /proc/PID/stat after the command name: state, ppid, pgrp, ..."""
+def proc_stat(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name: state, ppid, pgrp, session, ...
+
+    (field 0 is the state, 1 the ppid, 19 the start time in clock ticks); None
+    when the process is gone.
+    """
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             raw = f.read()
     except OSError:
         return None
     return raw[raw.rfind(b")") + 2 :].decode("ascii", "replace").split()
+
+
+def process_alive(pid: int) -> bool:
+    """Running: not gone, and not a zombie waiting for its parent to reap it."""
+    fields = proc_stat(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
 
 
 def _has_tag(pid: int, tag_entries: tuple[bytes, ...]) -> bool:
@@ -556,7 +566,7 @@ def _has_tag(pid: int, tag_entries: tuple[bytes, ...]) -> bool:
 
 
 def _belongs(pid: int, pgid: int | None, tag_entries: tuple[bytes, ...]) -> bool:
-    stat = _stat(pid)
+    stat = proc_stat(pid)
     if stat is None or stat[0] in ("Z", "X"):
         return False
     if pgid is not None and stat[2] == str(pgid):
@@ -602,7 +612,7 @@ def sweep_zombies() -> int:
     zombies = []
     candidates = _own_children()
     for pid in _list_pids() if candidates is None else candidates:
-        stat = _stat(pid)
+        stat = proc_stat(pid)
         if stat and stat[0] == "Z" and stat[1] == me:
             zombies.append((pid, stat))
     if not zombies:
