@@ -53,6 +53,7 @@ LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 # Errors of the stateless era carry an HTTP status, as the official SDK server does.
 MODERN_ERROR_STATUS = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400, -32601: 404}
 
+NOTHING = object()  # no message: the request was already answered (null is a valid JSON body)
 Route = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
 
 
@@ -157,6 +158,17 @@ class McpHttpApp:
                 return False
         return True
 
+    async def _read_message(self, receive: Receive, send: Send) -> Any:
+        """The request's JSON-RPC payload, or NOTHING once a 4xx has been sent."""
+        body = await self.read_body(receive, send)
+        if body is None:
+            return NOTHING
+        message = _parse(body)
+        if isinstance(message, McpError):
+            await send_json(send, 400, error_response(None, message))
+            return NOTHING
+        return message
+
     async def read_body(self, receive: Receive, send: Send) -> bytes | None:
         try:
             with trio.fail_after(self.config.body_timeout_s):
@@ -170,12 +182,8 @@ class McpHttpApp:
     # -- /rpc -------------------------------------------------------------------
 
     async def _rpc(self, receive: Receive, send: Send) -> None:
-        body = await self.read_body(receive, send)
-        if body is None:
-            return
-        message = _parse(body)
-        if isinstance(message, McpError):
-            await send_json(send, 400, error_response(None, message))
+        message = await self._read_message(receive, send)
+        if message is NOTHING:
             return
         reply = await self.watching(receive, self._batch(message, self.rpc_session, None, False))
         if reply is None:
@@ -206,12 +214,8 @@ class McpHttpApp:
         if content_type != "application/json":
             await _status(send, 415, "Content-Type must be application/json")
             return
-        body = await self.read_body(receive, send)
-        if body is None:
-            return
-        message = _parse(body)
-        if isinstance(message, McpError):
-            await send_json(send, 400, error_response(None, message))
+        message = await self._read_message(receive, send)
+        if message is NOTHING:
             return
         header_version = header(scope, b"mcp-protocol-version")
         body_version = request_version(message)
