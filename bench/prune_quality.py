@@ -1,53 +1,37 @@
-"""Quality of the built-in pruning engine on needle sets, beside a line-BM25 baseline.
+"""Quality of the built-in pruning engine on every benchmark set, beside a line-BM25 baseline.
 
-    python bench/prune_quality.py [--set code|logs|docs|all] [--json]
+    python bench/prune_quality.py [--set NAME ...] [--extra FILE ...] [--by-source] [--json]
 
-Sets: code = ../shared/bench/needles-dev.jsonl (or $JEEVES_NEEDLES), logs and docs =
-bench/data/{logs,docs}.jsonl. Each case has `text`, `question`, `source_type` and
-`gold` = [first, last], 1-based inclusive line numbers over `text.split("\\n")`.
+Sets (each a JSONL of cases with `text`, `question`, `source_type`, `source` and
+`gold` = [first, last], 1-based inclusive lines over `text.split("\\n")`):
+- needles: ../shared/bench/needles-dev.jsonl, function needles (question = a docstring's
+  first sentence, gold = the function);
+- commits: ../shared/bench/commits-dev.jsonl, real bug-fix tasks (question = the commit
+  subject, text = the file before the fix, gold = the lines the fix changed);
+- logs, docs: bench/data/{logs,docs}.jsonl, built by the generators beside them;
+- every *.jsonl in $JEEVES_BENCH_EXTRA (a directory) or given with --extra: more sets of
+  the same shape, named after the file (e.g. commits-extra.jsonl, needles-extra.jsonl
+  made by ../shared/bench/make_commits.py and bench/data/make_needles.py).
+
+Tuning is judged by *source* (repository or library), never by case: the sources of the
+two shared dev sets (needles-dev, commits-dev) and of logs/docs are the ones the engine
+was tuned on; every other source is held out, and the "held-out" rows are the honest
+figure. `--by-source` prints one row per repository/library.
 
 Figures, at the engine's defaults (max_prune_ratio 0.9, min_keep_lines 0):
-- recall: share of the gold lines kept, averaged over cases;
-- share>=0.9: share of cases whose recall is at least 0.9;
-- reduction: 1 - kept chars / original chars, where a line counts len(line)+1 and
-  only kept original lines count (the markers the contract layer adds are excluded);
-- ms: median wall time of select_lines.
-Cases are split in halves A/B by a hash of their id, so a parameter chosen on one
-half can be checked on the other. The baseline ranks single lines with BM25 over
-plain lower-cased words, keeps each chosen line with 3 lines of context either
-side, and stops at the engine's reduction for the same case (so both keep the same
-number of characters), and again at a fixed reduction of 0.70. "BM25+" is the same
-baseline with the engine's own terms, to show what structure adds over wording.
-
-Measured and not adopted (docs, recall / share>=0.9 / reduction; engine then at
-A 0.787/0.750/0.767, B 0.806/0.773/0.730, and 0.752/0.732/0.730 (A, 41) and
-0.615/0.596/0.744 (B, 47) on a fresh 88-case set built by make_docs.py's rule from
-.md/.rst/.txt files it did not use, under its roots and /root/.pyenv, /root/.rustup,
-/usr/lib/jvm, /usr/share):
-- pseudo-relevance feedback (RM3: the m terms of the k best sections weighted by
-  p(term | sections, by score) x in-text IDF, added at weight beta, re-ranked;
-  k 1-5, m 5-20, beta 0.2-0.5): A never moves, B and fresh only lose (B down to
-  0.680, fresh down to 0.637); feedback reinforces whatever the first pass ranked
-  first, and the misses rank the gold section below other sections.
-- background IDF (ln(N/df) over 25k de-duplicated docstrings of the stdlib and
-  site-packages, a 22 KB gzip table; in-text IDF x (bg / max)^g, g 0.25-3): no
-  gain on A at any g, fresh 0.679 -> 0.689 at g 0.5 and worse above; not kept.
-- heading path (ancestor titles in the section's name): A 0.787 -> 0.739, B and
-  fresh +1 or +2 cases.
-- term proximity (bonus p x the best sum of IDF over the question terms met in a
-  window of w lines; p 0.1-2, w 1-5): A unchanged or worse (never better, docs A
-  0.739 at p 2), B and fresh B up (p 1, w 3: docs B 0.846/0.818, fresh B
-  0.696/0.681) for about 0.01 less reduction. The best setting does not improve A,
-  so it is not adopted; worth re-measuring on a larger docs set.
-The misses rank the gold section 2nd to 6th (about half) or below 10th; often
-only a third of the question's terms occur in the section once its first
-paragraph is removed.
+- recall: share of the gold lines kept, averaged over cases; >=0.9: share of cases
+  whose recall is at least 0.9;
+- reduction: 1 - kept chars / original chars, a line counting len(line)+1, only kept
+  original lines counted (the markers the contract layer adds are excluded);
+- ms: median and p95 wall time of select_lines;
+- BM25: line-level BM25 over lower-cased words, each chosen line kept with 3 lines of
+  context either side, stopped at the engine's own reduction for the same case (both keep
+  the same number of characters).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -55,26 +39,41 @@ import re
 import statistics
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from jeeves_mcp.config import PrunerConfig  # noqa: E402
 from jeeves_mcp.engine import select_lines  # noqa: E402
-from jeeves_mcp.engine._text import terms  # noqa: E402
+from jeeves_mcp.render import fit_rows, pruned_rows, rows_text, text_bytes  # noqa: E402
 
+# What prune_text returns: the pruned rows, line-numbered, with markers, fitted to the
+# child's response budget (the budget's head/tail cut drops whatever did not fit).
+RESPONSE_BUDGET = PrunerConfig().response_budget_bytes
+
+SHARED = ROOT.parent / "shared" / "bench"
 SETS = {
-    "code": Path(
-        os.environ.get("JEEVES_NEEDLES", ROOT.parent / "shared" / "bench" / "needles-dev.jsonl")
-    ),
+    "needles": Path(os.environ.get("JEEVES_NEEDLES", SHARED / "needles-dev.jsonl")),
+    "commits": Path(os.environ.get("JEEVES_COMMITS", SHARED / "commits-dev.jsonl")),
     "logs": ROOT / "bench" / "data" / "logs.jsonl",
     "docs": ROOT / "bench" / "data" / "docs.jsonl",
 }
+# The sets whose sources the engine was tuned on; any other source is held out.
+TUNED_SETS = ("needles", "commits", "logs", "docs")
 
 
-def half(case_id: str) -> str:
-    return "AB"[hashlib.sha256(case_id.encode()).digest()[0] & 1]
+def source_of(case: dict) -> str:
+    """The repository or library a case comes from."""
+    src = str(case.get("source", ""))
+    if "==" in src:
+        return src.split("==")[0]  # needles: pkg==version:file
+    if "@" in src and "/" in src.split("@")[0]:
+        return src.split("@")[0]  # commits: owner/name@sha:path
+    if src.startswith("/"):
+        return "/".join(src.split("/")[:4])  # docs: a file on this machine
+    return src.split("-")[0] or "?"  # logs: kind-variant
 
 
 def sizes(lines: list[str]) -> list[int]:
@@ -88,12 +87,10 @@ def plain_terms(text: str) -> list[str]:
     return PLAIN.findall(text.lower())
 
 
-def baseline_keep(
-    lines: list[str], question: str, target_chars: int, context: int = 3, tokens=plain_terms
-) -> list[bool]:
+def baseline_keep(lines: list[str], question: str, target_chars: int, context: int = 3) -> list[bool]:
     """Line-level BM25: best lines first, each with `context` lines around, up to target_chars."""
-    q = set(tokens(question))
-    docs = [tokens(x) for x in lines]
+    q = set(plain_terms(question))
+    docs = [plain_terms(x) for x in lines]
     n = len(lines)
     df: Counter[str] = Counter()
     for d in docs:
@@ -130,114 +127,140 @@ def measure(keep: list[bool], lines: list[str], gold: list[int]) -> tuple[float,
     return recall, 1 - kept / total
 
 
-def run(name: str, path: Path) -> dict:
-    cases = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    rows = []
-    for c in cases:
-        lines = c["text"].split("\n")
-        t0 = time.perf_counter()
-        sel = select_lines(lines, c["question"], c["source_type"], path=c.get("path"))
-        ms = (time.perf_counter() - t0) * 1000
-        assert len(sel.keep) == len(lines)
-        recall, red = measure(sel.keep, lines, c["gold"])
+def run_case(c: dict, baseline: bool) -> dict:
+    lines = c["text"].split("\n")
+    t0 = time.perf_counter()
+    sel = select_lines(lines, c["question"], c["source_type"], path=c.get("path"))
+    ms = (time.perf_counter() - t0) * 1000
+    assert len(sel.keep) == len(lines)
+    keep, view_bytes = seen_lines(lines, sel.keep, sel.reasons)
+    recall, red = measure(keep, lines, c["gold"])
+    row = {"id": c["id"], "source": source_of(c), "lines": len(lines), "recall": recall,
+           "reduction": red, "ms": ms, "view_bytes": view_bytes}
+    if baseline:
         total = sum(sizes(lines))
-        b_same = measure(
-            baseline_keep(lines, c["question"], round((1 - red) * total)), lines, c["gold"]
-        )
-        b_70 = measure(baseline_keep(lines, c["question"], round(0.30 * total)), lines, c["gold"])
-        b_split = measure(
-            baseline_keep(lines, c["question"], round((1 - red) * total), tokens=terms),
-            lines,
-            c["gold"],
-        )
-        rows.append(
-            {
-                "id": c["id"],
-                "half": half(c["id"]),
-                "recall": recall,
-                "reduction": red,
-                "ms": ms,
-                "base_recall": b_same[0],
-                "base_reduction": b_same[1],
-                "base70_recall": b_70[0],
-                "base70_reduction": b_70[1],
-                "split_recall": b_split[0],
-                "split_reduction": b_split[1],
-            }
-        )
-    return {"set": name, "path": str(path), "rows": rows}
+        keep = baseline_keep(lines, c["question"], round((1 - red) * total))
+        row["base_recall"], row["base_reduction"] = measure(keep, lines, c["gold"])
+    return row
+
+
+def seen_lines(lines: list[str], keep: list[bool], reasons: list[str | None]) -> tuple[list[bool], int]:
+    """The original lines prune_text's answer shows, and the size of that answer's text."""
+    rows, _ = pruned_rows(lines, keep, reasons, "prn_bench", annotate_lines=True,
+                          include_markers=True)
+    rows, _ = fit_rows(rows, RESPONSE_BUDGET, "prn_bench")
+    seen = [False] * len(lines)
+    for r in rows:
+        if not r.marker:
+            seen[r.start - 1] = True
+    return seen, text_bytes(rows_text(rows))
+
+
+def load(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
 def summary(rows: list[dict]) -> dict:
-    if not rows:
-        return {}
     m = statistics.fmean
-    return {
+    ms = sorted(r["ms"] for r in rows)
+    out = {
         "cases": len(rows),
         "recall": m(r["recall"] for r in rows),
         "share_ge_0.9": m(r["recall"] >= 0.9 for r in rows),
         "reduction": m(r["reduction"] for r in rows),
-        "median_ms": statistics.median(r["ms"] for r in rows),
-        "baseline_recall": m(r["base_recall"] for r in rows),
-        "baseline_share_ge_0.9": m(r["base_recall"] >= 0.9 for r in rows),
-        "baseline_reduction": m(r["base_reduction"] for r in rows),
-        "baseline70_recall": m(r["base70_recall"] for r in rows),
-        "baseline70_reduction": m(r["base70_reduction"] for r in rows),
-        "split_baseline_recall": m(r["split_recall"] for r in rows),
-        "split_baseline_share_ge_0.9": m(r["split_recall"] >= 0.9 for r in rows),
+        "median_ms": statistics.median(ms),
+        "p95_ms": ms[min(len(ms) - 1, math.ceil(0.95 * len(ms)) - 1)],
+        "view_bytes": m(r["view_bytes"] for r in rows),
     }
+    if all("base_recall" in r for r in rows):
+        out["bm25_recall"] = m(r["base_recall"] for r in rows)
+        out["bm25_reduction"] = m(r["base_reduction"] for r in rows)
+    return out
+
+
+def kind_of(set_name: str) -> str:
+    return set_name.split("-")[0]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--set", choices=[*SETS, "all"], default="all")
-    ap.add_argument("--json", action="store_true", help="print per-set summaries as JSON")
-    ap.add_argument("--cases", action="store_true", help="also print each case")
+    ap.add_argument("--set", action="append", help="only these sets (repeatable)")
+    ap.add_argument("--extra", action="append", type=Path, default=[], help="another set file")
+    ap.add_argument("--by-source", action="store_true", help="a row per repository/library")
+    ap.add_argument("--no-baseline", action="store_true", help="skip the BM25 baseline (faster)")
+    ap.add_argument("--json", action="store_true", help="print the summaries as JSON")
+    ap.add_argument("--cases", type=Path, help="write every case's figures to this JSONL file")
     args = ap.parse_args()
-    names = list(SETS) if args.set == "all" else [args.set]
-    out = {}
+
+    sets = dict(SETS)
+    extra_dir = os.environ.get("JEEVES_BENCH_EXTRA")
+    extras = list(args.extra)
+    if extra_dir:
+        extras += sorted(Path(extra_dir).glob("*.jsonl"))
+    for p in extras:
+        sets[p.stem] = p
+    names = args.set or list(sets)
+    tuned_sources: set[str] = set()
+    for name in TUNED_SETS:
+        if sets.get(name) is not None and sets[name].exists():
+            tuned_sources.update(source_of(c) for c in load(sets[name]))
+
+    out: dict[str, dict] = {}
+    all_rows: dict[str, list[dict]] = {}
     for name in names:
-        if not SETS[name].exists():
-            print(f"{name}: {SETS[name]} missing, skipped", file=sys.stderr)
+        path = sets.get(name)
+        if path is None or not path.exists():
+            print(f"{name}: {path} missing, skipped", file=sys.stderr)
             continue
-        res = run(name, SETS[name])
-        rows = res["rows"]
-        out[name] = {
-            part: summary([r for r in rows if part == "all" or r["half"] == part])
-            for part in ("all", "A", "B")
-        }
-        if args.cases:
+        rows = [run_case(c, not args.no_baseline) for c in load(path)]
+        for r in rows:
+            r["held_out"] = r["source"] not in tuned_sources
+        all_rows[name] = rows
+        parts: dict[str, dict] = {"all": summary(rows)}
+        for flag, label in ((False, "tuned"), (True, "held-out")):
+            sub = [r for r in rows if r["held_out"] is flag]
+            if sub and len(sub) < len(rows):
+                parts[label] = summary(sub)
+        if args.by_source:
+            by: dict[str, list[dict]] = defaultdict(list)
             for r in rows:
-                print(
-                    f"  {r['id']:>8} {r['half']} recall {r['recall']:.2f} red {r['reduction']:.2f} "
-                    f"base {r['base_recall']:.2f} {r['ms']:.1f} ms"
-                )
+                by[r["source"]].append(r)
+            for src in sorted(by):
+                parts[("  " if by[src][0]["held_out"] else "* ") + src] = summary(by[src])
+        out[name] = parts
+    # The held-out figure per kind of set, over every set of that kind.
+    kinds: dict[str, list[dict]] = defaultdict(list)
+    for name, rows in all_rows.items():
+        kinds[kind_of(name)].extend(r for r in rows if r["held_out"])
+    held = {k: summary(v) for k, v in kinds.items() if v}
+    if args.cases:
+        with args.cases.open("w") as f:
+            for name, rows in all_rows.items():
+                for r in rows:
+                    f.write(json.dumps({"set": name, **r}) + "\n")
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(json.dumps({"sets": out, "held_out_by_kind": held}, indent=2))
         return
-    print(
-        "reduction = 1 - kept chars / original chars, counting kept original lines only (markers excluded)"
-    )
-    print(
-        "BM25 = plain line-level BM25 (lower-cased \\w+ words) keeping each chosen line with +-3 lines,"
-    )
-    print("  stopped at the engine's reduction for each case, and at a fixed 0.70 reduction;")
-    print("BM25+ = the same with the engine's terms (identifier splitting, stemming, stop words)")
-    print(
-        f"{'set':<5} {'half':<4} {'n':>4} | {'recall':>6} {'>=0.9':>6} {'reduc':>6} {'ms':>5} |"
-        f" {'BM25 rec':>8} {'>=0.9':>6} {'reduc':>6} | {'@0.70 rec':>9} {'reduc':>6} | {'BM25+ rec':>9} {'>=0.9':>6}"
-    )
+    print("recall / >=0.9 / reduction of the engine; BM25 = line BM25 +-3 at the engine's reduction;")
+    print("'*' = a source the engine was tuned on, held-out = every other source")
+    head = (f"{'set / source':<34} {'n':>4} | {'recall':>6} {'>=0.9':>6} {'reduc':>6} "
+            f"{'ms p50':>6} {'p95':>6} | {'BM25 rec':>8} {'reduc':>6}")
+    print(head)
+    print("-" * len(head))
+
+    def line(label: str, s: dict) -> None:
+        base = (f"{s['bm25_recall']:>8.3f} {s['bm25_reduction']:>6.3f}"
+                if "bm25_recall" in s else f"{'-':>8} {'-':>6}")
+        print(f"{label[:34]:<34} {s['cases']:>4} | {s['recall']:>6.3f} {s['share_ge_0.9']:>6.3f} "
+              f"{s['reduction']:>6.3f} {s['median_ms']:>6.1f} {s['p95_ms']:>6.1f} | {base}")
+
     for name, parts in out.items():
         for part, s in parts.items():
-            if not s:
-                continue
-            print(
-                f"{name:<5} {part:<4} {s['cases']:>4} | {s['recall']:>6.3f} {s['share_ge_0.9']:>6.3f} "
-                f"{s['reduction']:>6.3f} {s['median_ms']:>5.1f} | {s['baseline_recall']:>8.3f} "
-                f"{s['baseline_share_ge_0.9']:>6.3f} {s['baseline_reduction']:>6.3f} | "
-                f"{s['baseline70_recall']:>9.3f} {s['baseline70_reduction']:>6.3f} | "
-                f"{s['split_baseline_recall']:>9.3f} {s['split_baseline_share_ge_0.9']:>6.3f}"
-            )
+            line(name if part == "all" else f"  {part}", s)
+    if held:
+        print("held out, by kind of set:")
+        for k, s in held.items():
+            line(f"  {k}", s)
 
 
 if __name__ == "__main__":
