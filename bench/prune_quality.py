@@ -27,6 +27,30 @@ Figures, at the engine's defaults (max_prune_ratio 0.9, min_keep_lines 0):
 - BM25: line-level BM25 over lower-cased words, each chosen line kept with 3 lines of
   context either side, stopped at the engine's own reduction for the same case (both keep
   the same number of characters).
+
+Measured and not adopted (docs, recall / share>=0.9 / reduction; engine then at
+A 0.787/0.750/0.767, B 0.806/0.773/0.730, and 0.752/0.732/0.730 (A, 41) and
+0.615/0.596/0.744 (B, 47) on a fresh 88-case set built by make_docs.py's rule from
+.md/.rst/.txt files it did not use, under its roots and /root/.pyenv, /root/.rustup,
+/usr/lib/jvm, /usr/share):
+- pseudo-relevance feedback (RM3: the m terms of the k best sections weighted by
+  p(term | sections, by score) x in-text IDF, added at weight beta, re-ranked;
+  k 1-5, m 5-20, beta 0.2-0.5): A never moves, B and fresh only lose (B down to
+  0.680, fresh down to 0.637); feedback reinforces whatever the first pass ranked
+  first, and the misses rank the gold section below other sections.
+- background IDF (ln(N/df) over 25k de-duplicated docstrings of the stdlib and
+  site-packages, a 22 KB gzip table; in-text IDF x (bg / max)^g, g 0.25-3): no
+  gain on A at any g, fresh 0.679 -> 0.689 at g 0.5 and worse above; not kept.
+- heading path (ancestor titles in the section's name): A 0.787 -> 0.739, B and
+  fresh +1 or +2 cases.
+- term proximity (bonus p x the best sum of IDF over the question terms met in a
+  window of w lines; p 0.1-2, w 1-5): A unchanged or worse (never better, docs A
+  0.739 at p 2), B and fresh B up (p 1, w 3: docs B 0.846/0.818, fresh B
+  0.696/0.681) for about 0.01 less reduction. The best setting does not improve A,
+  so it is not adopted; worth re-measuring on a larger docs set.
+The misses rank the gold section 2nd to 6th (about half) or below 10th; often
+only a third of the question's terms occur in the section once its first
+paragraph is removed.
 """
 
 from __future__ import annotations
