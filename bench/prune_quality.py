@@ -71,7 +71,7 @@ sys.path.insert(0, str(ROOT))
 
 from jeeves_mcp.config import PrunerConfig  # noqa: E402
 from jeeves_mcp.engine import select_lines  # noqa: E402
-from jeeves_mcp.render import fit_rows, pruned_rows, rows_text, text_bytes  # noqa: E402
+from jeeves_mcp.render import fit_rows, pruned_rows, rows_text, text_bytes, trim_by_order  # noqa: E402
 
 # What prune_text returns: the pruned rows, line-numbered, with markers, fitted to the
 # child's response budget (the budget's head/tail cut drops whatever did not fit).
@@ -154,10 +154,11 @@ def measure(keep: list[bool], lines: list[str], gold: list[int]) -> tuple[float,
 def run_case(c: dict, baseline: bool) -> dict:
     lines = c["text"].split("\n")
     t0 = time.perf_counter()
-    sel = select_lines(lines, c["question"], c["source_type"], path=c.get("path"))
+    sel = select_lines(lines, c["question"], c["source_type"], path=c.get("path"),
+                       max_bytes=RESPONSE_BUDGET)
     ms = (time.perf_counter() - t0) * 1000
     assert len(sel.keep) == len(lines)
-    keep, view_bytes = seen_lines(lines, sel.keep, sel.reasons)
+    keep, view_bytes = seen_lines(lines, sel.keep, sel.reasons, sel.order)
     recall, red = measure(keep, lines, c["gold"])
     row = {"id": c["id"], "source": source_of(c), "lines": len(lines), "recall": recall,
            "reduction": red, "ms": ms, "view_bytes": view_bytes}
@@ -168,8 +169,12 @@ def run_case(c: dict, baseline: bool) -> dict:
     return row
 
 
-def seen_lines(lines: list[str], keep: list[bool], reasons: list[str | None]) -> tuple[list[bool], int]:
+def seen_lines(
+    lines: list[str], keep: list[bool], reasons: list[str | None], order: list[int] | None
+) -> tuple[list[bool], int]:
     """The original lines prune_text's answer shows, and the size of that answer's text."""
+    if order is not None:
+        keep = trim_by_order(lines, keep, order, RESPONSE_BUDGET) or keep
     rows, _ = pruned_rows(lines, keep, reasons, "prn_bench", annotate_lines=True,
                           include_markers=True)
     rows, _ = fit_rows(rows, RESPONSE_BUDGET, "prn_bench")

@@ -155,6 +155,8 @@ class ToolRunner:
         ids: list[str | None] = []
         reasons: list[str] = []
         errors: list[str] = []
+        # Texts pruned together share the response budget.
+        share = self.config.response_budget_bytes // max(1, len(output.texts))
         for text in output.texts:
             reason = self._prune_check(text, question)
             if reason is not None:
@@ -164,7 +166,8 @@ class ToolRunner:
                 continue
             pruning["attempted"] = True
             outcome = await self.pruner.prune(
-                text.text, question, text.source_type, PruneOptions(timeout_ms=self.config.prune_timeout_ms),
+                text.text, question, text.source_type,
+                PruneOptions(timeout_ms=self.config.prune_timeout_ms, max_bytes=share),
                 path=text.path_hint, request_id=request_id, first_line=text.first_line,
             )
             rows_per_text.append(outcome.rows)

@@ -18,7 +18,7 @@ import trio
 
 from jeeves_mcp import _log
 from jeeves_mcp.config import PrunerConfig
-from jeeves_mcp.render import Row, pruned_rows, raw_rows, rows_text
+from jeeves_mcp.render import BUDGET_REASON, Row, pruned_rows, raw_rows, rows_text, trim_by_order
 from jeeves_mcp.store import RecoveryStore
 
 log = logging.getLogger("jeeves_mcp.pruning")
@@ -35,12 +35,18 @@ class PruneOptions:
     timeout_ms: int = 3000
     annotate_lines: bool = True
     include_markers: bool = True
+    # Bytes the pruned view may take in the response (not a seed 001 option: the
+    # response budget of seed 002); None for no bound.
+    max_bytes: int | None = None
 
 
 @dataclass(frozen=True)
 class Selection:
     keep: list[bool]
     reasons: list[str | None]
+    # Line indices, most worth showing first, when the engine ranks lines: a view
+    # over budget then drops the lines that come last instead of its middle.
+    order: list[int] | None = None
 
 
 class EngineError(Exception):
@@ -95,8 +101,9 @@ class LocalEngine:
                 min_keep_lines=options.min_keep_lines,
                 path=path,
                 deadline=deadline,
+                max_bytes=options.max_bytes,
             )
-            return Selection(list(chosen.keep), list(chosen.reasons))
+            return Selection(list(chosen.keep), list(chosen.reasons), chosen.order)
 
         # The engine checks its deadline itself; the outer bound only covers a
         # thread that stopped checking, which is then abandoned.
@@ -230,6 +237,7 @@ class Pruner:
             _log.event(log, "pruner.call_failed", logging.WARNING, reason="constraints_unmet", detail=broken)
             return self._fallback(
                 text, lines, prune_id, started, first_line, "constraints_unmet", options)
+        selection = _fit_by_order(selection, lines, options, first_line)
         rows, annotations = pruned_rows(
             lines,
             selection.keep,
@@ -294,6 +302,25 @@ class Pruner:
             "elapsed_ms": _log.monotonic_ms(started),
             "used_fallback": fallback,
         }
+
+
+def _fit_by_order(
+    selection: Selection, lines: list[str], options: PruneOptions, first_line: int
+) -> Selection:
+    """Within the response budget, the lines the engine ranked first (the rest is cut as
+    the budget's, recoverable like any pruned block)."""
+    if options.max_bytes is None or selection.order is None:
+        return selection
+    keep = trim_by_order(
+        lines, selection.keep, selection.order, options.max_bytes, first_line=first_line
+    )
+    if keep is None:
+        return selection
+    reasons = [
+        reason if not was else (None if now else BUDGET_REASON)
+        for reason, was, now in zip(selection.reasons, selection.keep, keep, strict=True)
+    ]
+    return Selection(keep, reasons, selection.order)
 
 
 def make_engine(config: PrunerConfig) -> Engine:

@@ -130,6 +130,46 @@ def fit_lines(
     return "\n".join(kept), block
 
 
+def trim_by_order(
+    lines: list[str],
+    keep: list[bool],
+    order: list[int],
+    max_bytes: int,
+    *,
+    first_line: int = 1,
+    marker_bytes: int = MARKER_OVERHEAD + 14,
+) -> list[bool] | None:
+    """A smaller keep-mask whose view fits `max_bytes`: the kept lines that come first in
+    `order` (most worth showing first), or None when the view already fits.
+
+    The budget then drops the least useful lines instead of the middle of the text.
+    """
+    n = len(lines)
+    cost = 0
+    blocks = 0
+    for i in range(n):
+        if keep[i]:
+            cost += len(str(first_line + i)) + 5 + len(lines[i].encode("utf-8", "surrogatepass"))
+        elif i == 0 or keep[i - 1]:
+            blocks += 1
+    if cost + blocks * marker_bytes <= max_bytes:
+        return None
+    out = [False] * n
+    used = marker_bytes
+    for i in order:
+        if not keep[i] or out[i]:
+            continue
+        left = i == 0 or out[i - 1]
+        right = i == n - 1 or out[i + 1]
+        delta = -marker_bytes if left and right else marker_bytes if not (left or right) else 0
+        c = len(str(first_line + i)) + 5 + len(lines[i].encode("utf-8", "surrogatepass")) + delta
+        if used + c > max_bytes:
+            break
+        out[i] = True
+        used += c
+    return out
+
+
 def text_bytes(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 

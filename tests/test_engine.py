@@ -180,7 +180,7 @@ def test_code_recall_on_python_function():
     start = lines_of(PY_SOURCE, "def parse_color")[0]
     body = range(start, start + 6)
     assert all(sel.keep[i] for i in body)
-    assert not any(sel.keep[i] for i in range(*_block(lines, "def render_report")))
+    assert not any(sel.keep[i] and lines[i].strip() for i in range(*_block(lines, "def render_report")))
 
 
 def _block(lines: list[str], head: str) -> tuple[int, int]:

@@ -80,8 +80,9 @@ def _python_layout(lines: list[str]) -> Layout | None:
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         always.add(body[0].lineno - 1)  # first line of the module docstring
         body = body[1:]
-    _python_body(lines, body, [], units, always, top=True, owner="")
-    return Layout(units=units, always=always)
+    imports: set[int] = set()
+    _python_body(lines, body, [], units, imports, top=True, owner="")
+    return Layout(units=units, always=always, context=imports)
 
 
 def _sig_range(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[int, int]:
@@ -246,12 +247,10 @@ def _is_decl(line: str) -> bool:
 
 def _indent_layout(lines: list[str]) -> Layout:
     always = _header(lines)
-    for i, line in enumerate(lines):
-        if _IMPORT.match(line):
-            always.add(i)
+    imports = {i for i, line in enumerate(lines) if _IMPORT.match(line)} - always
     units: list[Unit] = []
-    _emit(lines, _blocks(lines), 0, len(lines) - 1, [], units, always, owner="")
-    return Layout(units=units, always=always)
+    _emit(lines, _blocks(lines), 0, len(lines) - 1, [], units, always | imports, owner="")
+    return Layout(units=units, always=always, context=imports)
 
 
 def _emit(

@@ -8,20 +8,33 @@ from collections.abc import Sequence
 from ._text import _WORD, Matcher, name_text, terms
 from ._units import Unit
 
-__all__ = ["score_units"]
+__all__ = ["Scores", "score_units"]
 
 W_SIG = 1.5  # a term in a signature line counts this many body terms
 K1 = 1.2
 B = 0.75
 W_NAME = 2.0  # weight of the name score against the BM25F score
 NAME_COVER = 0.5  # share of the name score that needs the whole name explained
+LINE_B = 0.5  # length normalisation of a line's own evidence
 W_PRIOR = 2.0  # weight of a unit's question-independent relevance (errors in logs)
 
 
-def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[str]) -> list[float]:
-    """One score per unit."""
+class Scores:
+    """A score per unit, and per line the evidence its own words give (line BM25)."""
+
+    __slots__ = ("lines", "units")
+
+    def __init__(self, units: list[float], lines: list[float]) -> None:
+        self.units = units
+        self.lines = lines
+
+
+def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[str]) -> Scores:
+    """One score per unit, and the evidence of each line."""
     if not units or not question_terms:
-        return [0.0] * len(units)
+        return Scores([0.0] * len(units), [0.0] * len(lines))
+    line_tf: dict[int, list[float]] = {}
+    line_len: dict[int, int] = {}
     match = Matcher(question_terms)
     word = match.word
     findall = _WORD.findall
@@ -40,14 +53,19 @@ def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[st
         for k in range(u.start, u.end + 1):
             words = findall(lines[k])
             length += len(words)
+            ltf = None
             for w in words:
                 hits = word(w)
                 if hits:
                     if tf is None:
                         tf = [0.0] * nq
+                    if ltf is None:
+                        ltf = line_tf.setdefault(k, [0.0] * nq)
+                        line_len[k] = len(words)
                     w_line = W_SIG if sig is not None and sig[0] <= k <= sig[1] else 1.0
                     for qi, wt in hits:
                         tf[qi] += w_line * wt
+                        ltf[qi] += wt
         tfs.append(tf)
         lens.append(length)
         if not u.name:
@@ -90,4 +108,30 @@ def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[st
             ns = sum(nidf[qi] * nm[qi] for qi in range(nq))
             s += W_NAME * ns * ((1 - NAME_COVER) + NAME_COVER * cover)
         scores.append(s)
-    return scores
+    return Scores(scores, _line_evidence(len(lines), line_tf, line_len, nq))
+
+
+def _line_evidence(
+    n: int, line_tf: dict[int, list[float]], line_len: dict[int, int], nq: int
+) -> list[float]:
+    """BM25 of each line alone, lines as documents (idf over the lines of the text)."""
+    evidence = [0.0] * n
+    if not line_tf:
+        return evidence
+    df = [0] * nq
+    for tf in line_tf.values():
+        for qi in range(nq):
+            if tf[qi]:
+                df[qi] += 1
+    idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df]
+    avg = max(1.0, sum(line_len.values()) / len(line_len))
+    for k, tf in line_tf.items():
+        norm = 1.0 - LINE_B + LINE_B * line_len[k] / avg
+        s = 0.0
+        for qi in range(nq):
+            f = tf[qi]
+            if f:
+                f /= norm
+                s += idf[qi] * f * (K1 + 1) / (K1 + f)
+        evidence[k] = s
+    return evidence

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ._code import code_layout
 from ._docs import docs_layout
 from ._logs import logs_layout
+from ._plan import MARKER_BYTES, line_bytes, line_values, plan_order
 from ._rank import score_units
 from ._text import query_terms
 from ._units import Layout
@@ -37,10 +38,24 @@ class PruneTimeout(Exception):
     """The deadline given to `select_lines` passed before a selection was made."""
 
 
+# Code: share of the view's bytes the chosen lines may fill.
+CODE_SHARE = 0.45
+# ... but never less than this (or half a small text): below it pruning saves little and risks much.
+CODE_MIN_BYTES = 2048
+# A view that holds this share of the value is enough: a confident ranking keeps less.
+CODE_MASS = 0.97
+# A partly kept unit is completed when the rest takes at most this share of the budget.
+COMPLETE_SHARE = 0.1
+# Imports lead the view when they take at most this share of the budget.
+CONTEXT_CHEAP = 0.05
+
+
 @dataclass(frozen=True)
 class Selection:
     keep: list[bool]
     reasons: list[str | None]
+    # Line indices, most worth showing first: a smaller view keeps a prefix of it.
+    order: list[int] | None = None
 
 
 def _check(deadline: float | None) -> None:
@@ -57,7 +72,10 @@ def select_lines(
     min_keep_lines: int = 0,
     path: str | None = None,
     deadline: float | None = None,
+    max_bytes: int | None = None,
 ) -> Selection:
+    """The lines to keep; `max_bytes` is the size the caller's view may take (line
+    numbers and markers included), so that the lines chosen first fit it."""
     if source_type not in ("code", "logs", "docs"):
         raise ValueError(f"unknown source_type {source_type!r}")
     n = len(lines)
@@ -68,15 +86,89 @@ def select_lines(
     lines = list(lines)
     layout = _layout(lines, source_type, path)
     _check(deadline)
-    scores = score_units(lines, layout.units, qterms)
+    scored = score_units(lines, layout.units, qterms)
+    scores = scored.units
     _check(deadline)
-    if source_type == "docs":
+    order = None
+    if source_type == "code":
+        values = line_values(n, layout, scores, scored.lines)
+        view = [line_bytes(i, x) for i, x in enumerate(lines)]
+        budget = max(min(CODE_MIN_BYTES, 0.6 * sum(view)), CODE_SHARE * sum(view))
+        if max_bytes is not None:
+            budget = min(budget, max_bytes)
+        first = set(layout.always)
+        if sum(view[i] for i in layout.context) <= max(256, CONTEXT_CHEAP * budget):
+            first |= layout.context
+        order = plan_order(lines, layout, values, first)
+        _check(deadline)
+        keep = _prefix(lines, order, values, budget)
+        _complete_units(lines, layout, keep, max(256, COMPLETE_SHARE * budget))
+        fill_small_gaps(lines, keep)
+    elif source_type == "docs":
         keep = _choose_by_chance(lines, layout, scores)
     else:
         keep = _choose(lines, layout, scores)
     _check(deadline)
-    _enforce(lines, layout, scores, keep, max_prune_ratio, min_keep_lines)
-    return Selection(keep, _reasons(layout, keep))
+    _enforce(lines, layout, scores, keep, max_prune_ratio, min_keep_lines, order)
+    return Selection(keep, _reasons(layout, keep), order)
+
+
+def _prefix(
+    lines: Sequence[str], order: list[int], values: list[float], max_bytes: float
+) -> list[bool]:
+    """The longest prefix of `order` whose view fits `max_bytes` or that holds CODE_MASS of
+    the value, gaps too small for a marker filled."""
+    n = len(lines)
+    keep = [False] * n
+    used = MARKER_BYTES  # a view that hides anything has at least one marker
+    mass = 0.0
+    enough = CODE_MASS * sum(values)
+    for i in order:
+        if mass >= enough and any(keep):
+            break
+        mass += values[i]
+        left = i == 0 or keep[i - 1]
+        right = i == n - 1 or keep[i + 1]
+        delta = -MARKER_BYTES if left and right else MARKER_BYTES if not (left or right) else 0
+        c = line_bytes(i, lines[i]) + delta
+        if used + c > max_bytes and any(keep):
+            break
+        keep[i] = True
+        used += c
+    return keep
+
+
+def _complete_units(lines: Sequence[str], layout: Layout, keep: list[bool], room: float) -> None:
+    """Keep the rest of a unit partly kept when the rest is small: a whole function reads
+    better than its matching lines, and costs little more."""
+    for u in layout.units:
+        rows = range(u.start, u.end + 1)
+        missing = [i for i in rows if not keep[i]]
+        if not missing or len(missing) == len(rows):
+            continue
+        if sum(line_bytes(i, lines[i]) for i in missing) <= room:
+            for i in missing:
+                keep[i] = True
+
+
+def fill_small_gaps(lines: Sequence[str], keep: list[bool]) -> None:
+    """Keep the lines of every pruned block that would cost more as a marker than as text."""
+    n = len(lines)
+    i = 0
+    while i < n:
+        if keep[i]:
+            i += 1
+            continue
+        j = i
+        size = 0
+        while j < n and not keep[j]:
+            if size <= MARKER_BYTES:
+                size += line_bytes(j, lines[j])
+            j += 1
+        if size <= MARKER_BYTES:
+            for k in range(i, j):
+                keep[k] = True
+        i = j
 
 
 def _layout(lines: list[str], source_type: str, path: str | None) -> Layout:
@@ -160,6 +252,7 @@ def _enforce(
     keep: list[bool],
     max_prune_ratio: float,
     min_keep_lines: int,
+    order: list[int] | None = None,
 ) -> None:
     """The invariants: protected blocks, at most max_prune_ratio pruned, min_keep_lines,
     enclosing signatures and headings of every kept line, atoms whole."""
@@ -175,6 +268,13 @@ def _enforce(
     ratio = min(1.0, max(0.0, max_prune_ratio))
     need = max(n - math.floor(n * ratio + 1e-9), min(n, max(0, min_keep_lines)))
     have = sum(keep)
+    if have < need and order is not None:
+        for i in order:
+            if not keep[i]:
+                keep[i] = True
+                have += 1
+                if have >= need:
+                    break
     if have < need:
         have = _fill_by_rank(layout, scores, keep, have, need)
     if have < need:

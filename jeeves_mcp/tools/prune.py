@@ -73,6 +73,7 @@ async def prune_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         timeout_ms=int(raw_options["timeout_ms"]),
         annotate_lines=raw_options["annotate_lines"],
         include_markers=raw_options["include_markers"],
+        max_bytes=ctx.config.response_budget_bytes,
     )
     outcome = await ctx.pruner.prune(
         args["text"], args["goal_hint"], args["source_type"], options, request_id=ctx.request_id

@@ -1,0 +1,161 @@
+"""Which lines to show, in order of worth per byte of the pruned view.
+
+Each line gets a value: the chance that what the question asks about is in its
+unit (a softmax of the unit scores) times the share of that unit the line holds
+(part uniform, part by the line's own evidence), plus a share of the file-wide
+line evidence, so a strongly matching line counts even in a unit ranked low.
+Lines are then taken greedily by value per byte, where a line's bytes are what
+it costs in the rendered view: its text, its number prefix, and the marker it
+adds or saves (a line that joins two kept blocks removes a marker, one kept
+alone opens a new block). Taking a line also takes the signatures of what
+encloses it. The result is an order; any prefix of it is the best view of
+that size the greedy knows, so a byte budget is a cut of the order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+
+from ._units import Layout
+
+__all__ = ["MARKER_BYTES", "line_bytes", "plan_order"]
+
+# A marker line with its newline: "⟦PRUNÉ: prune_id=prn_… lignes a-b (n) raison=…⟧".
+MARKER_BYTES = 110
+# Softmax temperature of unit scores, relative to the best score.
+TEMP = 0.1
+# Share of a unit's value spread by line evidence (the rest is spread evenly).
+LINE_SHARE = 0.5
+# Share of all value given by file-wide line evidence, whatever the unit.
+GLOBAL_SHARE = 0.2
+# Line evidence is smoothed over neighbours with these weights (distance 1, 2).
+SMOOTH = (0.5, 0.25)
+# Each context line (imports) is worth this share of an average line.
+CONTEXT_WEIGHT = 0.5
+
+
+def line_bytes(index: int, line: str) -> int:
+    """Bytes of a kept line in the view: 'N│ ' + text + newline."""
+    return len(str(index + 1)) + 4 + len(line.encode("utf-8", "surrogatepass")) + 1
+
+
+def _smooth(evidence: Sequence[float]) -> list[float]:
+    n = len(evidence)
+    out = list(evidence)
+    for d, w in enumerate(SMOOTH, 1):
+        for i in range(n):
+            e = evidence[i]
+            if e:
+                if i - d >= 0:
+                    out[i - d] += w * e
+                if i + d < n:
+                    out[i + d] += w * e
+    return out
+
+
+def line_values(
+    n: int, layout: Layout, unit_scores: Sequence[float], evidence: Sequence[float]
+) -> list[float]:
+    """The value of each line (they sum to at most 1)."""
+    values = [0.0] * n
+    units = layout.units
+    owner = [-1] * n
+    for k, u in enumerate(units):
+        for i in range(u.start, u.end + 1):
+            owner[i] = k
+    smooth = _smooth(evidence)
+    top = max(unit_scores, default=0.0)
+    total_evidence = sum(smooth)
+    unit_share = 1.0 - (GLOBAL_SHARE if total_evidence > 0 else 0.0)
+    if top > 0:
+        temp = TEMP * top
+        weights = [math.exp((s - top) / temp) for s in unit_scores]
+        z = sum(weights)
+        for k, u in enumerate(units):
+            p = unit_share * weights[k] / z
+            rows = range(u.start, u.end + 1)
+            size = len(rows)
+            unit_evidence = sum(smooth[i] for i in rows)
+            if unit_evidence > 0:
+                even = p * (1 - LINE_SHARE) / size
+                by_line = p * LINE_SHARE / unit_evidence
+                for i in rows:
+                    values[i] += even + by_line * smooth[i]
+            else:
+                for i in rows:
+                    values[i] += p / size
+    if total_evidence > 0:
+        g = (1.0 - unit_share if top > 0 else 1.0) / total_evidence
+        for i in range(n):
+            values[i] += g * smooth[i]
+    for i in layout.context:
+        values[i] += CONTEXT_WEIGHT / n
+    return values
+
+
+def plan_order(
+    lines: Sequence[str], layout: Layout, values: Sequence[float], first: set[int]
+) -> list[int]:
+    """Every line with a value, best value per byte first, after the lines of `first`.
+    A line brings its unit's heads along, right before it."""
+    n = len(lines)
+    cost = [line_bytes(i, line) for i, line in enumerate(lines)]
+    heads_of: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for u in layout.units:
+        if u.heads:
+            for i in range(u.start, u.end + 1):
+                heads_of[i] = u.heads
+    taken = [False] * n
+    order: list[int] = []
+
+    def marker_delta(i: int) -> int:
+        left = i == 0 or taken[i - 1]
+        right = i == n - 1 or taken[i + 1]
+        if left and right:
+            return -MARKER_BYTES
+        if not left and not right:
+            return MARKER_BYTES
+        return 0
+
+    def take(i: int) -> None:
+        if taken[i]:
+            return
+        for a, b in heads_of[i]:
+            for h in range(a, b + 1):
+                if not taken[h]:
+                    taken[h] = True
+                    order.append(h)
+                    push_neighbours(h)
+        if not taken[i]:
+            taken[i] = True
+            order.append(i)
+            push_neighbours(i)
+
+    heap: list[tuple[float, int, int]] = []
+    version = [0] * n
+
+    def push(i: int) -> None:
+        if taken[i] or values[i] <= 0:
+            return
+        version[i] += 1
+        c = max(1, cost[i] + marker_delta(i))
+        heapq.heappush(heap, (-values[i] / c, i, version[i]))
+
+    def push_neighbours(i: int) -> None:
+        if i > 0:
+            push(i - 1)
+        if i + 1 < n:
+            push(i + 1)
+
+    for i in sorted(first):
+        take(i)
+    for i in range(n):
+        push(i)
+    while heap:
+        _, i, ver = heapq.heappop(heap)
+        if taken[i] or ver != version[i]:
+            continue
+        take(i)
+    return order
