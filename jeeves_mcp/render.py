@@ -149,7 +149,7 @@ def trim_by_order(
     blocks = 0
     for i in range(n):
         if keep[i]:
-            cost += len(str(first_line + i)) + 5 + len(lines[i].encode("utf-8", "surrogatepass"))
+            cost += numbered_line_bytes(first_line + i, lines[i])
         elif i == 0 or keep[i - 1]:
             blocks += 1
     if cost + blocks * marker_bytes <= max_bytes:
@@ -162,12 +162,36 @@ def trim_by_order(
         left = i == 0 or out[i - 1]
         right = i == n - 1 or out[i + 1]
         delta = -marker_bytes if left and right else marker_bytes if not (left or right) else 0
-        c = len(str(first_line + i)) + 5 + len(lines[i].encode("utf-8", "surrogatepass")) + delta
+        c = numbered_line_bytes(first_line + i, lines[i]) + delta
         if used + c > max_bytes:
             break
         out[i] = True
         used += c
+    fill_cheap_gaps(lines, out, marker_bytes, first_line)
     return out
+
+
+def numbered_line_bytes(number: int, line: str) -> int:
+    """Bytes of a kept line in a line-numbered view: 'N│ ' + text + newline."""
+    return len(str(number)) + 5 + len(line.encode("utf-8", "surrogatepass"))
+
+
+def fill_cheap_gaps(lines: list[str], keep: list[bool], limit: int, first_line: int = 1) -> None:
+    """Show the lines of a pruned block whose marker would cost more than they do."""
+    n = len(keep)
+    i = 0
+    while i < n:
+        if keep[i]:
+            i += 1
+            continue
+        j, size = i, 0
+        while j < n and not keep[j]:
+            if size <= limit:
+                size += numbered_line_bytes(first_line + j, lines[j])
+            j += 1
+        if size <= limit:
+            keep[i:j] = [True] * (j - i)
+        i = j
 
 
 def text_bytes(text: str) -> int:

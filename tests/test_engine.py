@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jeeves_mcp.engine import PruneTimeout, Selection, guess_source_type, select_lines
+from jeeves_mcp.render import trim_by_order
 
 PY_SOURCE = '''\
 #!/usr/bin/env python3
@@ -428,3 +430,76 @@ def test_invariants_hold_on_arbitrary_text(text, source_type, ratio, min_keep):
 )
 def test_guess_source_type(path, text, want):
     assert guess_source_type(path, text) == want
+
+
+FILLER_WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+
+
+@pytest.mark.parametrize("source_type", ["code", "logs", "docs"])
+def test_one_matching_line_in_unstructured_text_is_kept_and_the_rest_pruned(source_type):
+    filler = [" ".join(FILLER_WORDS[(i * 7 + k) % len(FILLER_WORDS)] for k in range(8)) for i in range(200)]
+    lines = [*filler[:120], "keep this special needle", *filler[120:]]
+    sel = select_lines(lines, "special needle", source_type)
+    assert sel.keep[120]
+    assert sum(sel.keep) < len(lines) * 0.6
+
+
+def _blocks_of(keep):
+    blocks, i = [], 0
+    while i < len(keep):
+        if keep[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(keep) and not keep[j + 1]:
+            j += 1
+        blocks.append((i, j))
+        i = j + 1
+    return blocks
+
+
+def test_no_code_marker_hides_less_than_it_costs():
+    source = big_module()
+    lines = source.split("\n")
+    sel = select_lines(lines, "where is the config file parsed and its settings returned?", "code")
+    assert any(not k for k in sel.keep)
+    for a, b in _blocks_of(sel.keep):
+        hidden = sum(len(lines[i]) + len(str(i + 1)) + 5 for i in range(a, b + 1))
+        assert hidden > 110, (a, b, lines[a : b + 1])
+
+
+def test_a_marker_names_the_units_it_hides():
+    lines = big_module().split("\n")
+    sel = select_lines(lines, "where is the config file parsed and its settings returned?", "code")
+    reasons = {r for r in sel.reasons if r}
+    assert any(re.fullmatch(r"hors focus: Store\.helper_\d+, Store\.helper_\d+ \+\d+", r) for r in reasons), reasons
+    assert all("\n" not in r and len(r) < 120 for r in reasons)
+
+
+def test_a_view_over_budget_keeps_the_lines_ranked_first():
+    lines = big_module().split("\n")
+    question = "where is the config file parsed and its settings returned?"
+    budget = 1500
+    sel = select_lines(lines, question, "code", max_bytes=budget)
+    assert sel.order is not None and sorted(sel.order) == sorted(set(sel.order))
+    target = next(i for i, x in enumerate(lines) if "def parse_config_file" in x)
+    # The function sits in the middle of the text: a head/tail cut would lose it.
+    assert len(lines) * 0.3 < target < len(lines) * 0.7
+    trimmed = trim_by_order(lines, sel.keep, sel.order, budget) or sel.keep
+    assert all(trimmed[i] for i in range(target, target + 4))
+    view = sum(len(lines[i]) + len(str(i + 1)) + 5 for i in range(len(lines)) if trimmed[i])
+    assert view + 110 * len(_blocks_of(trimmed)) <= budget
+
+
+def big_module() -> str:
+    parts = ["import json\nimport os\n\n\nclass Store:\n"]
+    for n in range(60):
+        parts.append(f"    def helper_{n}(self, value):\n        total = value * {n}\n        return total + {n}\n\n")
+        if n == 30:
+            parts.append(
+                "    def parse_config_file(self, path):\n"
+                "        with open(path) as handle:\n"
+                "            data = json.load(handle)\n"
+                "        return data['settings']\n\n"
+            )
+    return "".join(parts)

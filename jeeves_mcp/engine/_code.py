@@ -7,7 +7,10 @@ import re
 
 from ._units import Layout, Unit
 
-__all__ = ["code_layout"]
+__all__ = ["GENERIC", "code_layout"]
+
+# The label of a unit with no name (loose statements); reasons do not list it.
+GENERIC = "code"
 
 # Above this many lines `ast` costs more than the whole speed budget allows.
 AST_MAX_LINES = 20_000
@@ -108,7 +111,7 @@ def _python_body(
         if not group:
             return
         s, e = group[0].lineno - 1, group[-1].end_lineno - 1  # type: ignore[operator]
-        label = f"class {owner}" if owner else "code"
+        label = owner or GENERIC
         units.append(Unit(s, e, label, heads=list(heads)))
         group.clear()
 
@@ -119,14 +122,14 @@ def _python_body(
             s = _leading_comments(lines, s, prev_end)
             sig = (s, sig_end)
             if isinstance(st, ast.ClassDef):
-                _python_body(lines, st.body, [*heads, sig], units, always, top=False, owner=st.name)
+                qual = f"{owner}.{st.name}" if owner else st.name
+                _python_body(lines, st.body, [*heads, sig], units, always, top=False, owner=qual)
             else:
-                kw = "async def" if isinstance(st, ast.AsyncFunctionDef) else "def"
                 units.append(
                     Unit(
                         s,
                         st.end_lineno - 1,
-                        f"{kw} {st.name}",
+                        f"{owner}.{st.name}" if owner else st.name,
                         name=st.name,
                         sig=sig,
                         heads=[*heads, sig],
@@ -283,7 +286,7 @@ def _emit(
             )
         else:
             start = _leading_comments(lines, blk.start, pos - 1)
-            label = name if name else "bloc"
+            label = (f"{owner}.{name}" if owner else name) if name else GENERIC
             units.append(Unit(start, blk.end, label, name=name, sig=sig, heads=[*heads, sig]))
         pos = blk.end + 1
     _gap_units(lines, pos, hi, heads, units, always, owner)
@@ -304,7 +307,7 @@ def _gap_units(
         blank = i > hi or not lines[i].strip() or i in always
         if blank:
             if start is not None:
-                units.append(Unit(start, i - 1, owner or "code", heads=list(heads)))
+                units.append(Unit(start, i - 1, owner or GENERIC, heads=list(heads)))
                 start = None
         elif start is None:
             start = i

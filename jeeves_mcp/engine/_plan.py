@@ -18,6 +18,8 @@ import heapq
 import math
 from collections.abc import Sequence
 
+from jeeves_mcp.render import numbered_line_bytes
+
 from ._units import Layout
 
 __all__ = ["MARKER_BYTES", "line_bytes", "plan_order"]
@@ -28,6 +30,9 @@ MARKER_BYTES = 110
 TEMP = 0.1
 # Share of a unit's value spread by line evidence (the rest is spread evenly).
 LINE_SHARE = 0.5
+# Units up to this many lines spread (1 - LINE_SHARE) of their value evenly; longer
+# ones spread less, so that their matching lines stand out.
+EVEN_LINES = 60
 # Share of all value given by file-wide line evidence, whatever the unit.
 GLOBAL_SHARE = 0.2
 # Line evidence is smoothed over neighbours with these weights (distance 1, 2).
@@ -37,8 +42,8 @@ CONTEXT_WEIGHT = 0.5
 
 
 def line_bytes(index: int, line: str) -> int:
-    """Bytes of a kept line in the view: 'N│ ' + text + newline."""
-    return len(str(index + 1)) + 4 + len(line.encode("utf-8", "surrogatepass")) + 1
+    """Bytes of the 0-based line `index` kept in the numbered view."""
+    return numbered_line_bytes(index + 1, line)
 
 
 def _smooth(evidence: Sequence[float]) -> list[float]:
@@ -56,7 +61,11 @@ def _smooth(evidence: Sequence[float]) -> list[float]:
 
 
 def line_values(
-    n: int, layout: Layout, unit_scores: Sequence[float], evidence: Sequence[float]
+    n: int,
+    layout: Layout,
+    unit_scores: Sequence[float],
+    evidence: Sequence[float],
+    temp: float = TEMP,
 ) -> list[float]:
     """The value of each line (they sum to at most 1)."""
     values = [0.0] * n
@@ -70,7 +79,7 @@ def line_values(
     total_evidence = sum(smooth)
     unit_share = 1.0 - (GLOBAL_SHARE if total_evidence > 0 else 0.0)
     if top > 0:
-        temp = TEMP * top
+        temp = temp * top
         weights = [math.exp((s - top) / temp) for s in unit_scores]
         z = sum(weights)
         for k, u in enumerate(units):
@@ -79,8 +88,10 @@ def line_values(
             size = len(rows)
             unit_evidence = sum(smooth[i] for i in rows)
             if unit_evidence > 0:
-                even = p * (1 - LINE_SHARE) / size
-                by_line = p * LINE_SHARE / unit_evidence
+                # A long unit is read by its matching lines more than a short one.
+                spread = (1 - LINE_SHARE) * min(1.0, EVEN_LINES / size)
+                even = p * spread / size
+                by_line = p * (1 - spread) / unit_evidence
                 for i in rows:
                     values[i] += even + by_line * smooth[i]
             else:

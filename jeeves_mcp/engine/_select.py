@@ -7,7 +7,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._code import code_layout
+from jeeves_mcp.render import fill_cheap_gaps
+
+from ._code import GENERIC, code_layout
 from ._docs import docs_layout
 from ._logs import logs_layout
 from ._plan import MARKER_BYTES, line_bytes, line_values, plan_order
@@ -38,6 +40,16 @@ class PruneTimeout(Exception):
     """The deadline given to `select_lines` passed before a selection was made."""
 
 
+# A marker's reason names this many of the units it hides, each cut to this many characters.
+REASON_NAMES = 2
+REASON_NAME_CHARS = 40
+# Source types whose lines are ranked one by one (see _plan).
+PLANNED = ("code",)
+CODE_TEMP = 0.1
+DOCS_SHARE = 0.3
+DOCS_TEMP = 0.2
+# A unit over this share of the lines means the text has no structure to rank by.
+UNSTRUCTURED = 0.6
 # Code: share of the view's bytes the chosen lines may fill.
 CODE_SHARE = 0.45
 # ... but never less than this (or half a small text): below it pruning saves little and risks much.
@@ -90,10 +102,12 @@ def select_lines(
     scores = scored.units
     _check(deadline)
     order = None
-    if source_type == "code":
-        values = line_values(n, layout, scores, scored.lines)
+    if source_type in PLANNED or (source_type == "docs" and _unstructured(layout, n)):
+        docs = source_type == "docs"
+        values = line_values(n, layout, scores, scored.lines, DOCS_TEMP if docs else CODE_TEMP)
         view = [line_bytes(i, x) for i, x in enumerate(lines)]
-        budget = max(min(CODE_MIN_BYTES, 0.6 * sum(view)), CODE_SHARE * sum(view))
+        share = DOCS_SHARE if docs else CODE_SHARE
+        budget = max(min(CODE_MIN_BYTES, 0.6 * sum(view)), share * sum(view))
         if max_bytes is not None:
             budget = min(budget, max_bytes)
         first = set(layout.always)
@@ -103,14 +117,20 @@ def select_lines(
         _check(deadline)
         keep = _prefix(lines, order, values, budget)
         _complete_units(lines, layout, keep, max(256, COMPLETE_SHARE * budget))
-        fill_small_gaps(lines, keep)
     elif source_type == "docs":
         keep = _choose_by_chance(lines, layout, scores)
     else:
         keep = _choose(lines, layout, scores)
     _check(deadline)
     _enforce(lines, layout, scores, keep, max_prune_ratio, min_keep_lines, order)
+    if order is not None:
+        fill_small_gaps(lines, keep)
     return Selection(keep, _reasons(layout, keep), order)
+
+
+def _unstructured(layout: Layout, n: int) -> bool:
+    """One unit holds most of the text: there is no structure to choose by."""
+    return n > 20 and any(u.end - u.start + 1 > UNSTRUCTURED * n for u in layout.units)
 
 
 def _prefix(
@@ -153,22 +173,7 @@ def _complete_units(lines: Sequence[str], layout: Layout, keep: list[bool], room
 
 def fill_small_gaps(lines: Sequence[str], keep: list[bool]) -> None:
     """Keep the lines of every pruned block that would cost more as a marker than as text."""
-    n = len(lines)
-    i = 0
-    while i < n:
-        if keep[i]:
-            i += 1
-            continue
-        j = i
-        size = 0
-        while j < n and not keep[j]:
-            if size <= MARKER_BYTES:
-                size += line_bytes(j, lines[j])
-            j += 1
-        if size <= MARKER_BYTES:
-            for k in range(i, j):
-                keep[k] = True
-        i = j
+    fill_cheap_gaps(list(lines), keep, MARKER_BYTES)
 
 
 def _layout(lines: list[str], source_type: str, path: str | None) -> Layout:
@@ -325,11 +330,34 @@ def _fill_by_distance(keep: list[bool], missing: int) -> None:
 
 
 def _reasons(layout: Layout, keep: list[bool]) -> list[str | None]:
-    label: list[str | None] = [None] * len(keep)
+    """Per pruned line, the reason of its block: the names of the units the block hides
+    ("hors focus: Pool.acquire, Pool.release +3"), so an agent knows what to recover."""
+    n = len(keep)
+    label: list[str | None] = [None] * n
+    starts: dict[int, str] = {}
     for u in layout.units:
         for i in range(u.start, u.end + 1):
             label[i] = u.label
-    return [
-        None if k else (f"hors focus: {lab}" if lab else "hors focus")
-        for k, lab in zip(keep, label, strict=True)
-    ]
+        if u.label and u.label != GENERIC:
+            starts.setdefault(u.start, u.label)
+    reasons: list[str | None] = [None] * n
+    i = 0
+    while i < n:
+        if keep[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and not keep[j + 1]:
+            j += 1
+        hidden = list(dict.fromkeys(starts[k] for k in range(i, j + 1) if k in starts))
+        if not hidden and label[i] and label[i] != GENERIC:
+            hidden = [str(label[i])]
+        reason = "hors focus"
+        if hidden:
+            shown = ", ".join(h[:REASON_NAME_CHARS] for h in hidden[:REASON_NAMES])
+            more = len(hidden) - REASON_NAMES
+            reason = f"hors focus: {shown}" + (f" +{more}" if more > 0 else "")
+        for k in range(i, j + 1):
+            reasons[k] = reason
+        i = j + 1
+    return reasons
