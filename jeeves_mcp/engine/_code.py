@@ -131,6 +131,7 @@ def _python_body(
                         st.end_lineno - 1,
                         f"{owner}.{st.name}" if owner else st.name,
                         name=st.name,
+                        owner=owner,
                         sig=sig,
                         heads=[*heads, sig],
                     )
@@ -287,7 +288,9 @@ def _emit(
         else:
             start = _leading_comments(lines, blk.start, pos - 1)
             label = (f"{owner}.{name}" if owner else name) if name else GENERIC
-            units.append(Unit(start, blk.end, label, name=name, sig=sig, heads=[*heads, sig]))
+            units.append(
+                Unit(start, blk.end, label, name=name, owner=owner, sig=sig, heads=[*heads, sig])
+            )
         pos = blk.end + 1
     _gap_units(lines, pos, hi, heads, units, always, owner)
 

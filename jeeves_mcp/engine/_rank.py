@@ -14,7 +14,9 @@ W_SIG = 1.5  # a term in a signature line counts this many body terms
 K1 = 1.2
 B = 0.75
 W_NAME = 2.0  # weight of the name score against the BM25F score
-NAME_COVER = 0.5  # share of the name score that needs the whole name explained
+NAME_COVER = 0.5
+W_OWNER = 0.5  # a term of the enclosing class's name counts this share of one of the unit's own  # share of the name score that needs the whole name explained
+W_IDENT = 1.0  # an identifier of the question spelled out, against one matched term
 LINE_B = 0.5  # length normalisation of a line's own evidence
 W_PRIOR = 2.0  # weight of a unit's question-independent relevance (errors in logs)
 
@@ -29,7 +31,12 @@ class Scores:
         self.lines = lines
 
 
-def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[str]) -> Scores:
+def score_units(
+    lines: Sequence[str],
+    units: list[Unit],
+    question_terms: list[str],
+    identifiers: Sequence[str] = (),
+) -> Scores:
     """One score per unit, and the evidence of each line."""
     if not units or not question_terms:
         return Scores([0.0] * len(units), [0.0] * len(lines))
@@ -68,11 +75,11 @@ def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[st
                         ltf[qi] += wt
         tfs.append(tf)
         lens.append(length)
-        if not u.name:
+        if not u.name and not u.owner:
             names.append(None)
             continue
         nm = [0.0] * nq
-        parts = terms(name_text(u.name))
+        parts = terms(name_text(u.name)) if u.name else []
         hit_parts = 0
         for p in parts:
             hits = match.part(p)
@@ -80,6 +87,10 @@ def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[st
                 hit_parts += 1
             for qi, wt in hits:
                 nm[qi] = max(nm[qi], wt)
+        if u.owner:
+            for p in terms(u.owner):
+                for qi, wt in match.part(p):
+                    nm[qi] = max(nm[qi], W_OWNER * wt)
         names.append((nm, hit_parts / len(parts) if parts else 0.0))
 
     avg = max(1.0, sum(lens) / n)
@@ -103,12 +114,43 @@ def score_units(lines: Sequence[str], units: list[Unit], question_terms: list[st
                 if f:
                     f /= norm
                     s += idf[qi] * f * (K1 + 1) / (K1 + f)
-        if name is not None and name[1]:
+        if name is not None and any(name[0]):
             nm, cover = name
             ns = sum(nidf[qi] * nm[qi] for qi in range(nq))
             s += W_NAME * ns * ((1 - NAME_COVER) + NAME_COVER * cover)
         scores.append(s)
-    return Scores(scores, _line_evidence(len(lines), line_tf, line_len, nq))
+    evidence = _line_evidence(len(lines), line_tf, line_len, nq)
+    if identifiers:
+        _identifier_evidence(lines, units, identifiers, scores, evidence)
+    return Scores(scores, evidence)
+
+
+def _identifier_evidence(
+    lines: Sequence[str],
+    units: list[Unit],
+    identifiers: Sequence[str],
+    scores: list[float],
+    evidence: list[float],
+) -> None:
+    """Lines (and units) that spell out an identifier of the question gain its idf."""
+    n = len(lines)
+    owner = {}
+    for k, u in enumerate(units):
+        for i in range(u.start, u.end + 1):
+            owner[i] = k
+    for ident in identifiers:
+        # A dotted name may be spelled by its last part in the code.
+        forms = {ident, ident.rsplit(".", 1)[-1]}
+        hits = [i for i, line in enumerate(lines) if any(f in line.lower() for f in forms)]
+        if not hits:
+            continue
+        idf = math.log(1.0 + (n - len(hits) + 0.5) / (len(hits) + 0.5))
+        hit_units = {owner[i] for i in hits if i in owner}
+        uidf = math.log(1.0 + (len(units) - len(hit_units) + 0.5) / (len(hit_units) + 0.5))
+        for i in hits:
+            evidence[i] += W_IDENT * idf
+        for k in hit_units:
+            scores[k] += W_IDENT * uidf
 
 
 def _line_evidence(

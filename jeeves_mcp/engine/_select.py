@@ -14,7 +14,7 @@ from ._docs import docs_layout
 from ._logs import logs_layout
 from ._plan import MARKER_BYTES, line_bytes, line_values, plan_order
 from ._rank import score_units
-from ._text import query_terms
+from ._text import query_identifiers, query_terms
 from ._units import Layout
 
 __all__ = ["PruneTimeout", "Selection", "select_lines"]
@@ -98,7 +98,7 @@ def select_lines(
     lines = list(lines)
     layout = _layout(lines, source_type, path)
     _check(deadline)
-    scored = score_units(lines, layout.units, qterms)
+    scored = score_units(lines, layout.units, qterms, query_identifiers(question))
     scores = scored.units
     _check(deadline)
     order = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["query_terms", "terms"]
+__all__ = ["query_identifiers", "query_terms", "terms"]
 
 # Runs of letters/digits; identifiers are then split on case changes and digits.
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
@@ -24,6 +24,7 @@ STOP = frozenset(
     up down out off again further once both few more most s t
     self cls def return returns returned none true false pass lambda async await
     given use used using uses new value values object objects function functions
+    fix fixes fixed bug bugs issue issues
     method methods argument arguments param params parameter parameters
     """.split()
 )
@@ -81,6 +82,25 @@ def query_terms(question: str) -> list[str]:
     for t in terms(question):
         seen.setdefault(t, None)
     return list(seen)
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+
+
+def query_identifiers(question: str) -> list[str]:
+    """The identifiers a question names verbatim (snake_case, camelCase, dotted, or quoted
+    in backticks), lower-cased: a line that spells one out is stronger evidence than
+    one that has its words apart."""
+    found: dict[str, None] = {}
+    quoted = set(re.findall(r"`+([^`]+)`+", question))
+    for tok in _IDENT.findall(question):
+        tok = tok.strip("._")
+        if len(tok) < 4:
+            continue
+        if "_" in tok or "." in tok or _CAMEL.search(tok) or any(tok in q for q in quoted):
+            found.setdefault(tok.lower(), None)
+    return list(found)
 
 
 # Words that name the same thing in code: abbreviations and common verb synonyms.

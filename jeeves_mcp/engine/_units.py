@@ -18,6 +18,7 @@ class Unit:
     end: int
     label: str  # shown in reasons: "def parse_yaml", "section Install", ...
     name: str = ""  # text weighted as the unit's name
+    owner: str = ""  # the enclosing class(es), "Outer.Inner": a weaker name
     sig: tuple[int, int] | None = None  # own signature lines (weighted as signature)
     heads: list[tuple[int, int]] = field(default_factory=list)  # kept with the unit
     prior: float = 0.0  # relevance independent of the question (errors in logs)
