@@ -26,8 +26,6 @@ __all__ = ["MARKER_BYTES", "line_bytes", "plan_order"]
 
 # A marker line with its newline: "⟦PRUNÉ: prune_id=prn_… lignes a-b (n) raison=…⟧".
 MARKER_BYTES = 110
-# Softmax temperature of unit scores, relative to the best score.
-TEMP = 0.1
 # Share of a unit's value spread by line evidence (the rest is spread evenly).
 LINE_SHARE = 0.5
 # Units up to this many lines spread (1 - LINE_SHARE) of their value evenly; longer
@@ -65,9 +63,10 @@ def line_values(
     layout: Layout,
     unit_scores: Sequence[float],
     evidence: Sequence[float],
-    temp: float = TEMP,
+    temp: float,
 ) -> list[float]:
-    """The value of each line (they sum to at most 1)."""
+    """The value of each line (they sum to at most 1); `temp` is the softmax temperature
+    of the unit scores, relative to the best score."""
     values = [0.0] * n
     units = layout.units
     owner = [-1] * n

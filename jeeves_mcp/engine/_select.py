@@ -45,19 +45,22 @@ REASON_NAMES = 2
 REASON_NAME_CHARS = 40
 # Source types whose lines are ranked one by one (see _plan).
 PLANNED = ("code",)
+# Softmax temperature of code unit scores, relative to the best score (docs: DOCS_TEMP).
 CODE_TEMP = 0.1
+# Docs without structure go through the line ranking with this share of the view.
 DOCS_SHARE = 0.3
-DOCS_TEMP = 0.2
 # A unit over this share of the lines means the text has no structure to rank by.
 UNSTRUCTURED = 0.6
 # Code: share of the view's bytes the chosen lines may fill.
-CODE_SHARE = 0.45
+CODE_SHARE = 0.35
 # ... but never less than this (or half a small text): below it pruning saves little and risks much.
 CODE_MIN_BYTES = 2048
-# A view that holds this share of the value is enough: a confident ranking keeps less.
-CODE_MASS = 0.97
+# A view that holds this share of the value may end at the first line worth less
+# than DENSITY_STOP of the best line's value per byte.
+CODE_MASS = 0.9
+DENSITY_STOP = 0.003
 # A partly kept unit is completed when the rest takes at most this share of the budget.
-COMPLETE_SHARE = 0.1
+COMPLETE_SHARE = 0.2
 # Imports lead the view when they take at most this share of the budget.
 CONTEXT_CHEAP = 0.05
 
@@ -136,16 +139,20 @@ def _unstructured(layout: Layout, n: int) -> bool:
 def _prefix(
     lines: Sequence[str], order: list[int], values: list[float], max_bytes: float
 ) -> list[bool]:
-    """The longest prefix of `order` whose view fits `max_bytes` or that holds CODE_MASS of
-    the value, gaps too small for a marker filled."""
+    """The longest prefix of `order` whose view fits `max_bytes`, ended early once it holds
+    CODE_MASS of the value and the next line is worth far less per byte than the best:
+    a confident ranking keeps less, an uncertain one fills the budget."""
     n = len(lines)
     keep = [False] * n
     used = MARKER_BYTES  # a view that hides anything has at least one marker
     mass = 0.0
     enough = CODE_MASS * sum(values)
+    top = 0.0
     for i in order:
-        if mass >= enough and any(keep):
+        density = values[i] / line_bytes(i, lines[i])
+        if density < DENSITY_STOP * top and mass >= enough:
             break
+        top = max(top, density)
         mass += values[i]
         left = i == 0 or keep[i - 1]
         right = i == n - 1 or keep[i + 1]
