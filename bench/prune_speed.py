@@ -4,7 +4,8 @@
 
 Inputs are real texts cut or repeated to size: code = the Python sources of the
 needle set (one file after another), logs = the logs bench set, docs = the docs
-bench set. The question is the first case's. Prints the median wall time of
+bench set. The question is the first case's; the view is bounded by the child's
+response budget, as prune_text bounds it. Prints the median wall time of
 select_lines over --repeat runs (after one warm-up run), and ms per 1k lines to
 show whether the cost grows linearly.
 """
@@ -22,11 +23,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from prune_quality import SETS  # noqa: E402
+from prune_quality import RESPONSE_BUDGET, SETS  # noqa: E402
 
 from jeeves_mcp.engine import select_lines  # noqa: E402
 
 SIZES = (2_000, 10_000, 50_000)
+# The set each source type's text comes from.
+KINDS = {"needles": "code", "logs": "logs", "docs": "docs"}
 
 
 def corpus(name: str, lines_wanted: int) -> tuple[list[str], str]:
@@ -45,20 +48,20 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     results = []
-    for name in SETS:
+    for name, source_type in KINDS.items():
         if not SETS[name].exists():
             continue
         for size in SIZES:
             lines, question = corpus(name, size)
-            select_lines(lines, question, name)
+            select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET)
             times = []
             for _ in range(args.repeat):
                 t0 = time.perf_counter()
-                select_lines(lines, question, name)
+                select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET)
                 times.append((time.perf_counter() - t0) * 1000)
             ms = statistics.median(times)
             results.append(
-                {"set": name, "lines": size, "median_ms": ms, "ms_per_1k_lines": ms / size * 1000}
+                {"set": source_type, "lines": size, "median_ms": ms, "ms_per_1k_lines": ms / size * 1000}
             )
     if args.json:
         print(json.dumps(results, indent=2))

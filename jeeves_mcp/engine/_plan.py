@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from jeeves_mcp.render import numbered_line_bytes
 
 from ._units import Layout
 
-__all__ = ["MARKER_BYTES", "line_bytes", "plan_order"]
+__all__ = ["MARKER_BYTES", "Ranking", "line_bytes", "line_values"]
 
 # A marker line with its newline: "⟦PRUNÉ: prune_id=prn_… lignes a-b (n) raison=…⟧".
 MARKER_BYTES = 110
@@ -105,9 +105,27 @@ def line_values(
     return values
 
 
-def plan_order(
+class Ranking:
+    """Lines in order of worth, produced on demand: a view reads only the head of the
+    order, so the rest is never ranked. `order` holds what was read so far."""
+
+    def __init__(
+        self, lines: Sequence[str], layout: Layout, values: Sequence[float], first: set[int]
+    ) -> None:
+        self.order: list[int] = []
+        self._lines = _ranked(lines, layout, values, first)
+
+    def __iter__(self) -> Iterator[int]:
+        """The order from its start, ranking further lines as they are asked for."""
+        yield from list(self.order)
+        for i in self._lines:
+            self.order.append(i)
+            yield i
+
+
+def _ranked(
     lines: Sequence[str], layout: Layout, values: Sequence[float], first: set[int]
-) -> list[int]:
+) -> Iterator[int]:
     """Every line with a value, best value per byte first, after the lines of `first`.
     A line brings its unit's heads along, right before it."""
     n = len(lines)
@@ -118,7 +136,8 @@ def plan_order(
             for i in range(u.start, u.end + 1):
                 heads_of[i] = u.heads
     taken = [False] * n
-    order: list[int] = []
+    heap: list[tuple[float, int, int]] = []
+    version = [0] * n
 
     def marker_delta(i: int) -> int:
         left = i == 0 or taken[i - 1]
@@ -129,23 +148,6 @@ def plan_order(
             return MARKER_BYTES
         return 0
 
-    def take(i: int) -> None:
-        if taken[i]:
-            return
-        for a, b in heads_of[i]:
-            for h in range(a, b + 1):
-                if not taken[h]:
-                    taken[h] = True
-                    order.append(h)
-                    push_neighbours(h)
-        if not taken[i]:
-            taken[i] = True
-            order.append(i)
-            push_neighbours(i)
-
-    heap: list[tuple[float, int, int]] = []
-    version = [0] * n
-
     def push(i: int) -> None:
         if taken[i] or values[i] <= 0:
             return
@@ -153,19 +155,30 @@ def plan_order(
         c = max(1, cost[i] + marker_delta(i))
         heapq.heappush(heap, (-values[i] / c, i, version[i]))
 
-    def push_neighbours(i: int) -> None:
-        if i > 0:
-            push(i - 1)
-        if i + 1 < n:
-            push(i + 1)
+    def take(i: int) -> list[int]:
+        """Mark `i` and its heads taken; the lines newly taken, in order."""
+        new = [h for a, b in heads_of[i] for h in range(a, b + 1) if not taken[h]]
+        if not taken[i] and i not in new:
+            new.append(i)
+        for k in new:
+            taken[k] = True
+        for k in new:
+            if k > 0:
+                push(k - 1)
+            if k + 1 < n:
+                push(k + 1)
+        return new
 
     for i in sorted(first):
-        take(i)
-    for i in range(n):
-        push(i)
+        yield from take(i)
+    heap.extend(
+        (-values[i] / max(1, cost[i] + marker_delta(i)), i, 0)
+        for i in range(n)
+        if values[i] > 0 and not taken[i]
+    )
+    heapq.heapify(heap)
     while heap:
         _, i, ver = heapq.heappop(heap)
         if taken[i] or ver != version[i]:
             continue
-        take(i)
-    return order
+        yield from take(i)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
+from itertools import accumulate
 
 from ._text import _WORD, Matcher, name_text, terms
 from ._units import Unit
@@ -36,8 +38,10 @@ def score_units(
     units: list[Unit],
     question_terms: list[str],
     identifiers: Sequence[str] = (),
+    *,
+    by_line: bool = True,
 ) -> Scores:
-    """One score per unit, and the evidence of each line."""
+    """One score per unit, and (if `by_line`) the evidence of each line."""
     if not units or not question_terms:
         return Scores([0.0] * len(units), [0.0] * len(lines))
     line_tf: dict[int, list[float]] = {}
@@ -66,13 +70,15 @@ def score_units(
                 if hits:
                     if tf is None:
                         tf = [0.0] * nq
-                    if ltf is None:
-                        ltf = line_tf.setdefault(k, [0.0] * nq)
-                        line_len[k] = len(words)
                     w_line = W_SIG if sig is not None and sig[0] <= k <= sig[1] else 1.0
                     for qi, wt in hits:
                         tf[qi] += w_line * wt
-                        ltf[qi] += wt
+                    if by_line:
+                        if ltf is None:
+                            ltf = line_tf.setdefault(k, [0.0] * nq)
+                            line_len[k] = len(words)
+                        for qi, wt in hits:
+                            ltf[qi] += wt
         tfs.append(tf)
         lens.append(length)
         if not u.name and not u.owner:
@@ -134,18 +140,27 @@ def _identifier_evidence(
 ) -> None:
     """Lines (and units) that spell out an identifier of the question gain its idf."""
     n = len(lines)
-    owner = {}
+    owner = [-1] * n
     for k, u in enumerate(units):
         for i in range(u.start, u.end + 1):
             owner[i] = k
+    lowered = [line.lower() for line in lines]  # lower() may change a line's length
+    text = "\n".join(lowered)
+    starts = list(accumulate((len(line) + 1 for line in lowered[:-1]), initial=0))
     for ident in identifiers:
         # A dotted name may be spelled by its last part in the code.
-        forms = {ident, ident.rsplit(".", 1)[-1]}
-        hits = [i for i, line in enumerate(lines) if any(f in line.lower() for f in forms)]
+        hits_set: set[int] = set()
+        for form in {ident, ident.rsplit(".", 1)[-1]}:
+            at = text.find(form)
+            while at >= 0:
+                line = bisect_right(starts, at) - 1
+                hits_set.add(line)
+                at = text.find(form, starts[line + 1] if line + 1 < n else len(text))
+        hits = sorted(hits_set)
         if not hits:
             continue
         idf = math.log(1.0 + (n - len(hits) + 0.5) / (len(hits) + 0.5))
-        hit_units = {owner[i] for i in hits if i in owner}
+        hit_units = {owner[i] for i in hits if owner[i] >= 0}
         uidf = math.log(1.0 + (len(units) - len(hit_units) + 0.5) / (len(hit_units) + 0.5))
         for i in hits:
             evidence[i] += W_IDENT * idf

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from jeeves_mcp.render import fill_cheap_gaps
@@ -12,7 +12,7 @@ from jeeves_mcp.render import fill_cheap_gaps
 from ._code import GENERIC, code_layout
 from ._docs import docs_layout
 from ._logs import logs_layout
-from ._plan import MARKER_BYTES, line_bytes, line_values, plan_order
+from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values
 from ._rank import score_units
 from ._text import query_identifiers, query_terms
 from ._units import Layout
@@ -101,10 +101,12 @@ def select_lines(
     lines = list(lines)
     layout = _layout(lines, source_type, path)
     _check(deadline)
-    scored = score_units(lines, layout.units, qterms, query_identifiers(question))
+    scored = score_units(
+        lines, layout.units, qterms, query_identifiers(question), by_line=source_type != "logs"
+    )
     scores = scored.units
     _check(deadline)
-    order = None
+    ranking = None
     if source_type in PLANNED or (source_type == "docs" and _unstructured(layout, n)):
         docs = source_type == "docs"
         values = line_values(n, layout, scores, scored.lines, DOCS_TEMP if docs else CODE_TEMP)
@@ -116,18 +118,20 @@ def select_lines(
         first = set(layout.always)
         if sum(view[i] for i in layout.context) <= max(256, CONTEXT_CHEAP * budget):
             first |= layout.context
-        order = plan_order(lines, layout, values, first)
-        _check(deadline)
-        keep = _prefix(lines, order, values, budget)
+        ranking = Ranking(lines, layout, values, first)
+        keep = _prefix(lines, ranking, values, budget)
         _complete_units(lines, layout, keep, max(256, COMPLETE_SHARE * budget))
     elif source_type == "docs":
         keep = _choose_by_chance(lines, layout, scores)
     else:
         keep = _choose(lines, layout, scores)
     _check(deadline)
-    _enforce(lines, layout, scores, keep, max_prune_ratio, min_keep_lines, order)
-    if order is not None:
+    _enforce(lines, layout, scores, keep, max_prune_ratio, min_keep_lines, ranking)
+    order = None
+    if ranking is not None:
         fill_small_gaps(lines, keep)
+        ranked = set(ranking.order)
+        order = ranking.order + [i for i in range(n) if keep[i] and i not in ranked]
     return Selection(keep, _reasons(layout, keep), order)
 
 
@@ -137,7 +141,7 @@ def _unstructured(layout: Layout, n: int) -> bool:
 
 
 def _prefix(
-    lines: Sequence[str], order: list[int], values: list[float], max_bytes: float
+    lines: Sequence[str], order: Iterable[int], values: list[float], max_bytes: float
 ) -> list[bool]:
     """The longest prefix of `order` whose view fits `max_bytes`, ended early once it holds
     CODE_MASS of the value and the next line is worth far less per byte than the best:
@@ -264,7 +268,7 @@ def _enforce(
     keep: list[bool],
     max_prune_ratio: float,
     min_keep_lines: int,
-    order: list[int] | None = None,
+    order: Iterable[int] | None = None,
 ) -> None:
     """The invariants: protected blocks, at most max_prune_ratio pruned, min_keep_lines,
     enclosing signatures and headings of every kept line, atoms whole."""
