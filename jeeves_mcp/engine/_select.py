@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from jeeves_mcp.render import fill_cheap_gaps
@@ -123,8 +123,9 @@ def select_lines(
         _complete_units(lines, layout, keep, max(256, COMPLETE_SHARE * budget))
     elif source_type == "docs":
         keep = _choose_by_chance(lines, layout, scores)
+        ranking = _UnitRanking(n, layout, scores, keep)
     else:
-        keep = _choose(lines, layout, scores)
+        keep = _choose(lines, layout, scores)  # logs: a budget cut keeps head and tail
     _check(deadline)
     _enforce(lines, layout, scores, keep, max_prune_ratio, min_keep_lines, ranking)
     order = None
@@ -138,6 +139,37 @@ def select_lines(
 def _unstructured(layout: Layout, n: int) -> bool:
     """One unit holds most of the text: there is no structure to choose by."""
     return n > 20 and any(u.end - u.start + 1 > UNSTRUCTURED * n for u in layout.units)
+
+
+class _UnitRanking:
+    """Lines by worth for a budget cut, from whole units: the kept units best first (each
+    with its headings), then the lines kept by the layout's rules, then the rest."""
+
+    def __init__(self, n: int, layout: Layout, scores: list[float], keep: list[bool]) -> None:
+        seen = [False] * n
+        order: list[int] = []
+
+        def add(a: int, b: int) -> None:
+            for i in range(a, b + 1):
+                if not seen[i]:
+                    seen[i] = True
+                    order.append(i)
+
+        units = sorted(
+            (k for k, u in enumerate(layout.units) if any(keep[u.start : u.end + 1])),
+            key=lambda k: (-scores[k], k),
+        )
+        for k in units:
+            u = layout.units[k]
+            for a, b in [*u.heads, (u.start, u.end)]:
+                add(a, b)
+        for i in sorted(layout.always):
+            add(i, i)
+        order.extend(i for i in range(n) if not seen[i])
+        self.order = order
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.order)
 
 
 def _prefix(
