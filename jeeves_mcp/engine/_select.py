@@ -33,7 +33,7 @@ REL_CUT = 0.2
 # candidates are kept together.
 DOCS_MASS = 0.9
 DOCS_TEMP = 0.2
-DOCS_BUDGET = 0.25
+DOCS_BUDGET = 0.35
 
 
 class PruneTimeout(Exception):
