@@ -164,3 +164,50 @@ async def test_a_window_of_a_file_keeps_the_files_line_numbers(child: Child, wor
         })).json()
         assert before["error"]["code"] == -32005
         assert before["error"]["data"]["available"]["start_line"] == first
+
+
+def large_module(target_at: int = 750, helpers: int = 1500) -> str:
+    """About 110 KB of Python with one function the question asks about in the middle:
+    max_prune_ratio's tenth of its lines alone is over the response budget."""
+    parts = ["import json\n\n\n"]
+    for n in range(helpers):
+        if n == target_at:
+            parts.append(
+                "def parse_config_file(path):\n"
+                "    with open(path) as handle:\n"
+                "        data = json.load(handle)\n"
+                "    return data['settings']\n\n\n"
+            )
+        parts.append(f"def helper_{n}(value):\n    total = value * {n}\n    return total + {n}\n\n\n")
+    return "".join(parts)
+
+
+async def test_prune_text_over_the_response_budget_keeps_what_was_asked_about(child: Child) -> None:
+    source = large_module()
+    assert len(source) > 3 * 10240  # three response budgets
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        result = (await call(http, child, "prune_text", {
+            "text": source, "goal_hint": "where is the config file parsed and its settings returned?",
+            "source_type": "code",
+            "options": {"max_prune_ratio": 0.9, "min_keep_lines": 0, "timeout_ms": 5000,
+                        "annotate_lines": True, "include_markers": True},
+        }))["structuredContent"]
+    text = result["pruned_text"]
+    assert len(text.encode()) <= 10240
+    assert "def parse_config_file(path):" in text and "return data['settings']" in text
+    reasons = {a["reason"] for a in result["annotations"]}
+    assert "budget de réponse" in reasons  # the lines ranked last were cut, recoverably
+
+
+async def test_read_of_a_large_file_keeps_the_asked_function_not_its_head_and_tail(
+    child: Child, workspace: Path
+) -> None:
+    (workspace / "large.py").write_text(large_module())
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        result = (await call(http, child, "read", {
+            "path": "large.py",
+            "context_focus_question": "where is the config file parsed and its settings returned?",
+        }))["structuredContent"]
+    assert result["pruning"]["applied"]
+    assert "def parse_config_file(path):" in result["content"]
+    assert "return data['settings']" in result["content"]
