@@ -14,8 +14,8 @@ Sets (each a JSONL of cases with `text`, `question`, `source_type`, `source` and
   made by ../shared/bench/make_commits.py and bench/data/make_needles.py).
 
 Tuning is judged by *source* (repository or library), never by case: the sources of the
-two shared dev sets (needles-dev, commits-dev) and of logs/docs are the ones the engine
-was tuned on; every other source is held out, and the "held-out" rows are the honest
+two shared dev sets (needles-dev, commits-dev), of logs/docs and of any extra set whose
+name says "tune" (e.g. commits-tune.jsonl) are the ones the engine was tuned on; every other source is held out, and the "held-out" rows are the honest
 figure. `--by-source` prints one row per repository/library.
 
 Figures, at the engine's defaults (max_prune_ratio 0.9, min_keep_lines 0):
@@ -237,7 +237,7 @@ def main() -> None:
         sets[p.stem] = p
     names = args.set or list(sets)
     tuned_sources: set[str] = set()
-    for name in TUNED_SETS:
+    for name in [*TUNED_SETS, *(x for x in sets if "tune" in x)]:
         if sets.get(name) is not None and sets[name].exists():
             tuned_sources.update(source_of(c) for c in load(sets[name]))
 

@@ -12,6 +12,8 @@ __all__ = ["GENERIC", "code_layout"]
 # The label of a unit with no name (loose statements); reasons do not list it.
 GENERIC = "code"
 
+# Decorator and comment lines that may come along with a def kept for its body's sake.
+HEAD_DECORATOR_LINES = 3
 # Above this many lines `ast` costs more than the whole speed budget allows.
 AST_MAX_LINES = 20_000
 
@@ -120,7 +122,9 @@ def _python_body(
             flush()
             s, sig_end = _sig_range(st)
             s = _leading_comments(lines, s, prev_end)
-            sig = (s, sig_end)
+            # Decorators and comments come along with the def only when short: a function
+            # under fifty @click.option lines must not bring them all to show one line.
+            sig = (s if st.lineno - 1 - s <= HEAD_DECORATOR_LINES else st.lineno - 1, sig_end)
             if isinstance(st, ast.ClassDef):
                 qual = f"{owner}.{st.name}" if owner else st.name
                 _python_body(lines, st.body, [*heads, sig], units, always, top=False, owner=qual)
