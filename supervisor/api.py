@@ -154,6 +154,7 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
         fork_server = manager.fork_server
         return ok({
             "status": "ok", "version": __version__, "slots": len(manager.slots),
+            "store": {"write_failures": manager.store.write_failures, "pending": manager.store.pending},
             "fork_server": None if fork_server is None else {
                 "up": fork_server.up.is_set(), "pid": fork_server.pid,
                 "spawns": fork_server.spawns, "starts": fork_server.starts,

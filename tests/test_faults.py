@@ -1,0 +1,92 @@
+"""Faults that must stay local: a full disk, bad records, a second daemon.
+
+Each test attacks a real daemon from where the fault comes from (the
+filesystem under its state dir, its SQLite file, another daemon process)
+and checks the daemon keeps serving the slots it can.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests._daemon import running_daemon, watch_events
+
+
+@contextlib.contextmanager
+def small_tmpfs(where: Path, size: str = "4m") -> Iterator[Path]:
+    """A tiny filesystem at `where` (root only), unmounted after."""
+    where.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(where)],
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill(directory: Path) -> Path:
+    """Write zeros until the filesystem is full; returns the filler file."""
+    filler = directory / "filler"
+    with filler.open("wb") as handle:
+        chunk = b"\0" * 65536
+        try:
+            while True:
+                handle.write(chunk)
+                handle.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    with contextlib.suppress(OSError), filler.open("ab") as handle:  # the last few bytes too
+        while True:
+            handle.write(b"\0")
+            handle.flush()
+    return filler
+
+
+async def child_answers(slot: dict) -> bool:
+    base = slot["mcp"]["url"].removesuffix("/mcp")
+    async with httpx.AsyncClient(timeout=10) as http:
+        response = await http.get(f"{base}/health")
+    return response.status_code == 200
+
+
+# -- #4: a full disk under the state dir ---------------------------------------------
+
+
+async def test_a_full_state_disk_degrades_writes_but_never_the_daemon(tmp_path: Path, run_root: Path) -> None:
+    with small_tmpfs(tmp_path / "state"):
+        async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+            first = await control.acquire("full-a", run_root)
+            second = await control.acquire("full-b", run_root)
+            filler = fill(daemon.state_dir)
+            async with watch_events(daemon) as events:
+                # A crash of a child: the slot task saves the restart, which cannot be written.
+                os.kill(first["pid"], signal.SIGKILL)
+                await events.wait_for("store.write_failed", "full-a")
+                await events.wait_for("mcp_pruner.restarted", "full-a")
+                released = await control.release("full-b")  # its final record cannot be written either
+                assert released["state"] == "shutdown"
+                third = await control.acquire("full-c", run_root)  # a new run still gets a child
+                assert third["state"] == "running" and await child_answers(third)
+                assert daemon.process.returncode is None and daemon.process.poll() is None
+                health = await control.healthz()
+                assert health["store"]["write_failures"] >= 2, health
+            filler.unlink()  # space again: the records catch up on the next write
+            await control.release("full-a")
+            await control.release("full-c")
+            with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
+                states = dict(db.execute("select run_id, state from slots"))
+            # Writes that failed were kept and made once space came back.
+            assert states == {"full-a": "shutdown", "full-b": "shutdown", "full-c": "shutdown"}, states
+            assert second["run_id"] == "full-b"
