@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import math
 import sqlite3
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import trio
+
+from jeeves_mcp import _log
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS slots (
@@ -33,7 +38,61 @@ CREATE TABLE IF NOT EXISTS slots (
     stats TEXT NOT NULL DEFAULT '{}'
 )
 """
+QUARANTINE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS quarantine (
+    run_id TEXT,
+    row TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    at REAL NOT NULL
+)
+"""
 JSON_COLUMNS = ("env", "labels", "stats")
+STATES = frozenset({"init", "disabled", "starting", "running", "degraded", "shutdown"})
+_NUMBERS = {"pid": int, "pid_start": int, "port": int, "restarts": int,
+            "started_at": float, "ttl_s": float, "expires_at": float, "ended_at": float}
+_TEXTS = ("run_id", "state", "root", "token")
+
+log = logging.getLogger("jeeves_mcp.supervisor.store")
+
+
+class BadRecord(ValueError):
+    """A row that does not make a SlotRecord; it is quarantined, never fatal."""
+
+
+def record_from_row(row: dict[str, Any]) -> SlotRecord:
+    """A SlotRecord from a row as stored, checked column by column (BadRecord if not)."""
+    for name in _TEXTS:
+        if not isinstance(row.get(name), str):
+            raise BadRecord(f"{name} is not text")
+    if row["state"] not in STATES:
+        raise BadRecord(f"unknown state {row['state']!r}")
+    for name, kind in _NUMBERS.items():
+        value = row.get(name)
+        if value is None:
+            if name in ("started_at", "restarts"):
+                raise BadRecord(f"{name} is missing")
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and not isinstance(value, int)):
+            raise BadRecord(f"{name} is not a number: {value!r}"[:200])
+        if not math.isfinite(value):
+            raise BadRecord(f"{name} is not finite")
+    for column in JSON_COLUMNS:
+        try:
+            value = json.loads(row[column])
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise BadRecord(f"{column} is not JSON") from exc
+        if not isinstance(value, dict):
+            raise BadRecord(f"{column} is not a JSON object")
+        if column != "stats" and not all(isinstance(v, str) for v in value.values()):
+            raise BadRecord(f"{column} values are not all text")
+        row[column] = value
+    for name in ("pruner_endpoint", "reason"):
+        if row.get(name) is not None and not isinstance(row[name], str):
+            raise BadRecord(f"{name} is not text")
+    try:
+        return SlotRecord(**row)
+    except TypeError as exc:  # a column too many or too few
+        raise BadRecord(str(exc)) from exc
 
 
 @dataclass
@@ -67,14 +126,34 @@ class SlotStore:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(SCHEMA)
+        try:
+            self._db = self._open(path)
+        except sqlite3.DatabaseError as exc:  # not a database, or damaged: keep it aside, start empty
+            aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+            _log.event(log, "store.corrupt", logging.ERROR, path=str(path), moved_to=str(aside), error=str(exc))
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    Path(f"{path}{suffix}").rename(f"{aside}{suffix}")
+            self._db = self._open(path)
         path.chmod(0o600)  # tokens live here
         self._lock = threading.Lock()
         self._pending: dict[str, SlotRecord] = {}  # failed writes, newest record per run
         self.write_failures = 0
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(SCHEMA)
+            db.execute(QUARANTINE_SCHEMA)
+            if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+                raise sqlite3.DatabaseError("quick_check failed")
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     def close(self) -> None:
         with self._lock:
@@ -115,10 +194,27 @@ class SlotStore:
         records = []
         for values in rows:
             row = dict(zip(names, values, strict=True))
-            for column in JSON_COLUMNS:
-                row[column] = json.loads(row[column])
-            records.append(SlotRecord(**row))
+            try:
+                records.append(record_from_row(dict(row)))
+            except BadRecord as exc:
+                self._quarantine(row, str(exc))
         return records
+
+    def _quarantine(self, row: dict[str, Any], reason: str) -> None:
+        """Move a bad row out of `slots` into `quarantine`, with a log line."""
+        run_id = row.get("run_id")
+        _log.event(log, "store.quarantined", logging.ERROR, run_id=run_id, reason=reason)
+        text = json.dumps(row, default=repr)
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("INSERT INTO quarantine (run_id, row, reason, at) VALUES (?, ?, ?, ?)",
+                                 (str(run_id), text, reason, time.time()))
+                self._db.execute("DELETE FROM slots WHERE run_id IS ?", (run_id,))
+                self._db.execute("COMMIT")
+            except sqlite3.Error:
+                self._db.execute("ROLLBACK")
+                raise
 
     def _delete(self, run_id: str) -> None:
         with self._lock:

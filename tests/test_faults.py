@@ -90,3 +90,60 @@ async def test_a_full_state_disk_degrades_writes_but_never_the_daemon(tmp_path: 
             # Writes that failed were kept and made once space came back.
             assert states == {"full-a": "shutdown", "full-b": "shutdown", "full-c": "shutdown"}, states
             assert second["run_id"] == "full-b"
+
+
+# -- #10: bad records are quarantined, never fatal ------------------------------------
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def test_bad_records_are_quarantined_and_the_daemon_starts(tmp_path: Path, run_root: Path) -> None:
+    async with running_daemon(tmp_path) as daemon:
+        async with daemon.client() as control:
+            good = await control.acquire("good", run_root)
+            odd = await control.acquire("odd-stats", run_root)
+        os.kill(daemon.process.pid, signal.SIGKILL)
+        await daemon.process.wait()
+        with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
+            db.execute("update slots set stats = '[]' where run_id = 'odd-stats'")
+            db.execute("insert into slots (run_id, state, root, token, started_at) "
+                       "values ('bogus-state', 'bogus', '/', 'x', 0)")
+            db.execute("insert into slots (run_id, state, root, token, started_at, labels) "
+                       "values ('bad-labels', 'running', '/', 'y', 0, 'not json')")
+            db.execute("insert into slots (run_id, state, root, token, started_at, pid) "
+                       "values ('bad-pid', 'running', '/', 'z', 0, 'nope')")
+        daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+        await daemon.wait_ready(2)  # it starts at all
+        async with daemon.client() as control:
+            listed = {slot["run_id"]: slot for slot in (await control.list())["slots"]}
+            assert listed["good"]["state"] == "running" and listed["good"]["pid"] == good["pid"]
+            assert set(listed) == {"good"}, listed
+            # Killed as a stray during start-up (no good record names it), before READY=1.
+            assert not alive(odd["pid"])
+            await control.release("good")
+        assert not alive(good["pid"])
+    log = daemon.log_path.read_text()
+    for run_id in ("odd-stats", "bogus-state", "bad-labels", "bad-pid"):
+        assert f'"event": "store.quarantined", "run_id": "{run_id}"' in log, run_id
+    with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
+        quarantined = {row[0] for row in db.execute("select run_id from quarantine")}
+        remaining = {row[0] for row in db.execute("select run_id from slots")}
+    assert quarantined == {"odd-stats", "bogus-state", "bad-labels", "bad-pid"}
+    assert remaining == {"good"}
+
+
+async def test_a_state_db_that_is_not_a_database_is_set_aside(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "slots.sqlite3").write_bytes(b"this is not SQLite " * 500)
+    async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+        assert (await control.list())["slots"] == []
+    aside = list(state.glob("slots.sqlite3.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_bytes().startswith(b"this is not SQLite")
+    assert '"event": "store.corrupt"' in daemon.log_path.read_text()
