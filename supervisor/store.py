@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import math
+import os
 import sqlite3
 import threading
 import time
@@ -53,6 +55,33 @@ _NUMBERS = {"pid": int, "pid_start": int, "port": int, "restarts": int,
 _TEXTS = ("run_id", "state", "root", "token")
 
 log = logging.getLogger("jeeves_mcp.supervisor.store")
+
+
+class StateDirInUse(Exception):
+    """Another live daemon holds the state dir's lock."""
+
+
+def lock_state_dir(state_dir: Path) -> int:
+    """Hold `state_dir/daemon.lock` (flock) for this process's life; the fd to close at exit.
+
+    Two daemons on one state dir would each take the other's children for
+    strays or adopt them; the second one refuses instead. The lock dies with
+    the process (a crash leaves nothing to clean), and its fd is close-on-exec
+    so neither the zygote nor a child keeps it.
+    """
+    fd = os.open(state_dir / "daemon.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise StateDirInUse(
+            f"state dir {state_dir} is in use by another daemon (pid {holder}); "
+            "stop it, or give this daemon a --state-dir of its own"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
 
 
 class BadRecord(ValueError):

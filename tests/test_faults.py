@@ -13,11 +13,13 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+import trio
 
 from tests._daemon import running_daemon, watch_events
 
@@ -147,3 +149,28 @@ async def test_a_state_db_that_is_not_a_database_is_set_aside(tmp_path: Path) ->
     aside = list(state.glob("slots.sqlite3.corrupt-*"))
     assert len(aside) == 1 and aside[0].read_bytes().startswith(b"this is not SQLite")
     assert '"event": "store.corrupt"' in daemon.log_path.read_text()
+
+
+# -- #5: one daemon per state dir ------------------------------------------------------
+
+
+async def test_a_second_daemon_on_the_same_state_dir_refuses(tmp_path: Path, run_root: Path) -> None:
+    async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+        slot = await control.acquire("first", run_root)
+        fork_servers = daemon.fork_server_pids()
+        with trio.fail_after(30):  # the second daemon refuses at once, or it serves and this fails
+            second = await trio.run_process(
+                [sys.executable, "-m", "jeeves_mcp", "daemon", "--state-dir", str(daemon.state_dir),
+                 "--socket", str(tmp_path / "second.sock")],
+                capture_stdout=True, capture_stderr=True, check=False,
+            )
+        message = second.stderr.decode()
+        assert second.returncode != 0
+        assert f"state dir {daemon.state_dir} is in use by another daemon (pid {daemon.process.pid})" in message, message
+        assert not (tmp_path / "second.sock").exists()
+        # The first daemon lost nothing: its zygote, its child, its record.
+        assert all(alive(pid) for pid in fork_servers) and alive(slot["pid"])
+        assert (await control.get("first"))["state"] == "running"
+        assert await child_answers(slot)
+        await control.release("first")
+        assert not alive(slot["pid"])
