@@ -174,3 +174,35 @@ async def test_a_second_daemon_on_the_same_state_dir_refuses(tmp_path: Path, run
         assert await child_answers(slot)
         await control.release("first")
         assert not alive(slot["pid"])
+
+
+# -- #3: a catastrophic regex cannot freeze a child -----------------------------------
+
+
+async def test_a_catastrophic_regex_neither_freezes_nor_kills_the_child(workspace: Path, tmp_path: Path) -> None:
+    from tests._child import running_child
+
+    (workspace / "evil.txt").write_text("a" * 40 + "!\n")
+    async with running_child(workspace, tmp_path, env={"PATH": "/usr/bin:/bin"}) as child:
+        async with httpx.AsyncClient(timeout=30) as http:
+
+            async def rpc(name: str, arguments: dict) -> dict:
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": name, "arguments": arguments}}
+                response = await http.post(f"{child.base}/rpc", json=body, headers=child.headers())
+                return response.json()
+
+            with trio.fail_after(60):  # Python's `re` takes ~2^40 steps here: the loop would never answer
+                for _ in range(3):
+                    reply = await rpc("grep", {"pattern": "(a+)+$", "timeout_ms": 1000})
+                    result = reply["result"]
+                    if result.get("isError"):
+                        assert result["structuredContent"]["error"]["code"] == "TOOL_TIMEOUT", result
+                    else:
+                        assert result["structuredContent"]["match_count"] == 0, result
+                assert (await http.get(f"{child.base}/health")).status_code == 200
+                read = await rpc("read", {"path": "evil.txt"})
+                assert "aaaa" in read["result"]["structuredContent"]["content"]
+                found = await rpc("grep", {"pattern": "(a+)+!", "paths": ["evil.txt"]})
+                assert found["result"]["structuredContent"]["match_count"] == 1
+        assert child.process.returncode is None

@@ -117,8 +117,11 @@ async def _run_builtin(
 ) -> _grep_builtin.GrepResult:
     try:
         rx = _grep_builtin.compile_pattern(pattern, ignore_case)
-    except re.error as exc:
-        raise ToolError("INVALID_REQUEST", f"invalid regex: {exc}") from exc
+    except _grep_builtin.PatternError as exc:
+        raise ToolError(
+            "INVALID_REQUEST", f"invalid regex: {exc}",
+            hint="RE2 syntax (as ripgrep's): no look-around or backreferences",
+        ) from exc
     stop = threading.Event()
     try:
         with trio.move_on_after(timeout_ms / 1000) as scope:
