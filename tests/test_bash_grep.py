@@ -312,3 +312,18 @@ async def test_rg_gets_a_clean_environment(root, monkeypatch):
     out = await call_grep(root, pattern="gre+t", paths=["README.md"])
     assert lines(out) == ["README.md:1:greet people"]
     assert os.environ["RIPGREP_CONFIG_PATH"] == str(config)
+
+
+async def test_grep_anchors_are_per_line(root, engine):
+    (root / "anchors.txt").write_text("foo\nbar foo\nfoo bar\n")
+    assert lines(await call_grep(root, pattern="foo$", paths=["anchors.txt"])) == [
+        "anchors.txt:1:foo", "anchors.txt:2:bar foo"]
+    assert lines(await call_grep(root, pattern="^foo", paths=["anchors.txt"])) == [
+        "anchors.txt:1:foo", "anchors.txt:3:foo bar"]
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\1", "(?<=a)b"])
+async def test_grep_backreferences_and_lookaround_are_invalid_like_ripgrep(root, engine, pattern):
+    with pytest.raises(ToolError) as info:
+        await call_grep(root, pattern=pattern)
+    assert info.value.code == "INVALID_REQUEST"
