@@ -206,3 +206,42 @@ async def test_a_catastrophic_regex_neither_freezes_nor_kills_the_child(workspac
                 found = await rpc("grep", {"pattern": "(a+)+!", "paths": ["evil.txt"]})
                 assert found["result"]["structuredContent"]["match_count"] == 1
         assert child.process.returncode is None
+
+
+# -- #12: recovering a huge text is bounded work; ranges follow seed 001 -----------------
+
+
+async def test_recovering_a_huge_output_is_bounded_and_start_line_zero_is_invalid_range(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from tests._child import running_child
+
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=60) as http:
+
+        async def rpc(name: str, arguments: dict) -> dict:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments}}
+            return (await http.post(f"{child.base}/rpc", json=body, headers=child.headers())).json()
+
+        ran = (await rpc("bash", {"cmd": "seq 1 1500000"}))["result"]["structuredContent"]
+        (cut,) = [value for value in ran["truncated"].values() if "prune_id" in value]
+        prune_id, start = cut["prune_id"], cut["lines"][0]
+        whole = {"start_line": 1, "end_line": 1_500_000}
+        with trio.fail_after(20):  # the whole list was ~1 s a range, and the loop froze meanwhile
+            back = (await rpc("recover_text", {"prune_id": prune_id, "ranges": [whole] * 10,
+                                               "include_line_numbers": True}))["result"]["structuredContent"]
+        text = back["raw_text"]
+        assert len(text.encode()) <= 64 * 1024
+        assert text.startswith("1│ 1\n2│ 2\n") and text.endswith("1499999│ 1499999\n1500000│ 1500000")
+        assert back["metadata"]["truncated"]["original_start_line"] >= 1
+        assert back["metadata"]["ranges"] == [whole] * 10
+        assert "15000000 of 1500001 lines" in back["summary"]
+        middle = (await rpc("recover_text", {"prune_id": prune_id, "ranges": [{"start_line": start, "end_line": start + 1}],
+                                             "include_line_numbers": False}))["result"]["structuredContent"]
+        assert middle["raw_text"] == f"{start}\n{start + 1}"
+        for bad in ({"start_line": 0, "end_line": 5}, {"start_line": 3, "end_line": 0},
+                    {"start_line": -1, "end_line": 2}, {"start_line": 1_500_002, "end_line": 1_500_003}):
+            error = (await rpc("recover_text", {"prune_id": prune_id, "ranges": [bad],
+                                                "include_line_numbers": False}))["error"]
+            assert error["code"] == -32005 and error["data"]["code"] == "invalid_range", (bad, error)
+        assert (await http.get(f"{child.base}/health")).status_code == 200
