@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
+import urllib.parse
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,8 +28,27 @@ RESERVED_ENV_PREFIXES = ("JEEVES_MCP_", "JEEVES_PRUNER_", "MCP_PRUNER_")
 MAX_LOG_TAIL = 10_000
 
 
+# Roots that are not a workspace: the whole filesystem, or kernel interfaces.
+FORBIDDEN_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def check_endpoint(value: str) -> str:
+    """An external pruner: http(s) with a host, not a link-local (cloud metadata) address."""
+    url = urllib.parse.urlsplit(value)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ValueError("must be an http:// or https:// URL with a host")
+    try:
+        address = ipaddress.ip_address(url.hostname)
+    except ValueError:
+        return value  # a name
+    if address.is_link_local:
+        raise ValueError("must not be a link-local address")
+    return value
+
+
 class AcquireBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: `true` is not a 1 s lease, "no" is not a boolean, 1 is not a string
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     run_id: str = Field(min_length=1, max_length=128)
     root: str = Field(min_length=1)
@@ -46,9 +67,17 @@ class AcquireBody(BaseModel):
         try:
             if not path.is_dir():
                 raise ValueError("is not a directory")
-            return str(path.resolve())
+            resolved = path.resolve()
         except OSError as exc:  # a name too long, a loop of symlinks, ...
             raise ValueError(f"cannot use it: {exc.strerror}") from exc
+        if resolved == Path("/") or any(resolved.is_relative_to(top) for top in FORBIDDEN_ROOTS):
+            raise ValueError(f"{resolved} cannot be a run root")
+        return str(resolved)
+
+    @field_validator("pruner_endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else check_endpoint(value)
 
     @field_validator("env")
     @classmethod
@@ -66,7 +95,7 @@ class AcquireBody(BaseModel):
 
 
 class RenewBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     ttl_s: float | None = Field(None, gt=0, le=7 * 24 * 3600)
 

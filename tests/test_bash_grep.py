@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from jeeves_mcp.config import PrunerConfig
-from jeeves_mcp.errors import ToolError
+from jeeves_mcp.errors import INVALID_PARAMS, McpError, ToolError
 from jeeves_mcp.progress import NullProgress
 from jeeves_mcp.store import RecoveryStore
 from jeeves_mcp.tools import _grep_builtin, grep
@@ -129,9 +129,9 @@ async def test_bash_env_allow_list(root, monkeypatch):
     "env", [{"A": 1}, {"": "x"}, {"A=B": "x"}, {"JEEVES_MCP_CALL": "x"}, {"A": "x\x00y"}]
 )
 async def test_bash_bad_env_is_invalid_request(root, env):
-    with pytest.raises(ToolError) as info:
+    with pytest.raises(McpError) as info:  # -32602 like any bad argument, not a tool result
         await bash_tool.run(make_ctx(root), {"cmd": "true", "env": env})
-    assert info.value.code == "INVALID_REQUEST"
+    assert info.value.code == INVALID_PARAMS and info.value.data["code"] == "INVALID_REQUEST"
 
 
 async def test_bash_timeout(root):

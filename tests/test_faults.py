@@ -245,3 +245,57 @@ async def test_recovering_a_huge_output_is_bounded_and_start_line_zero_is_invali
                                                 "include_line_numbers": False}))["error"]
             assert error["code"] == -32005 and error["data"]["code"] == "invalid_range", (bad, error)
         assert (await http.get(f"{child.base}/health")).status_code == 200
+
+
+# -- #14, #20: every input range-checked ----------------------------------------------
+
+
+async def test_tool_arguments_out_of_range_are_invalid_params(workspace: Path, tmp_path: Path) -> None:
+    from tests._child import running_child
+
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=30) as http:
+
+        async def rpc(method: str, params: dict) -> dict:
+            body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+            return (await http.post(f"{child.base}/rpc", json=body, headers=child.headers())).json()
+
+        huge = int("9" * 400)
+        for name, arguments in (
+            ("bash", {"cmd": "true", "timeout_ms": huge}),
+            ("grep", {"pattern": "x", "timeout_ms": huge}),
+            ("bash", {"cmd": "true", "timeout_ms": -5}),
+            ("grep", {"pattern": "x", "timeout_ms": 0}),
+            ("bash", {"cmd": "true", "env": {"A": 1}}),
+            ("bash", {"cmd": "true", "env": {"A": None}}),
+        ):
+            reply = await rpc("tools/call", {"name": name, "arguments": arguments})
+            assert "error" in reply, (name, arguments, reply)
+            assert reply["error"]["code"] == -32602 and reply["error"]["data"]["code"] == "INVALID_REQUEST", reply
+        fine = await rpc("tools/call", {"name": "bash", "arguments": {"cmd": "echo $A", "env": {"A": "1"}, "timeout_ms": 5000}})
+        assert fine["result"]["structuredContent"]["stdout"] == "1\n"
+        bad_level = await rpc("logging/setLevel", {"level": "nope"})
+        assert bad_level["error"]["code"] == -32602, bad_level
+        assert (await rpc("logging/setLevel", {"level": "warning"}))["result"] == {}
+
+
+async def test_control_inputs_are_strict(tmp_path: Path, run_root: Path) -> None:
+    async with running_daemon(tmp_path) as daemon:
+        transport = httpx.AsyncHTTPTransport(uds=str(daemon.socket))
+        async with httpx.AsyncClient(transport=transport, base_url="http://d", timeout=30) as http:
+            base = {"run_id": "strict", "root": str(run_root)}
+            for extra in ({"ttl_s": True}, {"enabled": "no"}, {"enabled": 0}, {"ttl_s": "5"},
+                          {"labels": {"a": 1}}, {"env": {"A": 1}},
+                          {"pruner_endpoint": "file:///etc/passwd"}, {"pruner_endpoint": "gopher://x"},
+                          {"pruner_endpoint": "http://169.254.169.254/latest"},
+                          {"pruner_endpoint": "http://[fe80::1]/"}, {"pruner_endpoint": "http:///nohost"},
+                          {"root": "/"}, {"root": "/proc"}, {"root": "/proc/self"}, {"root": "/dev"},
+                          {"root": "/sys/kernel"}):
+                response = await http.post("/v1/slots", json={**base, **extra})
+                assert response.status_code == 400, (extra, response.text)
+                assert response.json()["error"]["code"] == "INVALID_REQUEST"
+            response = await http.post("/v1/slots", json={**base, "enabled": False, "ttl_s": 60,
+                                                          "pruner_endpoint": "http://127.0.0.1:9/"})
+            assert response.status_code == 201, response.text
+            renew = await http.post("/v1/slots/strict/renew", json={"ttl_s": True})
+            assert renew.status_code == 400, renew.text
+            assert (await http.delete("/v1/slots/strict")).status_code == 200

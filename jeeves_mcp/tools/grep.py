@@ -29,6 +29,7 @@ from jeeves_mcp.tools._base import (
     clip_summary,
     display_path,
     resolve_in_root,
+    timeout_ms_arg,
 )
 from jeeves_mcp.tools._process import run_command
 
@@ -76,7 +77,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     glob: str | None = args.get("glob") or None
     # Out-of-range numbers are clamped (keeps the schema small, seed 003).
     max_matches = min(max(1, int(args.get("max_matches", DEFAULT_MAX_MATCHES))), MAX_MATCHES)
-    timeout_ms = max(1, int(args.get("timeout_ms", ctx.config.grep_timeout_ms)))
+    timeout_ms = timeout_ms_arg(args, ctx.config.grep_timeout_ms)
     if not pattern:
         raise ToolError("INVALID_REQUEST", "pattern must not be empty")
     targets = _targets(ctx, args.get("paths") or ["."])
