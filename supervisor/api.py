@@ -19,7 +19,7 @@ from werkzeug.exceptions import HTTPException
 
 from jeeves_mcp import __version__
 from jeeves_mcp.supervisor import savings
-from jeeves_mcp.supervisor.slots import AcquireRequest, SlotError, SlotManager, SlotState
+from jeeves_mcp.supervisor.slots import RUN_ID, AcquireRequest, SlotError, SlotManager, SlotState
 
 log = logging.getLogger("jeeves_mcp.supervisor.api")
 
@@ -148,6 +148,13 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
         if scheme.lower() == "bearer" and hmac.compare_digest(credential.strip().encode(), token):
             return None
         return error("UNAUTHORIZED", "missing or wrong bearer token", 401)
+
+    @app.url_value_preprocessor
+    def check_run_id(endpoint: str | None, values: dict[str, Any] | None) -> None:
+        # Every /v1/slots/<run_id> route: the run id acquire accepts, or 400 before any lookup.
+        run_id = (values or {}).get("run_id")
+        if run_id is not None and not RUN_ID.match(run_id):
+            raise SlotError("INVALID_REQUEST", "run_id: 1-128 of A-Z a-z 0-9 . _ : @ -, starting with a letter or digit", 400)
 
     @app.errorhandler(SlotError)
     async def slot_error(exc: SlotError) -> Response:

@@ -41,7 +41,7 @@ from jeeves_mcp.tools._process import kill_tree
 log = logging.getLogger("jeeves_mcp.supervisor")
 
 STATS_EVERY_PINGS = 6  # savings are collected on release anyway; this bounds a crash's loss
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+RUN_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")  # \Z: "$" would let a final "\n" in
 
 
 class SlotState(enum.StrEnum):

@@ -299,3 +299,32 @@ async def test_control_inputs_are_strict(tmp_path: Path, run_root: Path) -> None
             renew = await http.post("/v1/slots/strict/renew", json={"ttl_s": True})
             assert renew.status_code == 400, renew.text
             assert (await http.delete("/v1/slots/strict")).status_code == 200
+
+
+# -- #15: run ids are escaped by the client and checked on every route -------------------
+
+
+async def test_run_ids_cannot_reach_another_runs_slot(daemon, run_root: Path) -> None:
+    from jeeves_mcp.client import ControlError
+
+    async with daemon.client() as control:
+        await control.acquire("victim", run_root)
+        await control.acquire("demo", run_root, ttl_s=600)
+        for call in (lambda: control.release("zzz/../victim"), lambda: control.release("../slots/victim"),
+                     lambda: control.renew("demo/../demo", 5), lambda: control.get("../slots"),
+                     lambda: control.get(".."), lambda: control.logs("../victim"),
+                     lambda: control.release("victim/"), lambda: control.get("a b")):
+            with pytest.raises(ControlError) as info:
+                await call()
+            assert info.value.code in ("INVALID_REQUEST", "NOT_FOUND"), info.value
+        assert (await control.get("victim"))["state"] == "running"
+        assert (await control.get("demo"))["expires_at"] is not None
+        transport = httpx.AsyncHTTPTransport(uds=str(daemon.socket))
+        async with httpx.AsyncClient(transport=transport, base_url="http://d", timeout=30) as http:
+            for path in ("/v1/slots/%2E%2E", "/v1/slots/a%20b", "/v1/slots/-x", "/v1/slots/" + "a" * 200):
+                for method, suffix in (("GET", ""), ("DELETE", ""), ("POST", "/renew"), ("GET", "/logs")):
+                    response = await http.request(method, path + suffix)
+                    assert response.status_code == 400, (method, path, response.text)
+                    assert response.json()["error"]["code"] == "INVALID_REQUEST"
+        await control.release("victim")
+        await control.release("demo")
