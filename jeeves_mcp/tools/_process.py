@@ -26,9 +26,11 @@ caller); when a process of the walk dies while it is read (its children may
 be moving to an ancestor whose list was already read), that scan falls back
 to listing /proc.
 
-What escapes: a descendant that both leaves the group and scrubs the tag from
-its environment (`setsid env -i ...`) survives the command; under a subreaper
-it stays our child and is reaped by a later sweep once it exits.
+What escapes a command: a descendant that both leaves the group and scrubs
+the tag from its environment (`setsid env -i ...`) survives the command;
+under a subreaper it stays our descendant, is reaped by a later sweep once it
+exits, and is killed by `kill_descendants` when the pruner stops. Only a
+pruner killed by SIGKILL leaves such a process behind (to PID 1).
 
 Output: each stream keeps at most `max_output_bytes`: the first half and the
 last half, joined by an omission marker line when bytes were dropped, so
@@ -525,6 +527,66 @@ def _descendants(me: int) -> list[int] | None:
         if not found:
             return []
     return None
+
+
+def kill_descendants(*, reap: bool = True) -> int:
+    """SIGKILL every living descendant of this process and reap its children; how many.
+
+    The pruner's last duty as a subreaper, when it stops: a command's
+    descendant that left its group and scrubbed its environment (`setsid env
+    -i ...`) is beyond `kill_tree`'s group and tag, but it is still below us.
+    Rounds repeat until a walk finds nobody alive (a process forking as it
+    dies adds children a later walk sees). Blocking and quick; for a process
+    about to exit, whose own commands are done or abandoned. `reap=False`
+    while trio may still wait for children of its own (their statuses are its).
+    """
+    me = os.getpid()
+    killed: set[int] = set()
+    for _ in range(_KILL_ROUNDS):
+        found = _descendants(me)
+        if found is None:
+            found = [pid for pid in _list_pids() if _descends_from(pid, me)]
+        alive = [pid for pid in found if (stat := proc_stat(pid)) is not None and stat[0] not in ("Z", "X")]
+        if not alive:
+            break
+        for pid in alive:
+            try:
+                fd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            try:
+                if _descends_from(pid, me):  # not a pid recycled since the walk
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
+                    killed.add(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+            finally:
+                os.close(fd)
+        if reap:
+            _reap_children()
+    if reap:
+        _reap_children()
+    return len(killed)
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    for _ in range(64):  # deeper trees are walked by _descendants
+        stat = proc_stat(pid)
+        if stat is None:
+            return False
+        parent = int(stat[1])
+        if parent == ancestor:
+            return True
+        if parent <= 1:
+            return False
+        pid = parent
+    return False
+
+
+def _reap_children() -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
 
 
 def _own_children() -> list[int] | None:
