@@ -76,9 +76,15 @@ async def serve_http(
 
 async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
     """The child's main: serve until SIGTERM/SIGINT (or stdin EOF for stdio)."""
-    from jeeves_mcp.tools._process import become_subreaper, kill_descendants, set_process_name
+    from jeeves_mcp.tools._process import (
+        become_subreaper,
+        kill_descendants,
+        set_dumpable,
+        set_process_name,
+    )
 
     become_subreaper()
+    set_dumpable(False)  # our memory holds the token: not for processes of our user to read
     set_process_name("jeeves-pruner")  # forked children would otherwise look like their zygote
     server = build_server(config)
     shutdown = trio.Event()

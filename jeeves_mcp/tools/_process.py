@@ -60,6 +60,7 @@ TAG_VAR = "JEEVES_MCP_CALL"
 # environment; every command inherits it, so `kill_tree(..., tree=...)` can
 # find a dead pruner's commands although they run in sessions of their own.
 TREE_VAR = "JEEVES_MCP_TREE"
+_PR_SET_DUMPABLE = 4
 _PR_SET_NAME = 15
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
@@ -113,6 +114,34 @@ def is_subreaper() -> bool:
     except (OSError, AttributeError):
         return False
     return value.value != 0
+
+
+def set_dumpable(enable: bool) -> bool:
+    """prctl(PR_SET_DUMPABLE): when off, processes of the same user (a run's commands
+    when they run as the pruner's user) cannot open our /proc/PID/mem or environ;
+    root still can. Reset to on by execve, so commands are unaffected."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, int(enable), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def command_user(root: Path) -> tuple[int, int] | None:
+    """(uid, gid) to run a root's commands as, or None for the pruner's own user.
+
+    A pruner running as root runs commands as the owner of the run root when
+    that owner is not root: they can then read and write the workspace but
+    neither the daemon's state dir (0700, tokens) nor another run's child
+    (other uid, non-dumpable). A root-owned workspace, or a pruner that is not
+    root, runs them as the pruner's user: see the README's isolation section.
+    """
+    if os.geteuid() != 0:
+        return None
+    try:
+        info = root.stat()
+    except OSError:
+        return None
+    return None if info.st_uid == 0 else (info.st_uid, info.st_gid)
 
 
 def set_process_name(name: str) -> None:
@@ -191,15 +220,20 @@ async def run_command(
     kill_grace_s: float,
     on_output: Callable[[str], None] | None = None,
     keep_tail: bool = True,
+    user: tuple[int, int] | None = None,
 ) -> CommandResult:
     """Run `argv`, capture its output, and leave no process of it behind.
 
     Raises TOOL_TIMEOUT (with the partial stdout/stderr) after `timeout_s`;
     on cancellation kills the tree inside a shielded, bounded scope and
     re-raises. A missing executable raises NOT_FOUND. `keep_tail=False` keeps
-    only the head of each stream (no omission marker).
+    only the head of each stream (no omission marker). `user`: (uid, gid) to run
+    it as, with no supplementary groups (see `command_user`).
     """
     tag = new_tag()
+    as_user: dict[str, object] = {}
+    if user is not None:
+        as_user = {"user": user[0], "group": user[1], "extra_groups": []}
     started = trio.current_time()
     try:
         proc = await trio.lowlevel.open_process(
@@ -210,6 +244,7 @@ async def run_command(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            **as_user,
         )
     except FileNotFoundError as exc:
         raise ToolError("NOT_FOUND", f"cannot run {argv[0]!r}: {exc.strerror}") from exc

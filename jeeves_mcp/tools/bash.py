@@ -20,7 +20,7 @@ from jeeves_mcp.tools._base import (
     resolve_in_root,
     timeout_ms_arg,
 )
-from jeeves_mcp.tools._process import TAG_VAR, TREE_VAR, run_command
+from jeeves_mcp.tools._process import TAG_VAR, TREE_VAR, command_user, run_command
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -81,6 +81,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         env=env,
         timeout_s=timeout_ms / 1000,
         max_output_bytes=config.max_output_bytes,
+        user=command_user(ctx.config.root),
         kill_grace_s=config.kill_grace_ms / 1000,
         on_output=ctx.progress.report,
     )

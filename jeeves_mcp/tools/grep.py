@@ -31,7 +31,7 @@ from jeeves_mcp.tools._base import (
     resolve_in_root,
     timeout_ms_arg,
 )
-from jeeves_mcp.tools._process import run_command
+from jeeves_mcp.tools._process import command_user, run_command
 
 DEFAULT_MAX_MATCHES = 200
 MAX_MATCHES = 10_000
@@ -166,6 +166,7 @@ async def _run_rg(
         env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
         timeout_s=timeout_ms / 1000,
         max_output_bytes=cap,
+        user=command_user(ctx.config.root),
         kill_grace_s=ctx.config.kill_grace_ms / 1000,
         keep_tail=False,
     )
