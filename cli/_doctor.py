@@ -188,6 +188,16 @@ def check_systemd(unit_dirs: tuple[Path, ...] = UNIT_DIRS) -> Check:
     return Check("systemd unit", "pass", f"{found['jeeves-mcp.service']} and {found['jeeves-mcp.socket']}")
 
 
+def check_isolation() -> Check:
+    """Which isolation between runs is in force (README: Reliability and security)."""
+    if os.geteuid() == 0:
+        return Check("isolation", "pass", "daemon as root: commands run as their run root's owner "
+                     "(root-owned roots: as root, no isolation); children non-dumpable")
+    return Check("isolation", "warn", f"single user: commands run as {_user(os.geteuid())} like the "
+                 "daemon and can read its state dir (tokens); children are non-dumpable, so not their "
+                 "memory. Run the daemon as root for per-owner commands")
+
+
 def _user(uid: int) -> str:
     import pwd
 
@@ -216,6 +226,7 @@ def run_checks(config: Settings, config_file: Path | None, state_dir: Path | Non
     if daemon is not None:
         checks.append(check_state_dir(daemon.state_dir))
     checks.append(check_ripgrep())
+    checks.append(check_isolation())
     endpoint = os.environ.get("JEEVES_PRUNER_ENDPOINT") or (daemon.pruner_endpoint if daemon else None)
     checks.append(check_pruner_endpoint(endpoint))
     checks.append(check_systemd())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -70,6 +71,12 @@ def _acquire_body(
     return body
 
 
+def _slot(run_id: str, suffix: str = "") -> str:
+    """The slot's URL path, the run id one escaped segment: `a/../b` or `..` cannot name
+    another route or another run (dots too, which URL normalisation would remove)."""
+    return "/v1/slots/" + urllib.parse.quote(run_id, safe="").replace(".", "%2E") + suffix
+
+
 def _result(response: httpx.Response) -> Any:
     if response.status_code < 400:
         return response.json() if response.headers.get("content-type", "").startswith("application/json") else response.text
@@ -103,19 +110,19 @@ class _Api:
         return self._call("POST", "/v1/slots", _acquire_body(run_id, root, env, ttl_s, labels, pruner_endpoint, enabled))
 
     def release(self, run_id: str) -> Any:
-        return self._call("DELETE", f"/v1/slots/{run_id}")
+        return self._call("DELETE", _slot(run_id))
 
     def renew(self, run_id: str, ttl_s: float | None = None) -> Any:
-        return self._call("POST", f"/v1/slots/{run_id}/renew", {} if ttl_s is None else {"ttl_s": ttl_s})
+        return self._call("POST", _slot(run_id, "/renew"), {} if ttl_s is None else {"ttl_s": ttl_s})
 
     def get(self, run_id: str) -> Any:
-        return self._call("GET", f"/v1/slots/{run_id}")
+        return self._call("GET", _slot(run_id))
 
     def list(self) -> Any:
         return self._call("GET", "/v1/slots")
 
     def logs(self, run_id: str, tail: int = 200) -> Any:
-        return self._call("GET", f"/v1/slots/{run_id}/logs", params={"tail": tail})
+        return self._call("GET", _slot(run_id, "/logs"), params={"tail": tail})
 
     def stats(self, run_id: str | None = None) -> Any:
         """What pruning saved, per run and in total."""

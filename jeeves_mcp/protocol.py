@@ -38,6 +38,7 @@ log = logging.getLogger("jeeves_mcp.protocol")
 HANDSHAKE_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS = ("2026-07-28",)
 LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[-1]
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")  # RFC 5424
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 SERVER_INFO = {"name": "jeeves-mcp", "version": __version__}
@@ -220,6 +221,10 @@ class Dispatcher:
         if method == "prompts/list":
             return {"prompts": []}
         if method == "logging/setLevel":
+            level = params.get("level") if isinstance(params, dict) else None
+            if level not in LOG_LEVELS:
+                raise McpError(INVALID_PARAMS, f"level must be one of {', '.join(LOG_LEVELS)}",
+                               {"code": "INVALID_REQUEST"})
             return {}
         if method == "health":
             return health_payload()

@@ -76,12 +76,31 @@ async def serve_http(
 
 async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
     """The child's main: serve until SIGTERM/SIGINT (or stdin EOF for stdio)."""
-    from jeeves_mcp.tools._process import become_subreaper, set_process_name
+    from jeeves_mcp.tools._process import (
+        become_subreaper,
+        kill_descendants,
+        set_dumpable,
+        set_process_name,
+    )
 
     become_subreaper()
+    set_dumpable(False)  # our memory holds the token: not for processes of our user to read
     set_process_name("jeeves-pruner")  # forked children would otherwise look like their zygote
     server = build_server(config)
     shutdown = trio.Event()
+    try:
+        await _serve(server, config, shutdown, stdio)
+    finally:
+        # Whatever the commands left below us (setsid, double forks, scrubbed
+        # environments) goes with us: we are their subreaper.
+        killed = kill_descendants()
+        if killed:
+            _log.event(log, "pruner.descendants_killed", count=killed)
+    await server.pruner.engine.aclose()
+    _log.event(log, "pruner.stopped")
+
+
+async def _serve(server: PrunerServer, config: PrunerConfig, shutdown: trio.Event, stdio: bool) -> None:
     async with trio.open_nursery() as outer:
         outer.start_soon(_watch_signals, shutdown, outer.cancel_scope)
         if stdio:
@@ -100,14 +119,17 @@ async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
                            engine=server.pruner.engine.name)
             # hypercorn returns once its graceful shutdown is over
         outer.cancel_scope.cancel()
-    await server.pruner.engine.aclose()
-    _log.event(log, "pruner.stopped")
 
 
 async def _watch_signals(shutdown: trio.Event, scope: trio.CancelScope) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
             _log.event(log, "pruner.signal", signal=signal.Signals(signum).name)
+            if not shutdown.is_set():
+                # Now, not after the graceful shutdown: the supervisor's grace may end first.
+                from jeeves_mcp.tools._process import kill_descendants
+
+                kill_descendants(reap=False)
             if shutdown.is_set():
                 scope.cancel()  # second signal: stop now
                 return

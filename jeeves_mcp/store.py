@@ -4,21 +4,75 @@ Bounded two ways: each entry lives `ttl_s`, and the total size stays under
 `max_bytes` by evicting the least recently used entries. A text larger than
 the whole bound is not kept; `put` still returns an id and `get` then says
 the id is not found, which is seed 001's "explicit and actionable" error.
+
+Sizes are what an entry really holds in memory: the text as one string and
+an array of line ends (8 bytes a line), not a list of line strings, which
+cost ~57 bytes a line and let many short lines take ten times the bound.
 """
 
 from __future__ import annotations
 
+import itertools
 import secrets
+import sys
 import time
+from array import array
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
+
+_ENTRY_OVERHEAD = 256  # the entry object, its id, its place in the dict and the deque
+
+
+class Lines(Sequence[str]):
+    """The lines of one string ("\n"-split), each cut out only when asked for."""
+
+    __slots__ = ("_ends", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        # ends[i]: one past the "\n" that ends line i (len(text) + 1 for the last line)
+        self._ends = array("q", itertools.accumulate(map((1).__add__, map(len, text.split("\n")))))
+
+    @property
+    def nbytes(self) -> int:
+        return sys.getsizeof(self._text) + self._ends.itemsize * len(self._ends)
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self._ends)
+        if not 0 <= index < len(self._ends):
+            raise IndexError("line index out of range")
+        start = self._ends[index - 1] if index else 0
+        return self._text[start : self._ends[index] - 1]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._text.split("\n"))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Lines):
+            return self._text == other._text
+        if isinstance(other, list):
+            return self._text.split("\n") == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
 class StoredText:
     prune_id: str
-    lines: list[str]
+    lines: Lines
     size: int
     expires_at: float
     first_line: int = 1  # original number of lines[0]: a window of a file keeps the file's numbers
@@ -26,6 +80,10 @@ class StoredText:
     @property
     def last_line(self) -> int:
         return self.first_line + len(self.lines) - 1
+
+    def line(self, number: int) -> str:
+        """The line with original number `number`."""
+        return self.lines[number - self.first_line]
 
 
 def new_prune_id() -> str:
@@ -55,19 +113,28 @@ class RecoveryStore:
     def put(self, text: str, prune_id: str | None = None, first_line: int = 1) -> str:
         """Keep `text` (split on "\\n", the numbering seed 001 uses) and return its id."""
         prune_id = prune_id or new_prune_id()
-        size = len(text.encode("utf-8", "surrogatepass"))
         self._expire()
         if prune_id in self._entries:
             self._drop(prune_id)
+        if sys.getsizeof(text) > self._max_bytes:  # a lower bound of its size: not worth splitting
+            return prune_id
+        lines = Lines(text)
+        size = self.cost(lines)
         if size > self._max_bytes:
             return prune_id
         while self._bytes + size > self._max_bytes and self._entries:
             self._drop(next(iter(self._entries)))
         expires_at = self._clock() + self._ttl_s
-        self._entries[prune_id] = StoredText(prune_id, text.split("\n"), size, expires_at, first_line)
+        self._entries[prune_id] = StoredText(prune_id, lines, size, expires_at, first_line)
         self._by_expiry.append((expires_at, prune_id))
         self._bytes += size
         return prune_id
+
+    @staticmethod
+    def cost(text: str | Lines) -> int:
+        """Bytes of memory an entry for `text` takes, as the bound counts them."""
+        lines = text if isinstance(text, Lines) else Lines(text)
+        return lines.nbytes + _ENTRY_OVERHEAD
 
     def get(self, prune_id: str) -> StoredText | None:
         self._expire()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
+import urllib.parse
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from werkzeug.exceptions import HTTPException
 
 from jeeves_mcp import __version__
 from jeeves_mcp.supervisor import savings
-from jeeves_mcp.supervisor.slots import AcquireRequest, SlotError, SlotManager, SlotState
+from jeeves_mcp.supervisor.slots import RUN_ID, AcquireRequest, SlotError, SlotManager, SlotState
 
 log = logging.getLogger("jeeves_mcp.supervisor.api")
 
@@ -26,8 +28,27 @@ RESERVED_ENV_PREFIXES = ("JEEVES_MCP_", "JEEVES_PRUNER_", "MCP_PRUNER_")
 MAX_LOG_TAIL = 10_000
 
 
+# Roots that are not a workspace: the whole filesystem, or kernel interfaces.
+FORBIDDEN_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def check_endpoint(value: str) -> str:
+    """An external pruner: http(s) with a host, not a link-local (cloud metadata) address."""
+    url = urllib.parse.urlsplit(value)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ValueError("must be an http:// or https:// URL with a host")
+    try:
+        address = ipaddress.ip_address(url.hostname)
+    except ValueError:
+        return value  # a name
+    if address.is_link_local:
+        raise ValueError("must not be a link-local address")
+    return value
+
+
 class AcquireBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: `true` is not a 1 s lease, "no" is not a boolean, 1 is not a string
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     run_id: str = Field(min_length=1, max_length=128)
     root: str = Field(min_length=1)
@@ -46,9 +67,17 @@ class AcquireBody(BaseModel):
         try:
             if not path.is_dir():
                 raise ValueError("is not a directory")
-            return str(path.resolve())
+            resolved = path.resolve()
         except OSError as exc:  # a name too long, a loop of symlinks, ...
             raise ValueError(f"cannot use it: {exc.strerror}") from exc
+        if resolved == Path("/") or any(resolved.is_relative_to(top) for top in FORBIDDEN_ROOTS):
+            raise ValueError(f"{resolved} cannot be a run root")
+        return str(resolved)
+
+    @field_validator("pruner_endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else check_endpoint(value)
 
     @field_validator("env")
     @classmethod
@@ -66,7 +95,7 @@ class AcquireBody(BaseModel):
 
 
 class RenewBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     ttl_s: float | None = Field(None, gt=0, le=7 * 24 * 3600)
 
@@ -120,6 +149,13 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
             return None
         return error("UNAUTHORIZED", "missing or wrong bearer token", 401)
 
+    @app.url_value_preprocessor
+    def check_run_id(endpoint: str | None, values: dict[str, Any] | None) -> None:
+        # Every /v1/slots/<run_id> route: the run id acquire accepts, or 400 before any lookup.
+        run_id = (values or {}).get("run_id")
+        if run_id is not None and not RUN_ID.match(run_id):
+            raise SlotError("INVALID_REQUEST", "run_id: 1-128 of A-Z a-z 0-9 . _ : @ -, starting with a letter or digit", 400)
+
     @app.errorhandler(SlotError)
     async def slot_error(exc: SlotError) -> Response:
         return error(exc.code, exc.message, exc.status)
@@ -154,6 +190,7 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
         fork_server = manager.fork_server
         return ok({
             "status": "ok", "version": __version__, "slots": len(manager.slots),
+            "store": {"write_failures": manager.store.write_failures, "pending": manager.store.pending},
             "fork_server": None if fork_server is None else {
                 "up": fork_server.up.is_set(), "pid": fork_server.pid,
                 "spawns": fork_server.spawns, "starts": fork_server.starts,

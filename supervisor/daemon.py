@@ -22,7 +22,7 @@ from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus, Metrics
 from jeeves_mcp.supervisor.notify import SystemdNotifier
 from jeeves_mcp.supervisor.slots import SlotManager
-from jeeves_mcp.supervisor.store import SlotStore
+from jeeves_mcp.supervisor.store import SlotStore, StateDirInUse, lock_state_dir
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
@@ -96,9 +96,17 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
     config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not os.access(config.state_dir, os.W_OK):
         raise DaemonError(f"state dir {config.state_dir} is not writable")
+    try:
+        lock = lock_state_dir(config.state_dir)  # before anything there is touched
+    except StateDirInUse as exc:
+        raise DaemonError(str(exc)) from None
     activated = socket_activated()
-    sock = control_socket(config.socket)
-    store = SlotStore(config.db_path)
+    try:
+        sock = control_socket(config.socket)
+        store = SlotStore(config.db_path)
+    except BaseException:
+        os.close(lock)
+        raise
     events = EventBus()
     metrics = Metrics()
     shutdown = trio.Event()
@@ -146,6 +154,7 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
             with contextlib.suppress(FileNotFoundError):
                 config.socket.unlink()
         _log.event(log, "daemon.stopped")
+        os.close(lock)  # last: the next daemon finds everything put away
 
 
 async def _watchdog(notifier: SystemdNotifier) -> None:

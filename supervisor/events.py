@@ -102,6 +102,7 @@ class Metrics:
         self.health_failures = 0
         self.start_failures = 0
         self.lease_expiries = 0
+        self.task_failures = 0  # slot tasks stopped by their error boundary
         self.spawns: Counter[str] = Counter()  # "fork" (from the fork server) or "cold"
 
     def render(self, states: Counter[str], all_states: list[str]) -> str:
@@ -115,6 +116,7 @@ class Metrics:
             ("jeeves_mcp_health_failures_total", self.health_failures, "Failed child health checks."),
             ("jeeves_mcp_start_failures_total", self.start_failures, "Slots that could not start a child."),
             ("jeeves_mcp_lease_expiries_total", self.lease_expiries, "Slots released because their lease ran out."),
+            ("jeeves_mcp_slot_task_failures_total", self.task_failures, "Slot tasks ended by an unexpected error."),
         ):
             lines += [f"# HELP {name} {help_text}", f"# TYPE {name} counter", f"{name} {value}"]
         lines += ["# HELP jeeves_mcp_spawns_total Children started, by how.",

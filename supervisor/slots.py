@@ -41,7 +41,7 @@ from jeeves_mcp.tools._process import kill_tree
 log = logging.getLogger("jeeves_mcp.supervisor")
 
 STATS_EVERY_PINGS = 6  # savings are collected on release anyway; this bounds a crash's loss
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+RUN_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")  # \Z: "$" would let a final "\n" in
 
 
 class SlotState(enum.StrEnum):
@@ -246,7 +246,7 @@ class SlotManager:
         slot.record.ttl_s = ttl
         slot.record.expires_at = time.time() + ttl
         slot.lease_changed.set()
-        await self.store.save(slot.record)
+        await self.save(slot)
         self.events.publish("mcp_pruner.renewed", run_id=run_id, expires_at=iso(slot.record.expires_at))
         return slot.view()
 
@@ -290,7 +290,30 @@ class SlotManager:
     def log_path(self, run_id: str) -> Path:
         return self.config.log_dir / f"{run_id}.log"
 
+    async def save(self, slot: Slot) -> None:
+        """Write the slot's record; a failure (full disk, ...) is an event, not an error."""
+        problem = await self.store.save(slot.record)
+        if problem is not None:
+            self.events.publish(
+                "store.write_failed", logging.ERROR, run_id=slot.run_id,
+                error=f"{type(problem).__name__}: {problem}", pending=self.store.pending,
+            )
+
     # -- the slot task ---------------------------------------------------------
+
+    async def _degrade_after_fault(self, slot: Slot, exc: Exception) -> None:
+        """The error boundary of a slot task: a bug or an unexpected error here
+        degrades this slot (child stopped, event sent) and never the daemon."""
+        log.error("slot.task_failed", exc_info=exc, extra={"run_id": slot.run_id})
+        self.metrics.task_failures += 1
+        error = f"{type(exc).__name__}: {exc}"[:500]
+        child, slot.child = slot.child, None
+        if child is not None:
+            with trio.CancelScope(shield=True):
+                await child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
+                child.close()
+        slot.record.reason = f"degraded: internal error: {error}"
+        await self._transition(slot, SlotState.DEGRADED, "mcp_pruner.degraded", error=f"internal error: {error}")
 
     async def _transition(self, slot: Slot, state: SlotState, event: str, **fields: Any) -> None:
         """Record the new state, then tell: whoever sees the event finds the state in place."""
@@ -298,7 +321,7 @@ class SlotManager:
         slot.record.state = state
         if state == SlotState.SHUTDOWN:
             slot.record.ended_at = time.time()
-        await self.store.save(slot.record)
+        await self.save(slot)
         if state == SlotState.SHUTDOWN and self.slots.get(slot.run_id) is slot:
             del self.slots[slot.run_id]
         level = logging.WARNING if state in (SlotState.DEGRADED, SlotState.DISABLED) else logging.INFO
@@ -318,25 +341,13 @@ class SlotManager:
 
         try:
             with slot.scope:
-                if not enabled:
-                    slot.record.reason = "config_disabled"
-                    await self._transition(slot, SlotState.DISABLED, "mcp_pruner.disabled", reason="config_disabled")
-                    report()
-                    await self._lease_watch(slot)
-                    return
-                await self._transition(slot, SlotState.STARTING, "mcp_pruner.starting")
                 try:
-                    slot.child = await self._spawn(slot, port=0)
-                except SpawnError as exc:
-                    self.metrics.start_failures += 1
-                    slot.record.reason = f"start_failed: {exc}"
-                    await self._transition(slot, SlotState.DISABLED, "mcp_pruner.start_failed", error=str(exc))
-                    report()
+                    await self._start_and_supervise(slot, enabled, report)
+                except Exception as exc:
+                    await self._degrade_after_fault(slot, exc)
+                    if not started:
+                        report()
                     await self._lease_watch(slot)
-                    return
-                await self._mark_running(slot, "mcp_pruner.ready")
-                report()
-                await self._supervise(slot)
         finally:
             with trio.CancelScope(shield=True):
                 await self._finish(slot)
@@ -344,6 +355,27 @@ class SlotManager:
                 # Released while starting (nothing else is propagating): the
                 # acquirer gets the final state rather than a task that never started.
                 report()
+
+    async def _start_and_supervise(self, slot: Slot, enabled: bool, report: Any) -> None:
+        if not enabled:
+            slot.record.reason = "config_disabled"
+            await self._transition(slot, SlotState.DISABLED, "mcp_pruner.disabled", reason="config_disabled")
+            report()
+            await self._lease_watch(slot)
+            return
+        await self._transition(slot, SlotState.STARTING, "mcp_pruner.starting")
+        try:
+            slot.child = await self._spawn(slot, port=0)
+        except SpawnError as exc:
+            self.metrics.start_failures += 1
+            slot.record.reason = f"start_failed: {exc}"
+            await self._transition(slot, SlotState.DISABLED, "mcp_pruner.start_failed", error=str(exc))
+            report()
+            await self._lease_watch(slot)
+            return
+        await self._mark_running(slot, "mcp_pruner.ready")
+        report()
+        await self._supervise(slot)
 
     async def _mark_running(self, slot: Slot, event: str) -> None:
         assert slot.child is not None
@@ -512,6 +544,9 @@ class SlotManager:
                 SlotState.DEGRADED: "mcp_pruner.shutdown_after_degraded",
             }.get(previous, "mcp_pruner.not_running")
             await self._transition(slot, SlotState.SHUTDOWN, event)
+        except Exception as exc:  # the end of one slot must not end the daemon
+            log.error("slot.finish_failed", exc_info=exc, extra={"run_id": slot.run_id})
+            self.metrics.task_failures += 1
         finally:
             slot.child = None
             slot.ready.set()
@@ -564,7 +599,11 @@ class SlotManager:
                 self.events.publish("mcp_pruner.adopted", run_id=slot.run_id, pid=slot.record.pid,
                                     port=slot.record.port)
                 task_status.started()
-                await self._supervise(slot)
+                try:
+                    await self._supervise(slot)
+                except Exception as exc:
+                    await self._degrade_after_fault(slot, exc)
+                    await self._lease_watch(slot)
         finally:
             with trio.CancelScope(shield=True):
                 await self._finish(slot)
@@ -577,13 +616,17 @@ class SlotManager:
             with slot.scope:
                 self.events.publish("mcp_pruner.exited", logging.WARNING, run_id=slot.run_id, error=reason)
                 task_status.started()
-                if slot.record.token:  # its commands may have outlived it
-                    await kill_tree(None, None, grace_s=0, tree=children.tree_mark(slot.record.token))
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._lease_watch, slot)
-                    await self._restart_or_degrade(slot, reason)
-                    nursery.cancel_scope.cancel()
-                await self._supervise(slot)
+                try:
+                    if slot.record.token:  # its commands may have outlived it
+                        await kill_tree(None, None, grace_s=0, tree=children.tree_mark(slot.record.token))
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._lease_watch, slot)
+                        await self._restart_or_degrade(slot, reason)
+                        nursery.cancel_scope.cancel()
+                    await self._supervise(slot)
+                except Exception as exc:
+                    await self._degrade_after_fault(slot, exc)
+                    await self._lease_watch(slot)
         finally:
             with trio.CancelScope(shield=True):
                 await self._finish(slot)

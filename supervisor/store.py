@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import logging
+import math
+import os
 import sqlite3
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import trio
+
+from jeeves_mcp import _log
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS slots (
@@ -32,7 +40,88 @@ CREATE TABLE IF NOT EXISTS slots (
     stats TEXT NOT NULL DEFAULT '{}'
 )
 """
+QUARANTINE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS quarantine (
+    run_id TEXT,
+    row TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    at REAL NOT NULL
+)
+"""
 JSON_COLUMNS = ("env", "labels", "stats")
+STATES = frozenset({"init", "disabled", "starting", "running", "degraded", "shutdown"})
+_NUMBERS = {"pid": int, "pid_start": int, "port": int, "restarts": int,
+            "started_at": float, "ttl_s": float, "expires_at": float, "ended_at": float}
+_TEXTS = ("run_id", "state", "root", "token")
+
+log = logging.getLogger("jeeves_mcp.supervisor.store")
+
+
+class StateDirInUse(Exception):
+    """Another live daemon holds the state dir's lock."""
+
+
+def lock_state_dir(state_dir: Path) -> int:
+    """Hold `state_dir/daemon.lock` (flock) for this process's life; the fd to close at exit.
+
+    Two daemons on one state dir would each take the other's children for
+    strays or adopt them; the second one refuses instead. The lock dies with
+    the process (a crash leaves nothing to clean), and its fd is close-on-exec
+    so neither the zygote nor a child keeps it.
+    """
+    fd = os.open(state_dir / "daemon.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise StateDirInUse(
+            f"state dir {state_dir} is in use by another daemon (pid {holder}); "
+            "stop it, or give this daemon a --state-dir of its own"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+class BadRecord(ValueError):
+    """A row that does not make a SlotRecord; it is quarantined, never fatal."""
+
+
+def record_from_row(row: dict[str, Any]) -> SlotRecord:
+    """A SlotRecord from a row as stored, checked column by column (BadRecord if not)."""
+    for name in _TEXTS:
+        if not isinstance(row.get(name), str):
+            raise BadRecord(f"{name} is not text")
+    if row["state"] not in STATES:
+        raise BadRecord(f"unknown state {row['state']!r}")
+    for name, kind in _NUMBERS.items():
+        value = row.get(name)
+        if value is None:
+            if name in ("started_at", "restarts"):
+                raise BadRecord(f"{name} is missing")
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and not isinstance(value, int)):
+            raise BadRecord(f"{name} is not a number: {value!r}"[:200])
+        if not math.isfinite(value):
+            raise BadRecord(f"{name} is not finite")
+    for column in JSON_COLUMNS:
+        try:
+            value = json.loads(row[column])
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise BadRecord(f"{column} is not JSON") from exc
+        if not isinstance(value, dict):
+            raise BadRecord(f"{column} is not a JSON object")
+        if column != "stats" and not all(isinstance(v, str) for v in value.values()):
+            raise BadRecord(f"{column} values are not all text")
+        row[column] = value
+    for name in ("pruner_endpoint", "reason"):
+        if row.get(name) is not None and not isinstance(row[name], str):
+            raise BadRecord(f"{name} is not text")
+    try:
+        return SlotRecord(**row)
+    except TypeError as exc:  # a column too many or too few
+        raise BadRecord(str(exc)) from exc
 
 
 @dataclass
@@ -57,29 +146,74 @@ class SlotRecord:
 
 
 class SlotStore:
-    """One connection, used from worker threads one call at a time."""
+    """One connection, used from worker threads one call at a time.
+
+    A write that fails (a full disk, a read-only or broken file) does not raise:
+    the record is kept as pending, reads see it, and the next write retries it
+    first. The daemon's memory stays the truth; the file catches up.
+    """
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(SCHEMA)
+        try:
+            self._db = self._open(path)
+        except sqlite3.DatabaseError as exc:  # not a database, or damaged: keep it aside, start empty
+            aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+            _log.event(log, "store.corrupt", logging.ERROR, path=str(path), moved_to=str(aside), error=str(exc))
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    Path(f"{path}{suffix}").rename(f"{aside}{suffix}")
+            self._db = self._open(path)
         path.chmod(0o600)  # tokens live here
         self._lock = threading.Lock()
+        self._pending: dict[str, SlotRecord] = {}  # failed writes, newest record per run
+        self.write_failures = 0
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(SCHEMA)
+            db.execute(QUARANTINE_SCHEMA)
+            if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+                raise sqlite3.DatabaseError("quick_check failed")
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
-    def _save(self, record: SlotRecord) -> None:
-        row = asdict(record)
-        for column in JSON_COLUMNS:
-            row[column] = json.dumps(row[column])
-        columns = ", ".join(row)
-        marks = ", ".join(f":{name}" for name in row)
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def _save(self, record: SlotRecord) -> Exception | None:
+        """Write the record (and any pending ones); the error if it could not."""
         with self._lock:
-            self._db.execute(f"INSERT OR REPLACE INTO slots ({columns}) VALUES ({marks})", row)
+            self._pending[record.run_id] = record
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                for pending in self._pending.values():
+                    row = asdict(pending)
+                    for column in JSON_COLUMNS:
+                        row[column] = json.dumps(row[column])
+                    columns = ", ".join(row)
+                    marks = ", ".join(f":{name}" for name in row)
+                    self._db.execute(f"INSERT OR REPLACE INTO slots ({columns}) VALUES ({marks})", row)
+                self._db.execute("COMMIT")
+            except (sqlite3.Error, OSError) as exc:
+                self.write_failures += 1
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                return exc
+            self._pending.clear()
+            return None
 
     def _load(self, where: str = "", *args: Any) -> list[SlotRecord]:
         with self._lock:
@@ -89,30 +223,60 @@ class SlotStore:
         records = []
         for values in rows:
             row = dict(zip(names, values, strict=True))
-            for column in JSON_COLUMNS:
-                row[column] = json.loads(row[column])
-            records.append(SlotRecord(**row))
+            try:
+                records.append(record_from_row(dict(row)))
+            except BadRecord as exc:
+                self._quarantine(row, str(exc))
         return records
+
+    def _quarantine(self, row: dict[str, Any], reason: str) -> None:
+        """Move a bad row out of `slots` into `quarantine`, with a log line."""
+        run_id = row.get("run_id")
+        _log.event(log, "store.quarantined", logging.ERROR, run_id=run_id, reason=reason)
+        text = json.dumps(row, default=repr)
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("INSERT INTO quarantine (run_id, row, reason, at) VALUES (?, ?, ?, ?)",
+                                 (str(run_id), text, reason, time.time()))
+                self._db.execute("DELETE FROM slots WHERE run_id IS ?", (run_id,))
+                self._db.execute("COMMIT")
+            except sqlite3.Error:
+                self._db.execute("ROLLBACK")
+                raise
 
     def _delete(self, run_id: str) -> None:
         with self._lock:
+            self._pending.pop(run_id, None)
             self._db.execute("DELETE FROM slots WHERE run_id = ?", (run_id,))
 
-    async def save(self, record: SlotRecord) -> None:
-        await trio.to_thread.run_sync(self._save, record)
+    def _overlay(self, records: list[SlotRecord], keep: Any) -> list[SlotRecord]:
+        """Records read from the file, with pending writes in their place."""
+        with self._lock:
+            pending = dict(self._pending)
+        merged = [pending.pop(r.run_id, r) for r in records]
+        merged += pending.values()
+        return [r for r in merged if keep(r)]
+
+    async def save(self, record: SlotRecord) -> Exception | None:
+        """None once written; else the error, and the record stays pending."""
+        return await trio.to_thread.run_sync(self._save, record)
 
     async def live(self) -> list[SlotRecord]:
         """Records of slots not yet shut down."""
         return await trio.to_thread.run_sync(self._load, "WHERE state != 'shutdown'")
 
     async def get(self, run_id: str) -> SlotRecord | None:
+        if run_id in self._pending:
+            return self._pending[run_id]
         found = await trio.to_thread.run_sync(self._load, "WHERE run_id = ?", run_id)
         return found[0] if found else None
 
     async def ended(self, limit: int = 1000) -> list[SlotRecord]:
-        return await trio.to_thread.run_sync(
+        found = await trio.to_thread.run_sync(
             self._load, "WHERE state = 'shutdown' ORDER BY ended_at DESC LIMIT ?", limit
         )
+        return self._overlay(found, lambda r: r.state == "shutdown")[:limit]
 
     async def delete(self, run_id: str) -> None:
         await trio.to_thread.run_sync(self._delete, run_id)

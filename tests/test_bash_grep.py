@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from jeeves_mcp.config import PrunerConfig
-from jeeves_mcp.errors import ToolError
+from jeeves_mcp.errors import INVALID_PARAMS, McpError, ToolError
 from jeeves_mcp.progress import NullProgress
 from jeeves_mcp.store import RecoveryStore
 from jeeves_mcp.tools import _grep_builtin, grep
@@ -129,9 +129,9 @@ async def test_bash_env_allow_list(root, monkeypatch):
     "env", [{"A": 1}, {"": "x"}, {"A=B": "x"}, {"JEEVES_MCP_CALL": "x"}, {"A": "x\x00y"}]
 )
 async def test_bash_bad_env_is_invalid_request(root, env):
-    with pytest.raises(ToolError) as info:
+    with pytest.raises(McpError) as info:  # -32602 like any bad argument, not a tool result
         await bash_tool.run(make_ctx(root), {"cmd": "true", "env": env})
-    assert info.value.code == "INVALID_REQUEST"
+    assert info.value.code == INVALID_PARAMS and info.value.data["code"] == "INVALID_REQUEST"
 
 
 async def test_bash_timeout(root):
@@ -312,3 +312,18 @@ async def test_rg_gets_a_clean_environment(root, monkeypatch):
     out = await call_grep(root, pattern="gre+t", paths=["README.md"])
     assert lines(out) == ["README.md:1:greet people"]
     assert os.environ["RIPGREP_CONFIG_PATH"] == str(config)
+
+
+async def test_grep_anchors_are_per_line(root, engine):
+    (root / "anchors.txt").write_text("foo\nbar foo\nfoo bar\n")
+    assert lines(await call_grep(root, pattern="foo$", paths=["anchors.txt"])) == [
+        "anchors.txt:1:foo", "anchors.txt:2:bar foo"]
+    assert lines(await call_grep(root, pattern="^foo", paths=["anchors.txt"])) == [
+        "anchors.txt:1:foo", "anchors.txt:3:foo bar"]
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\1", "(?<=a)b"])
+async def test_grep_backreferences_and_lookaround_are_invalid_like_ripgrep(root, engine, pattern):
+    with pytest.raises(ToolError) as info:
+        await call_grep(root, pattern=pattern)
+    assert info.value.code == "INVALID_REQUEST"

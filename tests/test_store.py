@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 from jeeves_mcp.store import RecoveryStore
+
+cost = RecoveryStore.cost
 
 
 class Clock:
@@ -15,7 +19,7 @@ class Clock:
 
 def test_entries_expire_after_their_ttl() -> None:
     clock = Clock()
-    store = RecoveryStore(ttl_s=10, max_bytes=1000, clock=clock)
+    store = RecoveryStore(ttl_s=10, max_bytes=10_000, clock=clock)
     first = store.put("a\nb")
     clock.now = 5
     second = store.put("c")
@@ -29,17 +33,17 @@ def test_entries_expire_after_their_ttl() -> None:
 
 
 def test_least_recently_used_goes_first_when_full() -> None:
-    store = RecoveryStore(ttl_s=100, max_bytes=10, clock=Clock())
+    store = RecoveryStore(ttl_s=100, max_bytes=2 * cost("aaaa"), clock=Clock())
     a, b = store.put("aaaa"), store.put("bbbb")
     assert store.get(a) is not None  # a is now the most recently used
     c = store.put("cccc")
     assert store.get(b) is None
     assert store.get(a) is not None and store.get(c) is not None
-    assert store.total_bytes == 8
+    assert store.total_bytes == 2 * cost("aaaa")
 
 
 def test_a_text_larger_than_the_bound_is_not_kept_but_gets_an_id() -> None:
-    store = RecoveryStore(ttl_s=100, max_bytes=10, clock=Clock())
+    store = RecoveryStore(ttl_s=100, max_bytes=cost("x" * 10), clock=Clock())
     kept = store.put("small")
     big = store.put("x" * 11)
     assert big.startswith("prn_") and store.get(big) is None
@@ -48,7 +52,7 @@ def test_a_text_larger_than_the_bound_is_not_kept_but_gets_an_id() -> None:
 
 def test_putting_an_id_again_replaces_it_and_its_expiry() -> None:
     clock = Clock()
-    store = RecoveryStore(ttl_s=10, max_bytes=100, clock=clock)
+    store = RecoveryStore(ttl_s=10, max_bytes=10_000, clock=clock)
     store.put("old", prune_id="prn_x")
     clock.now = 8
     store.put("new\ntext", prune_id="prn_x", first_line=5)
@@ -56,4 +60,21 @@ def test_putting_an_id_again_replaces_it_and_its_expiry() -> None:
     entry = store.get("prn_x")
     assert entry is not None and entry.lines == ["new", "text"]
     assert (entry.first_line, entry.last_line) == (5, 6)
-    assert store.total_bytes == len("new\ntext")
+    assert store.total_bytes == cost("new\ntext")
+
+
+def test_the_bound_counts_the_memory_entries_really_take() -> None:
+    """Many short lines: a list of line strings took ~57 bytes a line against 3 counted."""
+    text = "ab\n" * 200_000
+    store = RecoveryStore(ttl_s=100, max_bytes=64 * 1024 * 1024, clock=Clock())
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        prune_id = store.put(text)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    entry = store.get(prune_id)
+    assert entry is not None and entry.line(2) == "ab" and len(entry.lines) == 200_001
+    assert held <= store.total_bytes * 1.1, (held, store.total_bytes)
+    assert store.total_bytes < 5 * len(text)  # and the representation stays compact

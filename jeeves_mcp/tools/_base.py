@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jeeves_mcp.errors import ToolError
+from jeeves_mcp.errors import INVALID_PARAMS, McpError, ToolError
 
 if TYPE_CHECKING:
     from jeeves_mcp.config import PrunerConfig
@@ -17,6 +17,23 @@ if TYPE_CHECKING:
     from jeeves_mcp.store import RecoveryStore
 
 SCHEMA_VERSION = 1
+
+MAX_TIMEOUT_MS = 86_400_000  # a day: a 400-digit timeout is a bad request, not an overflow
+
+
+def invalid_argument(field: str, problem: str) -> McpError:
+    """-32602 with the shape the schema validator gives (kept out of the schemas: seed 003)."""
+    message = f"{field}: {problem}"
+    return McpError(INVALID_PARAMS, f"invalid arguments: {message}", {"code": "INVALID_REQUEST", "errors": [message]})
+
+
+def timeout_ms_arg(args: dict[str, Any], default: int) -> int:
+    """The call's `timeout_ms` (an integer by the schema), 1 ms to a day."""
+    value = int(args.get("timeout_ms", default))
+    if not 1 <= value <= MAX_TIMEOUT_MS:
+        raise invalid_argument("timeout_ms", f"must be 1 to {MAX_TIMEOUT_MS}")
+    return value
+
 
 FOCUS_PROPERTY = {
     "type": "string",

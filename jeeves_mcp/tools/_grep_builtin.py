@@ -1,4 +1,9 @@
-"""The `grep` fallback when ripgrep is not on PATH: Python `re` over a file walk.
+"""The `grep` fallback when ripgrep is not on PATH: RE2 over a file walk.
+
+RE2 (google-re2) matches in time linear in the text, like ripgrep's engine,
+so no pattern can stall a child: `(a+)+$` over a long line costs what `a`
+does. The syntax is ripgrep's too (no look-around, no backreferences), and
+matching releases the GIL, so the event loop keeps serving meanwhile.
 
 Same result shape as the ripgrep path (`path:line:text` lines, sorted by
 path). Like ripgrep it skips hidden files and directories (so `.git`) below
@@ -11,11 +16,12 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import re2
 
 MAX_LINE_CHARS = 500
 MAX_FILE_BYTES = 64 * 1024 * 1024  # larger files are skipped (counted in skipped_files)
@@ -31,9 +37,39 @@ class GrepResult:
     skipped_files: int = 0
 
 
-def compile_pattern(pattern: str, ignore_case: bool) -> re.Pattern[str]:
-    """re.error for a bad pattern; the caller maps it to INVALID_REQUEST."""
-    return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+class PatternError(ValueError):
+    """The pattern is not valid RE2 syntax (or too big); INVALID_REQUEST for the caller."""
+
+
+@dataclass(frozen=True)
+class Pattern:
+    line: re2._Regexp  # what a line must match
+    text: re2._Regexp | None  # a cheap whole-file test no matching line can fail, if there is one
+
+    def search(self, line: str) -> bool:
+        return self.line.search(line) is not None
+
+
+def _compile(pattern: str, ignore_case: bool) -> re2._Regexp:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every bad pattern on stderr
+    options.case_sensitive = not ignore_case
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        message = exc.args[0] if exc.args else "bad pattern"
+        if isinstance(message, bytes):
+            message = message.decode("utf-8", "replace")
+        raise PatternError(str(message)) from None
+
+
+def compile_pattern(pattern: str, ignore_case: bool) -> Pattern:
+    """PatternError for a bad pattern; the caller maps it to INVALID_REQUEST."""
+    line = _compile(pattern, ignore_case)
+    # The whole-file prefilter: ^ and $ at every line break, so a line's match is one in
+    # the file; \A and \z would not be, so such patterns go line by line.
+    text = None if ("\\A" in pattern or "\\z" in pattern) else _compile(f"(?m:{pattern})", ignore_case)
+    return Pattern(line, text)
 
 
 def clip_line(text: str) -> str:
@@ -93,7 +129,7 @@ def _entries(directory: Path, prefix: str) -> Iterator[tuple[Path, str, bool]]:
 
 
 def search(
-    rx: re.Pattern[str],
+    rx: Pattern,
     targets: list[tuple[Path, str]],
     *,
     glob: str | None,
@@ -115,7 +151,7 @@ def search(
 
 
 def _search_file(
-    rx: re.Pattern[str], path: Path, rel: str, result: GrepResult, max_matches: int
+    rx: Pattern, path: Path, rel: str, result: GrepResult, max_matches: int
 ) -> None:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
@@ -129,10 +165,10 @@ def _search_file(
     if b"\0" in data[:_BINARY_PROBE]:
         return
     text = data.decode("utf-8", "replace")
-    if rx.search(text) is None:
+    if rx.text is not None and rx.text.search(text) is None:
         return
     for number, line in enumerate(text.splitlines(), 1):
-        if rx.search(line) is None:
+        if not rx.search(line):
             continue
         result.match_count += 1
         result.files.add(rel)

@@ -26,9 +26,11 @@ caller); when a process of the walk dies while it is read (its children may
 be moving to an ancestor whose list was already read), that scan falls back
 to listing /proc.
 
-What escapes: a descendant that both leaves the group and scrubs the tag from
-its environment (`setsid env -i ...`) survives the command; under a subreaper
-it stays our child and is reaped by a later sweep once it exits.
+What escapes a command: a descendant that both leaves the group and scrubs
+the tag from its environment (`setsid env -i ...`) survives the command;
+under a subreaper it stays our descendant, is reaped by a later sweep once it
+exits, and is killed by `kill_descendants` when the pruner stops. Only a
+pruner killed by SIGKILL leaves such a process behind (to PID 1).
 
 Output: each stream keeps at most `max_output_bytes`: the first half and the
 last half, joined by an omission marker line when bytes were dropped, so
@@ -58,6 +60,7 @@ TAG_VAR = "JEEVES_MCP_CALL"
 # environment; every command inherits it, so `kill_tree(..., tree=...)` can
 # find a dead pruner's commands although they run in sessions of their own.
 TREE_VAR = "JEEVES_MCP_TREE"
+_PR_SET_DUMPABLE = 4
 _PR_SET_NAME = 15
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
@@ -111,6 +114,34 @@ def is_subreaper() -> bool:
     except (OSError, AttributeError):
         return False
     return value.value != 0
+
+
+def set_dumpable(enable: bool) -> bool:
+    """prctl(PR_SET_DUMPABLE): when off, processes of the same user (a run's commands
+    when they run as the pruner's user) cannot open our /proc/PID/mem or environ;
+    root still can. Reset to on by execve, so commands are unaffected."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, int(enable), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def command_user(root: Path) -> tuple[int, int] | None:
+    """(uid, gid) to run a root's commands as, or None for the pruner's own user.
+
+    A pruner running as root runs commands as the owner of the run root when
+    that owner is not root: they can then read and write the workspace but
+    neither the daemon's state dir (0700, tokens) nor another run's child
+    (other uid, non-dumpable). A root-owned workspace, or a pruner that is not
+    root, runs them as the pruner's user: see the README's isolation section.
+    """
+    if os.geteuid() != 0:
+        return None
+    try:
+        info = root.stat()
+    except OSError:
+        return None
+    return None if info.st_uid == 0 else (info.st_uid, info.st_gid)
 
 
 def set_process_name(name: str) -> None:
@@ -189,15 +220,20 @@ async def run_command(
     kill_grace_s: float,
     on_output: Callable[[str], None] | None = None,
     keep_tail: bool = True,
+    user: tuple[int, int] | None = None,
 ) -> CommandResult:
     """Run `argv`, capture its output, and leave no process of it behind.
 
     Raises TOOL_TIMEOUT (with the partial stdout/stderr) after `timeout_s`;
     on cancellation kills the tree inside a shielded, bounded scope and
     re-raises. A missing executable raises NOT_FOUND. `keep_tail=False` keeps
-    only the head of each stream (no omission marker).
+    only the head of each stream (no omission marker). `user`: (uid, gid) to run
+    it as, with no supplementary groups (see `command_user`).
     """
     tag = new_tag()
+    as_user: dict[str, object] = {}
+    if user is not None:
+        as_user = {"user": user[0], "group": user[1], "extra_groups": []}
     started = trio.current_time()
     try:
         proc = await trio.lowlevel.open_process(
@@ -208,6 +244,7 @@ async def run_command(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            **as_user,
         )
     except FileNotFoundError as exc:
         raise ToolError("NOT_FOUND", f"cannot run {argv[0]!r}: {exc.strerror}") from exc
@@ -525,6 +562,66 @@ def _descendants(me: int) -> list[int] | None:
         if not found:
             return []
     return None
+
+
+def kill_descendants(*, reap: bool = True) -> int:
+    """SIGKILL every living descendant of this process and reap its children; how many.
+
+    The pruner's last duty as a subreaper, when it stops: a command's
+    descendant that left its group and scrubbed its environment (`setsid env
+    -i ...`) is beyond `kill_tree`'s group and tag, but it is still below us.
+    Rounds repeat until a walk finds nobody alive (a process forking as it
+    dies adds children a later walk sees). Blocking and quick; for a process
+    about to exit, whose own commands are done or abandoned. `reap=False`
+    while trio may still wait for children of its own (their statuses are its).
+    """
+    me = os.getpid()
+    killed: set[int] = set()
+    for _ in range(_KILL_ROUNDS):
+        found = _descendants(me)
+        if found is None:
+            found = [pid for pid in _list_pids() if _descends_from(pid, me)]
+        alive = [pid for pid in found if (stat := proc_stat(pid)) is not None and stat[0] not in ("Z", "X")]
+        if not alive:
+            break
+        for pid in alive:
+            try:
+                fd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            try:
+                if _descends_from(pid, me):  # not a pid recycled since the walk
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
+                    killed.add(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+            finally:
+                os.close(fd)
+        if reap:
+            _reap_children()
+    if reap:
+        _reap_children()
+    return len(killed)
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    for _ in range(64):  # deeper trees are walked by _descendants
+        stat = proc_stat(pid)
+        if stat is None:
+            return False
+        parent = int(stat[1])
+        if parent == ancestor:
+            return True
+        if parent <= 1:
+            return False
+        pid = parent
+    return False
+
+
+def _reap_children() -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
 
 
 def _own_children() -> list[int] | None:

@@ -16,9 +16,11 @@ from jeeves_mcp.tools._base import (
     ToolOutput,
     clip_summary,
     display_path,
+    invalid_argument,
     resolve_in_root,
+    timeout_ms_arg,
 )
-from jeeves_mcp.tools._process import TAG_VAR, TREE_VAR, run_command
+from jeeves_mcp.tools._process import TAG_VAR, TREE_VAR, command_user, run_command
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -47,11 +49,11 @@ def sanitized_env(
     env.setdefault("PATH", os.defpath)
     for name, value in (extra or {}).items():
         if not isinstance(value, str):
-            raise ToolError("INVALID_REQUEST", f"env.{name}: expected string")
+            raise invalid_argument(f"env.{name}", "expected string")
         if not name or "=" in name or "\x00" in name or "\x00" in value:
-            raise ToolError("INVALID_REQUEST", f"env: invalid variable name {name!r}")
+            raise invalid_argument("env", f"invalid variable {name!r}")
         if name in (TAG_VAR, TREE_VAR):
-            raise ToolError("INVALID_REQUEST", f"env.{name} is reserved")
+            raise invalid_argument(f"env.{name}", "reserved")
         env[name] = value
     return env
 
@@ -72,13 +74,14 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     if not cwd.is_dir():
         raise ToolError("NOT_FOUND", f"cwd is not a directory: {display_path(config, cwd)}")
     env = sanitized_env(config.env_allow, args.get("env"))
-    timeout_ms = max(1, int(args.get("timeout_ms", config.bash_timeout_ms)))
+    timeout_ms = timeout_ms_arg(args, config.bash_timeout_ms)
     result = await run_command(
         [shell(), "-c", cmd],
         cwd=cwd,
         env=env,
         timeout_s=timeout_ms / 1000,
         max_output_bytes=config.max_output_bytes,
+        user=command_user(ctx.config.root),
         kill_grace_s=config.kill_grace_ms / 1000,
         on_output=ctx.progress.report,
     )

@@ -29,8 +29,9 @@ from jeeves_mcp.tools._base import (
     clip_summary,
     display_path,
     resolve_in_root,
+    timeout_ms_arg,
 )
-from jeeves_mcp.tools._process import run_command
+from jeeves_mcp.tools._process import command_user, run_command
 
 DEFAULT_MAX_MATCHES = 200
 MAX_MATCHES = 10_000
@@ -76,7 +77,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     glob: str | None = args.get("glob") or None
     # Out-of-range numbers are clamped (keeps the schema small, seed 003).
     max_matches = min(max(1, int(args.get("max_matches", DEFAULT_MAX_MATCHES))), MAX_MATCHES)
-    timeout_ms = max(1, int(args.get("timeout_ms", ctx.config.grep_timeout_ms)))
+    timeout_ms = timeout_ms_arg(args, ctx.config.grep_timeout_ms)
     if not pattern:
         raise ToolError("INVALID_REQUEST", "pattern must not be empty")
     targets = _targets(ctx, args.get("paths") or ["."])
@@ -117,8 +118,11 @@ async def _run_builtin(
 ) -> _grep_builtin.GrepResult:
     try:
         rx = _grep_builtin.compile_pattern(pattern, ignore_case)
-    except re.error as exc:
-        raise ToolError("INVALID_REQUEST", f"invalid regex: {exc}") from exc
+    except _grep_builtin.PatternError as exc:
+        raise ToolError(
+            "INVALID_REQUEST", f"invalid regex: {exc}",
+            hint="RE2 syntax (as ripgrep's): no look-around or backreferences",
+        ) from exc
     stop = threading.Event()
     try:
         with trio.move_on_after(timeout_ms / 1000) as scope:
@@ -162,6 +166,7 @@ async def _run_rg(
         env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
         timeout_s=timeout_ms / 1000,
         max_output_bytes=cap,
+        user=command_user(ctx.config.root),
         kill_grace_s=ctx.config.kill_grace_ms / 1000,
         keep_tail=False,
     )

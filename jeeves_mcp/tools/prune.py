@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterator
 from typing import Any
 
 from jeeves_mcp import __version__
 from jeeves_mcp.errors import INVALID_RANGE, PRUNE_ID_NOT_FOUND, McpError
 from jeeves_mcp.pruning import SOURCE_TYPES, EngineError, PruneOptions
-from jeeves_mcp.render import fit_rows, raw_rows, rows_text
+from jeeves_mcp.render import Row, fit_rows, rows_text, text_bytes
 from jeeves_mcp.tools._base import CallContext, Tool, ToolOutput, clip_summary
 
 PRUNE_SCHEMA: dict[str, Any] = {
@@ -49,8 +50,9 @@ RECOVER_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "properties": {
-                    "start_line": {"type": "integer", "minimum": 1},
-                    "end_line": {"type": "integer", "minimum": 1},
+                    # No minimum here: a line 0 is seed 001's -32005 invalid_range, not -32602.
+                    "start_line": {"type": "integer"},
+                    "end_line": {"type": "integer"},
                 },
                 "required": ["start_line", "end_line"],
                 "additionalProperties": False,
@@ -109,8 +111,7 @@ async def recover_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
             {"code": "prune_id_not_found", "prune_id": prune_id},
         )
     first, last = entry.first_line, entry.last_line
-    chosen: list[tuple[int, str]] = []
-    ranges: list[dict[str, int]] = []
+    spans: list[tuple[int, int]] = []
     for item in args["ranges"]:
         start, end = int(item["start_line"]), int(item["end_line"])
         if start > end or start > last or start < first:
@@ -123,14 +124,17 @@ async def recover_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
                     "available": {"start_line": first, "end_line": last},
                 },
             )
-        end = min(end, last)
-        ranges.append({"start_line": start, "end_line": end})
-        chosen.extend((n, entry.lines[n - first]) for n in range(start, end + 1))
+        spans.append((start, min(end, last)))
+    ranges = [{"start_line": start, "end_line": end} for start, end in spans]
     numbered = args["include_line_numbers"]
-    rows = raw_rows([f"{n}│ {line}" if numbered else line for n, line in chosen])
-    # Row numbers must be the original ones so a budget marker points at them.
-    rows = [row.__class__(n, n, row.text) for row, (n, _) in zip(rows, chosen, strict=True)]
-    rows, cut = fit_rows(rows, ctx.config.response_budget_bytes, prune_id)
+
+    def row(n: int) -> Row:
+        line = entry.line(n)
+        return Row(n, n, f"{n}│ {line}" if numbered else line)
+
+    budget = ctx.config.response_budget_bytes
+    total = sum(end - start + 1 for start, end in spans)
+    rows, cut = fit_rows(_bounded_rows(spans, total, row, budget), budget, prune_id)
     result: dict[str, Any] = {
         "raw_text": rows_text(rows),
         "metadata": {"prune_id": prune_id, "ranges": ranges, "line_numbering": "original"},
@@ -138,9 +142,50 @@ async def recover_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     if cut is not None:
         result["metadata"]["truncated"] = cut
     result["summary"] = clip_summary(
-        f"recover_text {prune_id}: {len(chosen)} of {len(entry.lines)} lines"
+        f"recover_text {prune_id}: {total} of {len(entry.lines)} lines"
     )
     return ToolOutput(summary=result["summary"], raw_result=result)
+
+
+def _bounded_rows(spans: list[tuple[int, int]], total: int, row: Any, budget: int) -> list[Row]:
+    """The rows `fit_rows` needs from the chosen lines, in work bounded by the budget.
+
+    Lines are rendered from the front and from the back only until each side
+    passes the budget; whatever lies between becomes one placeholder row too
+    big to keep, spanning the smallest and largest line numbers it stands
+    for, so `fit_rows` cuts it and its marker names the right lines.
+    """
+
+    def numbers(reverse: bool) -> Iterator[int]:
+        for start, end in reversed(spans) if reverse else spans:
+            yield from range(end, start - 1, -1) if reverse else range(start, end + 1)
+
+    def take(reverse: bool) -> list[Row]:
+        taken, used = [], 0
+        for n in numbers(reverse):
+            if used > budget:
+                break
+            taken.append(row(n))
+            used += text_bytes(taken[-1].text) + 1
+        return taken
+
+    head = take(reverse=False)
+    if len(head) == total:
+        return head
+    tail = take(reverse=True)[::-1]
+    if len(head) + len(tail) >= total:  # the sides meet: the whole is at most twice the budget
+        return [row(n) for n in numbers(reverse=False)]
+    low, high, position = None, None, 0
+    middle = (len(head), total - len(tail))  # positions [a, b) of the chosen lines not rendered
+    for start, end in spans:
+        a, b = max(middle[0], position), min(middle[1], position + end - start + 1)
+        if a < b:
+            first_n, last_n = start + a - position, start + b - 1 - position
+            low = first_n if low is None else min(low, first_n)
+            high = last_n if high is None else max(high, last_n)
+        position += end - start + 1
+    assert low is not None and high is not None
+    return [*head, Row(low, high, "x" * (budget + 1)), *tail]
 
 
 def health_payload() -> dict[str, Any]:

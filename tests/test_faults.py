@@ -1,0 +1,330 @@
+"""Faults that must stay local: a full disk, bad records, a second daemon.
+
+Each test attacks a real daemon from where the fault comes from (the
+filesystem under its state dir, its SQLite file, another daemon process)
+and checks the daemon keeps serving the slots it can.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+
+from tests._daemon import running_daemon, watch_events
+
+
+@contextlib.contextmanager
+def small_tmpfs(where: Path, size: str = "4m") -> Iterator[Path]:
+    """A tiny filesystem at `where` (root only), unmounted after."""
+    where.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(where)],
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill(directory: Path) -> Path:
+    """Write zeros until the filesystem is full; returns the filler file."""
+    filler = directory / "filler"
+    with filler.open("wb") as handle:
+        chunk = b"\0" * 65536
+        try:
+            while True:
+                handle.write(chunk)
+                handle.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    with contextlib.suppress(OSError), filler.open("ab") as handle:  # the last few bytes too
+        while True:
+            handle.write(b"\0")
+            handle.flush()
+    return filler
+
+
+async def child_answers(slot: dict) -> bool:
+    base = slot["mcp"]["url"].removesuffix("/mcp")
+    async with httpx.AsyncClient(timeout=10) as http:
+        response = await http.get(f"{base}/health")
+    return response.status_code == 200
+
+
+# -- #4: a full disk under the state dir ---------------------------------------------
+
+
+async def test_a_full_state_disk_degrades_writes_but_never_the_daemon(tmp_path: Path, run_root: Path) -> None:
+    with small_tmpfs(tmp_path / "state"):
+        async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+            first = await control.acquire("full-a", run_root)
+            second = await control.acquire("full-b", run_root)
+            filler = fill(daemon.state_dir)
+            async with watch_events(daemon) as events:
+                # A crash of a child: the slot task saves the restart, which cannot be written.
+                os.kill(first["pid"], signal.SIGKILL)
+                await events.wait_for("store.write_failed", "full-a")
+                await events.wait_for("mcp_pruner.restarted", "full-a")
+                released = await control.release("full-b")  # its final record cannot be written either
+                assert released["state"] == "shutdown"
+                third = await control.acquire("full-c", run_root)  # a new run still gets a child
+                assert third["state"] == "running" and await child_answers(third)
+                assert daemon.process.returncode is None and daemon.process.poll() is None
+                health = await control.healthz()
+                assert health["store"]["write_failures"] >= 2, health
+            filler.unlink()  # space again: the records catch up on the next write
+            await control.release("full-a")
+            await control.release("full-c")
+            with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
+                states = dict(db.execute("select run_id, state from slots"))
+            # Writes that failed were kept and made once space came back.
+            assert states == {"full-a": "shutdown", "full-b": "shutdown", "full-c": "shutdown"}, states
+            assert second["run_id"] == "full-b"
+
+
+# -- #10: bad records are quarantined, never fatal ------------------------------------
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def test_bad_records_are_quarantined_and_the_daemon_starts(tmp_path: Path, run_root: Path) -> None:
+    async with running_daemon(tmp_path) as daemon:
+        async with daemon.client() as control:
+            good = await control.acquire("good", run_root)
+            odd = await control.acquire("odd-stats", run_root)
+        os.kill(daemon.process.pid, signal.SIGKILL)
+        await daemon.process.wait()
+        with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
+            db.execute("update slots set stats = '[]' where run_id = 'odd-stats'")
+            db.execute("insert into slots (run_id, state, root, token, started_at) "
+                       "values ('bogus-state', 'bogus', '/', 'x', 0)")
+            db.execute("insert into slots (run_id, state, root, token, started_at, labels) "
+                       "values ('bad-labels', 'running', '/', 'y', 0, 'not json')")
+            db.execute("insert into slots (run_id, state, root, token, started_at, pid) "
+                       "values ('bad-pid', 'running', '/', 'z', 0, 'nope')")
+        daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+        await daemon.wait_ready(2)  # it starts at all
+        async with daemon.client() as control:
+            listed = {slot["run_id"]: slot for slot in (await control.list())["slots"]}
+            assert listed["good"]["state"] == "running" and listed["good"]["pid"] == good["pid"]
+            assert set(listed) == {"good"}, listed
+            # Killed as a stray during start-up (no good record names it), before READY=1.
+            assert not alive(odd["pid"])
+            await control.release("good")
+        assert not alive(good["pid"])
+    log = daemon.log_path.read_text()
+    for run_id in ("odd-stats", "bogus-state", "bad-labels", "bad-pid"):
+        assert f'"event": "store.quarantined", "run_id": "{run_id}"' in log, run_id
+    with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
+        quarantined = {row[0] for row in db.execute("select run_id from quarantine")}
+        remaining = {row[0] for row in db.execute("select run_id from slots")}
+    assert quarantined == {"odd-stats", "bogus-state", "bad-labels", "bad-pid"}
+    assert remaining == {"good"}
+
+
+async def test_a_state_db_that_is_not_a_database_is_set_aside(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "slots.sqlite3").write_bytes(b"this is not SQLite " * 500)
+    async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+        assert (await control.list())["slots"] == []
+    aside = list(state.glob("slots.sqlite3.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_bytes().startswith(b"this is not SQLite")
+    assert '"event": "store.corrupt"' in daemon.log_path.read_text()
+
+
+# -- #5: one daemon per state dir ------------------------------------------------------
+
+
+async def test_a_second_daemon_on_the_same_state_dir_refuses(tmp_path: Path, run_root: Path) -> None:
+    async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+        slot = await control.acquire("first", run_root)
+        fork_servers = daemon.fork_server_pids()
+        with trio.fail_after(30):  # the second daemon refuses at once, or it serves and this fails
+            second = await trio.run_process(
+                [sys.executable, "-m", "jeeves_mcp", "daemon", "--state-dir", str(daemon.state_dir),
+                 "--socket", str(tmp_path / "second.sock")],
+                capture_stdout=True, capture_stderr=True, check=False,
+            )
+        message = second.stderr.decode()
+        assert second.returncode != 0
+        assert f"state dir {daemon.state_dir} is in use by another daemon (pid {daemon.process.pid})" in message, message
+        assert not (tmp_path / "second.sock").exists()
+        # The first daemon lost nothing: its zygote, its child, its record.
+        assert all(alive(pid) for pid in fork_servers) and alive(slot["pid"])
+        assert (await control.get("first"))["state"] == "running"
+        assert await child_answers(slot)
+        await control.release("first")
+        assert not alive(slot["pid"])
+
+
+# -- #3: a catastrophic regex cannot freeze a child -----------------------------------
+
+
+async def test_a_catastrophic_regex_neither_freezes_nor_kills_the_child(workspace: Path, tmp_path: Path) -> None:
+    from tests._child import running_child
+
+    (workspace / "evil.txt").write_text("a" * 40 + "!\n")
+    async with running_child(workspace, tmp_path, env={"PATH": "/usr/bin:/bin"}) as child:
+        async with httpx.AsyncClient(timeout=30) as http:
+
+            async def rpc(name: str, arguments: dict) -> dict:
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": name, "arguments": arguments}}
+                response = await http.post(f"{child.base}/rpc", json=body, headers=child.headers())
+                return response.json()
+
+            with trio.fail_after(60):  # Python's `re` takes ~2^40 steps here: the loop would never answer
+                for _ in range(3):
+                    reply = await rpc("grep", {"pattern": "(a+)+$", "timeout_ms": 1000})
+                    result = reply["result"]
+                    if result.get("isError"):
+                        assert result["structuredContent"]["error"]["code"] == "TOOL_TIMEOUT", result
+                    else:
+                        assert result["structuredContent"]["match_count"] == 0, result
+                assert (await http.get(f"{child.base}/health")).status_code == 200
+                read = await rpc("read", {"path": "evil.txt"})
+                assert "aaaa" in read["result"]["structuredContent"]["content"]
+                found = await rpc("grep", {"pattern": "(a+)+!", "paths": ["evil.txt"]})
+                assert found["result"]["structuredContent"]["match_count"] == 1
+        assert child.process.returncode is None
+
+
+# -- #12: recovering a huge text is bounded work; ranges follow seed 001 -----------------
+
+
+async def test_recovering_a_huge_output_is_bounded_and_start_line_zero_is_invalid_range(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from tests._child import running_child
+
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=60) as http:
+
+        async def rpc(name: str, arguments: dict) -> dict:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments}}
+            return (await http.post(f"{child.base}/rpc", json=body, headers=child.headers())).json()
+
+        ran = (await rpc("bash", {"cmd": "seq 1 1500000"}))["result"]["structuredContent"]
+        (cut,) = [value for value in ran["truncated"].values() if "prune_id" in value]
+        prune_id, start = cut["prune_id"], cut["lines"][0]
+        whole = {"start_line": 1, "end_line": 1_500_000}
+        with trio.fail_after(20):  # the whole list was ~1 s a range, and the loop froze meanwhile
+            back = (await rpc("recover_text", {"prune_id": prune_id, "ranges": [whole] * 10,
+                                               "include_line_numbers": True}))["result"]["structuredContent"]
+        text = back["raw_text"]
+        assert len(text.encode()) <= 64 * 1024
+        assert text.startswith("1│ 1\n2│ 2\n") and text.endswith("1499999│ 1499999\n1500000│ 1500000")
+        assert back["metadata"]["truncated"]["original_start_line"] >= 1
+        assert back["metadata"]["ranges"] == [whole] * 10
+        assert "15000000 of 1500001 lines" in back["summary"]
+        middle = (await rpc("recover_text", {"prune_id": prune_id, "ranges": [{"start_line": start, "end_line": start + 1}],
+                                             "include_line_numbers": False}))["result"]["structuredContent"]
+        assert middle["raw_text"] == f"{start}\n{start + 1}"
+        for bad in ({"start_line": 0, "end_line": 5}, {"start_line": 3, "end_line": 0},
+                    {"start_line": -1, "end_line": 2}, {"start_line": 1_500_002, "end_line": 1_500_003}):
+            error = (await rpc("recover_text", {"prune_id": prune_id, "ranges": [bad],
+                                                "include_line_numbers": False}))["error"]
+            assert error["code"] == -32005 and error["data"]["code"] == "invalid_range", (bad, error)
+        assert (await http.get(f"{child.base}/health")).status_code == 200
+
+
+# -- #14, #20: every input range-checked ----------------------------------------------
+
+
+async def test_tool_arguments_out_of_range_are_invalid_params(workspace: Path, tmp_path: Path) -> None:
+    from tests._child import running_child
+
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=30) as http:
+
+        async def rpc(method: str, params: dict) -> dict:
+            body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+            return (await http.post(f"{child.base}/rpc", json=body, headers=child.headers())).json()
+
+        huge = int("9" * 400)
+        for name, arguments in (
+            ("bash", {"cmd": "true", "timeout_ms": huge}),
+            ("grep", {"pattern": "x", "timeout_ms": huge}),
+            ("bash", {"cmd": "true", "timeout_ms": -5}),
+            ("grep", {"pattern": "x", "timeout_ms": 0}),
+            ("bash", {"cmd": "true", "env": {"A": 1}}),
+            ("bash", {"cmd": "true", "env": {"A": None}}),
+        ):
+            reply = await rpc("tools/call", {"name": name, "arguments": arguments})
+            assert "error" in reply, (name, arguments, reply)
+            assert reply["error"]["code"] == -32602 and reply["error"]["data"]["code"] == "INVALID_REQUEST", reply
+        fine = await rpc("tools/call", {"name": "bash", "arguments": {"cmd": "echo $A", "env": {"A": "1"}, "timeout_ms": 5000}})
+        assert fine["result"]["structuredContent"]["stdout"] == "1\n"
+        bad_level = await rpc("logging/setLevel", {"level": "nope"})
+        assert bad_level["error"]["code"] == -32602, bad_level
+        assert (await rpc("logging/setLevel", {"level": "warning"}))["result"] == {}
+
+
+async def test_control_inputs_are_strict(tmp_path: Path, run_root: Path) -> None:
+    async with running_daemon(tmp_path) as daemon:
+        transport = httpx.AsyncHTTPTransport(uds=str(daemon.socket))
+        async with httpx.AsyncClient(transport=transport, base_url="http://d", timeout=30) as http:
+            base = {"run_id": "strict", "root": str(run_root)}
+            for extra in ({"ttl_s": True}, {"enabled": "no"}, {"enabled": 0}, {"ttl_s": "5"},
+                          {"labels": {"a": 1}}, {"env": {"A": 1}},
+                          {"pruner_endpoint": "file:///etc/passwd"}, {"pruner_endpoint": "gopher://x"},
+                          {"pruner_endpoint": "http://169.254.169.254/latest"},
+                          {"pruner_endpoint": "http://[fe80::1]/"}, {"pruner_endpoint": "http:///nohost"},
+                          {"root": "/"}, {"root": "/proc"}, {"root": "/proc/self"}, {"root": "/dev"},
+                          {"root": "/sys/kernel"}):
+                response = await http.post("/v1/slots", json={**base, **extra})
+                assert response.status_code == 400, (extra, response.text)
+                assert response.json()["error"]["code"] == "INVALID_REQUEST"
+            response = await http.post("/v1/slots", json={**base, "enabled": False, "ttl_s": 60,
+                                                          "pruner_endpoint": "http://127.0.0.1:9/"})
+            assert response.status_code == 201, response.text
+            renew = await http.post("/v1/slots/strict/renew", json={"ttl_s": True})
+            assert renew.status_code == 400, renew.text
+            assert (await http.delete("/v1/slots/strict")).status_code == 200
+
+
+# -- #15: run ids are escaped by the client and checked on every route -------------------
+
+
+async def test_run_ids_cannot_reach_another_runs_slot(daemon, run_root: Path) -> None:
+    from jeeves_mcp.client import ControlError
+
+    async with daemon.client() as control:
+        await control.acquire("victim", run_root)
+        await control.acquire("demo", run_root, ttl_s=600)
+        for call in (lambda: control.release("zzz/../victim"), lambda: control.release("../slots/victim"),
+                     lambda: control.renew("demo/../demo", 5), lambda: control.get("../slots"),
+                     lambda: control.get(".."), lambda: control.logs("../victim"),
+                     lambda: control.release("victim/"), lambda: control.get("a b")):
+            with pytest.raises(ControlError) as info:
+                await call()
+            assert info.value.code in ("INVALID_REQUEST", "NOT_FOUND"), info.value
+        assert (await control.get("victim"))["state"] == "running"
+        assert (await control.get("demo"))["expires_at"] is not None
+        transport = httpx.AsyncHTTPTransport(uds=str(daemon.socket))
+        async with httpx.AsyncClient(transport=transport, base_url="http://d", timeout=30) as http:
+            for path in ("/v1/slots/%2E%2E", "/v1/slots/a%20b", "/v1/slots/-x", "/v1/slots/" + "a" * 200):
+                for method, suffix in (("GET", ""), ("DELETE", ""), ("POST", "/renew"), ("GET", "/logs")):
+                    response = await http.request(method, path + suffix)
+                    assert response.status_code == 400, (method, path, response.text)
+                    assert response.json()["error"]["code"] == "INVALID_REQUEST"
+        await control.release("victim")
+        await control.release("demo")
