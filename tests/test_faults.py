@@ -328,3 +328,17 @@ async def test_run_ids_cannot_reach_another_runs_slot(daemon, run_root: Path) ->
                     assert response.json()["error"]["code"] == "INVALID_REQUEST"
         await control.release("victim")
         await control.release("demo")
+
+
+async def test_a_bad_run_id_with_a_body_leaves_the_connection_usable(daemon) -> None:
+    # The run id check answers before the route: the body must still be read, or the
+    # keep-alive connection stops being answered (the control fuzz found it).
+    transport = httpx.AsyncHTTPTransport(uds=str(daemon.socket))
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with httpx.AsyncClient(transport=transport, base_url="http://d", timeout=10, limits=limits) as http:
+        for method, suffix, ctype in (("POST", "/renew", "application/json"), ("PUT", "/logs", "multipart/form-data"),
+                                      ("DELETE", "", "text/plain"), ("GET", "/logs", "multipart/form-data")):
+            bad = await http.request(method, "/v1/slots/%C3%BB9%16" + suffix, content=b'{"ttl_s": {}}' * 200,
+                                     headers={"Content-Type": ctype})
+            assert bad.status_code in (400, 405), (method, suffix, bad.text)
+            assert (await http.get("/healthz")).status_code == 200
