@@ -98,7 +98,7 @@ def source_of(case: dict) -> str:
         return src.split("@")[0]  # commits: owner/name@sha:path
     if src.startswith("/"):
         return "/".join(src.split("/")[:4])  # docs: a file on this machine
-    return src.split("-")[0] or "?"  # logs: kind-variant
+    return "log:" + (src.split("-")[0] or "?")  # logs: kind-variant
 
 
 def sizes(lines: list[str]) -> list[int]:
