@@ -1,6 +1,6 @@
 """Function needles from installed Python libraries, in the shape of needles-dev.jsonl.
 
-    python bench/data/make_needles.py OUT.jsonl PACKAGE [PACKAGE ...] [--per-package 30]
+    python bench/data/make_needles.py OUT.jsonl PACKAGE [PACKAGE ...] [--per-package 30] [--per-module 2]
 
 Rule: in a module of the package (an installed distribution, found with importlib.metadata)
 of at least 200 lines, take a function or method whose docstring opens with a sentence of
@@ -8,8 +8,8 @@ at least 6 words and whose body without the docstring has at least 3 lines. The 
 is that first sentence (lines joined); the docstring is removed from the module (a
 question must be matched against the code, not against its own words); gold = [def
 line, last line] of the function in the stored text, 1-based over text.split("\\n").
-Modules under tests/ and private vendored copies are skipped; at most 2 cases per module
-and --per-package per package, chosen by a hash of the function's qualified name, so the
+Modules under tests/ and private vendored copies are skipped; at most --per-module cases per
+module and --per-package per package, chosen by a hash of the function's qualified name, so the
 set is spread and reproducible for the same installed versions.
 """
 
@@ -25,7 +25,6 @@ import sys
 from pathlib import Path
 
 SENTENCE = re.compile(r"^(.+?[.!?])(?:\s|$)", re.S)
-PER_MODULE = int(__import__("os").environ.get("NEEDLES_PER_MODULE", "2"))
 
 
 def h(s: str) -> int:
@@ -56,7 +55,7 @@ def functions(tree: ast.AST) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunct
     return out
 
 
-def cases_for_module(package: str, version: str, rel: str, source: str) -> list[dict]:
+def cases_for_module(package: str, version: str, rel: str, source: str, per_module: int) -> list[dict]:
     lines = source.split("\n")
     if len(lines) < 200:
         return []
@@ -86,11 +85,11 @@ def cases_for_module(package: str, version: str, rel: str, source: str) -> list[
     return [
         {"id": f"{package}:{rel}:{qual}", "source": f"{package}=={version}:{rel}",
          "question": question, "source_type": "code", "text": text, "gold": gold}
-        for _, qual, question, text, gold in picked[:PER_MODULE]
+        for _, qual, question, text, gold in picked[:per_module]
     ]
 
 
-def cases_for_package(package: str, per_package: int) -> list[dict]:
+def cases_for_package(package: str, per_package: int, per_module: int) -> list[dict]:
     dist = md.distribution(package)
     found = []
     for f in dist.files or []:
@@ -103,7 +102,7 @@ def cases_for_package(package: str, per_package: int) -> list[dict]:
             source = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        found.extend(cases_for_module(package, dist.version, rel, source))
+        found.extend(cases_for_module(package, dist.version, rel, source, per_module))
     found.sort(key=lambda c: h(c["id"]))
     return found[:per_package]
 
@@ -113,11 +112,12 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("packages", nargs="+")
     ap.add_argument("--per-package", type=int, default=30)
+    ap.add_argument("--per-module", type=int, default=2)
     args = ap.parse_args()
     rows = []
     for package in args.packages:
         try:
-            got = cases_for_package(package, args.per_package)
+            got = cases_for_package(package, args.per_package, args.per_module)
         except md.PackageNotFoundError:
             print(f"{package}: not installed, skipped", file=sys.stderr)
             continue
