@@ -8,17 +8,37 @@ STAMP := $(VENV)/.installed
 
 dev: $(STAMP)
 
-$(STAMP): pyproject.toml
+# constraints.txt pins the versions the tests ran with (the venv systemd runs is this one).
+$(STAMP): pyproject.toml setup.py constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 test: dev
 	$(BIN)/pytest -q
 
+# mypy checks the package as it is installed: supervisor/ and cli/ linked in as
+# jeeves_mcp.supervisor and jeeves_mcp.cli under .lint/.
 lint: dev
 	$(BIN)/ruff check .
+	rm -rf .lint && mkdir -p .lint && cp -rs "$(CURDIR)/jeeves_mcp" .lint/jeeves_mcp
+	rm -rf .lint/jeeves_mcp/supervisor .lint/jeeves_mcp/cli __pycache__
+	ln -s "$(CURDIR)/supervisor" .lint/jeeves_mcp/supervisor && ln -s "$(CURDIR)/cli" .lint/jeeves_mcp/cli
+	cd .lint && ../$(BIN)/mypy --config-file ../pyproject.toml -p jeeves_mcp
+
+# The artefact, not the tree: build the sdist and wheel, install the wheel alone into a
+# fresh venv and run the smoke test from outside the source tree.
+.PHONY: dist smoke-installed
+dist: dev
+	rm -rf dist && $(BIN)/python -m build --outdir dist . >/dev/null
+	@ls dist
+
+smoke-installed: dist
+	rm -rf .installed && $(PYTHON) -m venv .installed
+	.installed/bin/python -m pip install --quiet -c constraints.txt dist/jeeves_mcp-*.whl
+	cd "$$(mktemp -d)" && PATH="$(CURDIR)/.installed/bin:$$PATH" \
+	    $(CURDIR)/.installed/bin/python $(CURDIR)/tests/smoke_installed.py
 
 conformance: dev
 	tests/conformance/run.sh
@@ -52,7 +72,7 @@ pruner: dev
 	$(BIN)/jeeves-mcp pruner --root .
 
 clean:
-	rm -rf $(VENV) .conformance .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .conformance .pytest_cache .ruff_cache *.egg-info .lint .installed dist build
 
 # systemd units into $(SYSTEMD_DIR) with this venv's jeeves-mcp in ExecStart.
 # WORKSPACES: where run roots live (space-separated); the service may write only there,

@@ -146,6 +146,12 @@ def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("JEEVES_MCP_DEBUG", "") not in ("", "0", "false")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+
+
 @app.callback(epilog=EXIT_CODES)
 def root(
     ctx: typer.Context,
@@ -160,6 +166,8 @@ def root(
         show_default=False)] = None,
     debug: Annotated[bool, typer.Option(
         "--debug", envvar="JEEVES_MCP_DEBUG", help="Show tracebacks on errors.")] = False,
+    show_version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version, help="Print the version and exit.")] = False,
 ) -> None:
     """Per-run context-pruning MCP servers for coding agents, and their supervisor daemon."""
     token = os.environ.get("JEEVES_MCP_TCP_TOKEN") or None

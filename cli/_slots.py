@@ -500,7 +500,7 @@ def events(
             except (httpx.RemoteProtocolError, httpx.ReadError):
                 pass  # the daemon went away mid-stream
             finally:
-                await stream.aclose()
+                await stream.aclose()  # type: ignore[attr-defined]  # an async generator
         return False
 
     async def main() -> None:

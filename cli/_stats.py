@@ -6,7 +6,7 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from jeeves_mcp.cli._app import control_errors, settings
@@ -26,8 +26,11 @@ def render(report: dict[str, Any], console: Console, run_id: str | None) -> None
     total = report["runs"][run_id] if run_id else report["total"]
     title = f"Run {run_id}" if run_id else f"All runs ({len(runs)})"
     table = Table(title=f"{title}: what pruning saved", title_justify="left")
-    for column, justify in (("tool", "left"), ("calls", "right"), ("pruned", "right"), ("tokens in", "right"),
-                            ("tokens out", "right"), ("saved", "right"), ("", "left"), ("fallbacks", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("tool", "left"), ("calls", "right"), ("pruned", "right"), ("tokens in", "right"),
+        ("tokens out", "right"), ("saved", "right"), ("", "left"), ("fallbacks", "left"),
+    )
+    for column, justify in columns:
         table.add_column(column, justify=justify)
     for tool, counts in sorted(total["tools"].items()):
         raw, returned = counts["raw_tokens"], counts["returned_tokens"]

@@ -165,6 +165,7 @@ class ToolRunner:
                 ids.append(None)
                 continue
             pruning["attempted"] = True
+            assert isinstance(question, str)  # _prune_check refuses anything else
             outcome = await self.pruner.prune(
                 text.text, question, text.source_type,
                 PruneOptions(timeout_ms=self.config.prune_timeout_ms, max_bytes=share),

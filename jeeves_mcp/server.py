@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 from dataclasses import dataclass
+from typing import Any, cast
 
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -66,7 +67,8 @@ async def serve_http(
     async with trio.open_nursery() as nursery:
         binds = await nursery.start(
             lambda task_status: serve(
-                app, _hypercorn_config(server.config), shutdown_trigger=shutdown.wait,
+                # hypercorn types its app with TypedDict scopes; ours reads them as dicts
+                cast(Any, app), _hypercorn_config(server.config), shutdown_trigger=shutdown.wait,
                 task_status=task_status,
             )
         )

@@ -129,17 +129,18 @@ def _python_body(
                 qual = f"{owner}.{st.name}" if owner else st.name
                 _python_body(lines, st.body, [*heads, sig], units, always, top=False, owner=qual)
             else:
+                end = st.end_lineno if st.end_lineno is not None else st.lineno
                 units.append(
                     Unit(
                         s,
-                        st.end_lineno - 1,
+                        end - 1,
                         f"{owner}.{st.name}" if owner else st.name,
                         name=st.name,
                         owner=owner,
                         sig=sig,
                         heads=[*heads, sig],
                     )
-                )  # type: ignore[operator]
+                )
         else:
             if top and _python_imports(st, always):
                 flush()

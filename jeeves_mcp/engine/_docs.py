@@ -122,7 +122,7 @@ def _section_units(
         units.append(Unit(lo, hi, label, name=title, heads=heads))
         return
     # a long section: one unit per run of paragraphs of about 30 lines, never splitting an atom
-    inside = set()
+    inside: set[int] = set()
     for a, b in atoms:
         inside.update(range(a, b))
     start = lo

@@ -106,7 +106,7 @@ def select_lines(
     )
     scores = scored.units
     _check(deadline)
-    ranking = None
+    ranking: Ranking | _UnitRanking | None = None
     if source_type in PLANNED or (source_type == "docs" and _unstructured(layout, n)):
         docs = source_type == "docs"
         values = line_values(n, layout, scores, scored.lines, DOCS_TEMP if docs else CODE_TEMP)

@@ -50,6 +50,7 @@ import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -194,7 +195,7 @@ async def _drain(
 ) -> None:
     try:
         while chunk := await stream.receive_some(_READ_CHUNK):
-            capture.add(chunk)
+            capture.add(bytes(chunk))
             if on_output is not None:
                 lines = chunk[-400:].decode("utf-8", "replace").strip().splitlines()
                 if lines:
@@ -231,7 +232,7 @@ async def run_command(
     it as, with no supplementary groups (see `command_user`).
     """
     tag = new_tag()
-    as_user: dict[str, object] = {}
+    as_user: dict[str, Any] = {}
     if user is not None:
         as_user = {"user": user[0], "group": user[1], "extra_groups": []}
     started = trio.current_time()
@@ -344,7 +345,7 @@ async def kill_tree(
         # SIGTERM phase.
         group_alive = _signal_group(pgid, signal.SIGTERM)
         leader_alive = leader is not None and leader.returncode is None
-        if leader_alive:
+        if leader is not None and leader_alive:
             with contextlib.suppress(ProcessLookupError):
                 leader.send_signal(signal.SIGTERM)
         fresh = await _scan_and_open(pgid, tag_entries, me, seen, walk, zombies)
@@ -680,7 +681,7 @@ def _reap(seen: dict[int, int]) -> None:
 
 def _pidfd_pids() -> set[int]:
     """Pids this process holds a pidfd for (trio holds one per unreaped child)."""
-    held = set()
+    held: set[int] = set()
     try:
         fds = os.listdir("/proc/self/fdinfo")
     except OSError:

@@ -234,9 +234,10 @@ class McpHttpApp:
             entry = self._new_session()
             response_headers.append(("mcp-session-id", entry.session.id))
         else:
-            entry = await self._session_for(scope, send)
-            if entry is None:
+            found = await self._session_for(scope, send)
+            if found is None:
                 return
+            entry = found
         session = entry.session
         if not any(_is_request(m) for m in messages):
             # Notifications and responses get 202; malformed items still get their errors.
