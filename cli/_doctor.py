@@ -198,6 +198,19 @@ def check_isolation() -> Check:
                  "memory. Run the daemon as root for per-owner commands")
 
 
+def check_children() -> Check:
+    """The daemon's own start-up check: a fresh interpreter imports what a pruner child runs."""
+    import trio
+
+    from jeeves_mcp.preflight import child_start_problem
+
+    problem = trio.run(child_start_problem)
+    if problem is not None:
+        return Check("children", "fail", f"a pruner child cannot start: {problem}; reinstall jeeves-mcp "
+                     "(the daemon refuses to serve until this passes)")
+    return Check("children", "pass", f"a pruner child's modules import ({sys.executable})")
+
+
 def _user(uid: int) -> str:
     import pwd
 
@@ -211,7 +224,7 @@ def run_checks(config: Settings, config_file: Path | None, state_dir: Path | Non
     from jeeves_mcp.config import ConfigError
     from jeeves_mcp.supervisor.config import load_daemon_config
 
-    checks = [check_python()]
+    checks = [check_python(), check_children()]
     try:
         daemon = load_daemon_config(config_file, state_dir=state_dir)
     except ConfigError as exc:
@@ -257,7 +270,7 @@ def doctor(
     as_json: Annotated[bool, typer.Option(
         "--json", help='Print {"ok": bool, "checks": [{"name", "status", "detail"}]}.')] = False,
 ) -> None:
-    """Check the installation: socket, daemon, state dir, ripgrep, pruner endpoint, systemd, Python.
+    """Check the installation: Python, children, socket, daemon, state dir, ripgrep, pruner endpoint, systemd.
 
     Each check is pass, warn or fail with what to do; exit 1 if any check fails.
     """

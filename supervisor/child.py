@@ -163,7 +163,9 @@ async def spawn(
     and nothing left behind, on failure.
     """
     argv = [
-        sys.executable, "-m", "jeeves_mcp", "pruner",
+        # -I: neither the run root (the cwd) nor PYTHON* variables may put code on the
+        # child's path: a run's workspace must not be able to replace the pruner.
+        sys.executable, "-I", "-m", "jeeves_mcp", "pruner",
         "--host", "127.0.0.1", "--root", str(root), "--port", str(port),
         "--log-file", str(log_file), "--log-file-bytes", str(log_bytes),
     ]

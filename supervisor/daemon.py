@@ -17,6 +17,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
 from jeeves_mcp import __version__, _log
+from jeeves_mcp.preflight import child_start_problem
 from jeeves_mcp.supervisor.api import create_app
 from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus, Metrics
@@ -102,6 +103,11 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
         raise DaemonError(str(exc)) from None
     activated = socket_activated()
     try:
+        # Before serving (and before systemd hears READY=1): an installation that cannot
+        # start a child would answer every acquire with a disabled slot.
+        problem = await child_start_problem()
+        if problem is not None:
+            raise DaemonError(f"cannot start a pruner child: {problem} [INSTALL_BROKEN]")
         sock = control_socket(config.socket)
         store = SlotStore(config.db_path)
     except BaseException:

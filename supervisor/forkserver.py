@@ -81,7 +81,7 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._process = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "jeeves_mcp.zygote", str(theirs.fileno())],
+                [sys.executable, "-I", "-m", "jeeves_mcp.zygote", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 import trio
 
+from jeeves_mcp.preflight import child_start_problem
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.child import Child, SpawnError
@@ -90,6 +91,7 @@ class Slot:
         self.done = trio.Event()  # the task is over, the child gone
         self.lease_changed = trio.Event()
         self.detach = False  # live restore: leave the child running at daemon exit
+        self.install_problem: str | None = None  # no child of this installation can start
 
     @property
     def state(self) -> SlotState:
@@ -234,6 +236,11 @@ class SlotManager:
         finally:
             slot.ready.set()
         self.metrics.acquire.observe(time.monotonic() - started)
+        if slot.install_problem is not None:
+            raise SlotError(
+                "INSTALL_BROKEN", f"no pruner child can start: {slot.install_problem}; "
+                "the installation is broken (jeeves-mcp doctor)", 503,
+            )
         if slot.state == SlotState.SHUTDOWN:
             raise SlotError("RELEASED", f"run {request.run_id!r} was released while its slot was starting", 409)
         return slot.view(), True
@@ -368,6 +375,17 @@ class SlotManager:
             slot.child = await self._spawn(slot, port=0)
         except SpawnError as exc:
             self.metrics.start_failures += 1
+            problem = await child_start_problem()
+            if problem is not None:
+                # Not this run's failure: every run would fail. The acquirer gets an error
+                # (503 INSTALL_BROKEN), not a disabled slot to go on without.
+                slot.install_problem = problem
+                slot.record.reason = f"install_broken: {problem}"
+                self.events.publish(
+                    "mcp_pruner.install_broken", logging.ERROR, run_id=slot.run_id, error=problem
+                )
+                report()
+                return
             slot.record.reason = f"start_failed: {exc}"
             await self._transition(slot, SlotState.DISABLED, "mcp_pruner.start_failed", error=str(exc))
             report()

@@ -75,19 +75,24 @@ def processes_with_env(entry: str) -> list[int]:
     return found
 
 
-async def start_daemon_process(daemon: Daemon, env: dict[str, str], notify_path: Path) -> trio.Process:
+async def start_daemon_process(
+    daemon: Daemon, env: dict[str, str], notify_path: Path, python: str = sys.executable
+) -> trio.Process:
     child_env = {**os.environ, **TEST_ENV, **env, "NOTIFY_SOCKET": str(notify_path)}
     child_env.pop("JEEVES_MCP_SOCKET", None)
     with daemon.log_path.open("ab") as log:
         return await trio.lowlevel.open_process(
-            [sys.executable, "-m", "jeeves_mcp", "daemon",
+            [python, "-m", "jeeves_mcp", "daemon",
              "--state-dir", str(daemon.state_dir), "--socket", str(daemon.socket)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=child_env, start_new_session=True,
+            cwd=daemon.state_dir.parent,  # not the source tree: `-m` puts the cwd first on sys.path
         )
 
 
 @asynccontextmanager
-async def running_daemon(tmp: Path, env: dict[str, str] | None = None) -> AsyncIterator[Daemon]:
+async def running_daemon(
+    tmp: Path, env: dict[str, str] | None = None, python: str = sys.executable
+) -> AsyncIterator[Daemon]:
     env = env or {}
     notify_path = tmp / "notify.sock"
     receiver = trio.socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -107,7 +112,7 @@ async def running_daemon(tmp: Path, env: dict[str, str] | None = None) -> AsyncI
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(listen)
-        daemon.process = await start_daemon_process(daemon, env, notify_path)
+        daemon.process = await start_daemon_process(daemon, env, notify_path, python)
         try:
             await daemon.wait_ready(1)
             daemon.restart = lambda extra=None: start_daemon_process(daemon, {**env, **(extra or {})}, notify_path)  # type: ignore[attr-defined]
