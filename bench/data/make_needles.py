@@ -1,131 +1,162 @@
-"""Function needles from installed Python libraries, in the shape of needles-dev.jsonl.
+#!/usr/bin/env python3
+"""Function needles from installed packages: can the pruned view find a function from what it does?
 
-    python bench/data/make_needles.py OUT.jsonl PACKAGE [PACKAGE ...] [--per-package 30] [--per-module 2]
-
-Rule: in a module of the package (an installed distribution, found with importlib.metadata)
-of at least 200 lines, take a function or method whose docstring opens with a sentence of
-at least 6 words and whose body without the docstring has at least 3 lines. The question
-is that first sentence (lines joined); the docstring is removed from the module (a
-question must be matched against the code, not against its own words); gold = [def
-line, last line] of the function in the stored text, 1-based over text.split("\\n").
-Modules under tests/ and private vendored copies are skipped; at most --per-module cases per
-module and --per-package per package, chosen by a hash of the function's qualified name, so the
-set is spread and reproducible for the same installed versions.
+For every function (def / async def, at module level or directly in a class) with a docstring,
+in a .py module of an installed package (no path containing "test" or "_vendor"):
+  question = the docstring's first sentence: ast.get_docstring's first paragraph, whitespace
+             joined, Sphinx roles / backticks / *emphasis* unwrapped (":func:`~a.b`" -> "a.b",
+             "``x``" -> "x", "`x`" -> "x", "*x*" -> "x"), cut after the first [.!?] that is
+             followed by whitespace;
+  text     = the module source with that one function's docstring lines removed (the whole
+             lines the docstring statement spans; nothing else changes, other docstrings stay);
+  gold     = [first, last] 1-based lines of the function in `text`: its first decorator (or the
+             def line if it has none) through its last line.
+A function qualifies when the module has 400..3000 lines (len(source.split("\\n"))), the function
+spans >= 8 lines as written and >= 6 once its docstring is gone, at most 64 lines, has at least
+one statement besides the docstring, the docstring sits on lines of its own, the question has
+>= 5 words and no other function in the module has the same question.
+At most --per-file (default 3) qualifying functions are taken per module, a seeded sample keyed by
+package and module path (0 = all); --per-package caps a package likewise (default: no cap).
+All cases are then shuffled with --seed and numbered PREFIX000, PREFIX001, ... (--prefix, "n").
+Fields: id, source "pkg==version:module.py" (the module's file name only), question,
+source_type "code", text, gold.  Deterministic for a given set of installed packages.
+stdlib only.
+usage: make_needles.py OUT.jsonl [--per-file N] [--per-package N] [--seed S] [--prefix P] pkg [pkg ...]
+A pkg is an import name (markdown_it) or a distribution name (markdown-it-py); it is written into
+`source` as given, lower-cased.
 """
-
-from __future__ import annotations
-
-import argparse
 import ast
-import hashlib
 import importlib.metadata as md
 import json
+import random
 import re
 import sys
-from pathlib import Path
 
-SENTENCE = re.compile(r"^(.+?[.!?])(?:\s|$)", re.S)
-
-
-def h(s: str) -> int:
-    return int.from_bytes(hashlib.sha256(s.encode()).digest()[:8], "big")
+MIN_FILE, MAX_FILE = 400, 3000
+MIN_SPAN, MIN_LEFT, MAX_LEFT = 8, 6, 64
+MIN_WORDS = 5
 
 
-def first_sentence(doc: str) -> str | None:
-    para = " ".join(doc.strip().split("\n\n")[0].split())
-    m = SENTENCE.match(para)
-    s = (m.group(1) if m else para).strip()
-    if len(s.split()) < 6 or len(s) > 300 or s.startswith((":", ">>>", "..")):
-        return None
-    return s
+def question(doc):
+    para = doc.strip().split("\n\n")[0]
+    s = " ".join(para.split())
+    s = re.sub(r":[\w:.-]+:`~?([^`]*)`", r"\1", s)      # :role:`~target` -> target
+    s = re.sub(r"``([^`]*)``", r"\1", s)                # ``literal`` -> literal
+    s = re.sub(r"`~?([^`]*)`", r"\1", s)                # `ref` -> ref
+    s = re.sub(r"\*+([^*\s][^*]*?)\*+", r"\1", s)       # *emphasis* -> emphasis
+    m = re.search(r"[.!?](?=\s)", s)
+    return s[:m.end()] if m else s
 
 
-def functions(tree: ast.AST) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    out = []
+def resolve(pkg):
+    """(distribution, top-level package names) for an import or distribution name."""
+    pmap = md.packages_distributions()
+    if pkg in pmap:
+        return md.distribution(pmap[pkg][0]), {pkg}
+    dist = md.distribution(pkg)
+    tops = set()
+    for f in dist.files or []:
+        parts = f.parts
+        if len(parts) > 1 and parts[-1].endswith(".py") and not parts[0].endswith((".dist-info", ".egg-info")):
+            tops.add(parts[0])
+        elif len(parts) == 1 and parts[0].endswith(".py"):
+            tops.add(parts[0][:-3])
+    return dist, tops
 
-    def walk(node: ast.AST, prefix: str) -> None:
+
+def functions(tree):
+    """Functions at module level or directly inside a class (at any class nesting)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                out.append((prefix + child.name, child))
-                walk(child, prefix + child.name + ".")
+                yield child
             elif isinstance(child, ast.ClassDef):
-                walk(child, prefix + child.name + ".")
+                todo.append(child)
 
-    walk(tree, "")
+
+def module_cases(src):
+    lines = src.split("\n")
+    if not MIN_FILE <= len(lines) <= MAX_FILE:
+        return []
+    try:
+        tree = ast.parse(src)
+    except (SyntaxError, ValueError):
+        return []
+    found = []
+    for node in functions(tree):
+        doc = ast.get_docstring(node)
+        if not doc:
+            continue
+        found.append((node, question(doc)))
+    counts = {}
+    for _, q in found:
+        counts[q] = counts.get(q, 0) + 1
+    out = []
+    for node, q in found:
+        ds = node.body[0]
+        start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+        ndoc = ds.end_lineno - ds.lineno + 1
+        span, left = node.end_lineno - start + 1, node.end_lineno - start + 1 - ndoc
+        if (len(node.body) < 2 or span < MIN_SPAN or not MIN_LEFT <= left <= MAX_LEFT
+                or len(q.split()) < MIN_WORDS or counts[q] > 1 or ds.lineno == node.lineno
+                or lines[ds.lineno - 1][:ds.col_offset].strip()
+                or lines[ds.end_lineno - 1][ds.end_col_offset:].strip()):
+            continue
+        text = "\n".join(lines[:ds.lineno - 1] + lines[ds.end_lineno:])
+        out.append({"line": node.lineno, "question": q, "text": text,
+                    "gold": [start, node.end_lineno - ndoc]})
     return out
 
 
-def cases_for_module(package: str, version: str, rel: str, source: str, per_module: int) -> list[dict]:
-    lines = source.split("\n")
-    if len(lines) < 200:
-        return []
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return []
-    picked = []
-    for qual, fn in functions(tree):
-        body = fn.body
-        if not (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
+def package_cases(pkg, per_file, per_package, seed):
+    dist, tops = resolve(pkg)
+    label = f"{pkg.lower()}=={dist.version}"
+    rows = []
+    for f in sorted(dist.files or [], key=str):
+        path = str(f).replace("\\", "/")
+        if not path.endswith(".py") or (f.parts[0] not in tops and path[:-3] not in tops):
             continue
-        question = first_sentence(body[0].value.value)
-        if question is None or len(body) < 2:
+        if "test" in path or "_vendor" in path:
             continue
-        doc_start, doc_end = body[0].lineno, body[0].end_lineno or body[0].lineno
-        if doc_start == fn.lineno or fn.end_lineno is None:
-            continue  # a one-line def with its docstring on the same line
-        if fn.end_lineno - doc_end < 3:
-            continue
-        removed = doc_end - doc_start + 1
-        text = "\n".join(lines[: doc_start - 1] + lines[doc_end:])
-        gold = [min([d.lineno for d in fn.decorator_list] + [fn.lineno]), fn.end_lineno - removed]
-        picked.append((h(f"{package}:{rel}:{qual}"), qual, question, text, gold))
-    picked.sort()
-    return [
-        {"id": f"{package}:{rel}:{qual}", "source": f"{package}=={version}:{rel}",
-         "question": question, "source_type": "code", "text": text, "gold": gold}
-        for _, qual, question, text, gold in picked[:per_module]
-    ]
-
-
-def cases_for_package(package: str, per_package: int, per_module: int) -> list[dict]:
-    dist = md.distribution(package)
-    found = []
-    for f in dist.files or []:
-        rel = str(f)
-        parts = set(Path(rel).parts)
-        if not rel.endswith(".py") or parts & {"tests", "test", "testing", "_vendor", "vendor"}:
-            continue
-        path = Path(str(dist.locate_file(f)))
         try:
-            source = path.read_text(encoding="utf-8")
+            src = f.locate().read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        found.extend(cases_for_module(package, dist.version, rel, source, per_module))
-    found.sort(key=lambda c: h(c["id"]))
-    return found[:per_package]
+        cases = module_cases(src)
+        if per_file and len(cases) > per_file:
+            cases = sorted(random.Random(f"{label}:{path}:{seed}").sample(cases, per_file),
+                           key=lambda c: c["line"])
+        for c in cases:
+            rows.append({"source": f"{label}:{f.name}", "question": c["question"], "source_type": "code",
+                         "text": c["text"], "gold": c["gold"]})
+    if per_package and len(rows) > per_package:
+        keep = set(random.Random(f"{label}:{seed}").sample(range(len(rows)), per_package))
+        rows = [r for i, r in enumerate(rows) if i in keep]
+    return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("out", type=Path)
-    ap.add_argument("packages", nargs="+")
-    ap.add_argument("--per-package", type=int, default=30)
-    ap.add_argument("--per-module", type=int, default=2)
-    args = ap.parse_args()
+def main():
+    argv = sys.argv[1:]
+    opts = {"--per-file": "3", "--per-package": "0", "--seed": "0", "--prefix": "n"}
+    for k in opts:
+        if k in argv:
+            i = argv.index(k)
+            opts[k] = argv[i + 1]
+            del argv[i:i + 2]
+    if len(argv) < 2:
+        sys.exit(__doc__)
+    dest, pkgs = argv[0], argv[1:]
     rows = []
-    for package in args.packages:
-        try:
-            got = cases_for_package(package, args.per_package, args.per_module)
-        except md.PackageNotFoundError:
-            print(f"{package}: not installed, skipped", file=sys.stderr)
-            continue
-        print(f"{package}: {len(got)} cases", file=sys.stderr)
-        rows.extend(got)
-    with args.out.open("w") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    for pkg in pkgs:
+        got = package_cases(pkg, int(opts["--per-file"]), int(opts["--per-package"]), opts["--seed"])
+        print(f"{pkg}: {len(got)} cases", file=sys.stderr)
+        rows += got
+    random.Random(opts["--seed"]).shuffle(rows)
+    with open(dest, "w") as f:
+        for i, r in enumerate(rows):
+            f.write(json.dumps({"id": f"{opts['--prefix']}{i:03d}", **r}, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":
