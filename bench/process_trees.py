@@ -17,7 +17,6 @@ import argparse
 import os
 import secrets
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from jeeves_mcp.tools._process import process_alive
-from tests._child import running_child
+from tests._child import kill_all, running_child
 
 NOBODY = 65534
 NPROC_LIMIT = 64
@@ -91,14 +90,6 @@ def probed(probe: str) -> list[int]:
         if wanted in env or uid == NOBODY:
             found.append(pid)
     return found
-
-
-def kill_all(pids: list[int]) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 async def run_case(http: httpx.AsyncClient, base: str, headers: dict[str, str], case: Case) -> dict[str, Any]:

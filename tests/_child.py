@@ -42,6 +42,31 @@ class Child:
         return events
 
 
+def with_cmdline(marker: str) -> list[int]:
+    """Pids whose command line holds `marker` (an argument unique to one test)."""
+    wanted = marker.encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as handle:
+                if wanted in handle.read().replace(b"\0", b" "):
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def kill_all(pids: list[int]) -> None:
+    """SIGKILL what a failing test left behind."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def pruner_argv(root: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "jeeves_mcp", "pruner", "--root", str(root), *extra]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,33 +18,10 @@ import httpx
 import pytest
 import trio
 
-from tests._child import stop_process_group
+from tests._child import kill_all, stop_process_group, with_cmdline
 from tests._daemon import running_daemon
 
 NOBODY = 65534
-
-
-def with_cmdline(needle: str) -> list[int]:
-    """Pids whose command line holds `needle` (an argument unique to one test)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as handle:
-                if needle.encode() in handle.read():
-                    found.append(int(name))
-        except OSError:
-            continue
-    return found
-
-
-def kill_all(pids: list[int]) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 async def bash(slot: dict[str, Any], cmd: str, timeout_ms: int = 30_000) -> dict[str, Any]:

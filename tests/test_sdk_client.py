@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests._child import Child, pruner_argv
+from tests._child import Child, pruner_argv, with_cmdline
 
 
 def payload(result: Any) -> dict[str, Any]:
@@ -26,18 +26,7 @@ def payload(result: Any) -> dict[str, Any]:
     return text
 
 
-def processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if marker in cmdline:
-            found.append(int(entry.name))
-    return found
+processes_with = with_cmdline  # what the tests below call it
 
 
 async def wait_gone(marker: str, timeout_s: float = 10) -> list[int]:
