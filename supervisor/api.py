@@ -141,20 +141,18 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
         # or DELETE with a body) stopped being answered after a few requests.
         await request.get_data(cache=True)
         # Unix-socket peers are trusted by the socket's mode; TCP peers need the token.
-        if token is None or request.scope.get("client") is None:
-            return None
-        supplied = request.headers.get("Authorization", "")
-        scheme, _, credential = supplied.partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(credential.strip().encode(), token):
-            return None
-        return error("UNAUTHORIZED", "missing or wrong bearer token", 401)
-
-    @app.url_value_preprocessor
-    def check_run_id(endpoint: str | None, values: dict[str, Any] | None) -> None:
+        if token is not None and request.scope.get("client") is not None:
+            supplied = request.headers.get("Authorization", "")
+            scheme, _, credential = supplied.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(credential.strip().encode(), token):
+                return error("UNAUTHORIZED", "missing or wrong bearer token", 401)
         # Every /v1/slots/<run_id> route: the run id acquire accepts, or 400 before any lookup.
-        run_id = (values or {}).get("run_id")
+        # Checked here, after the body is read: a check before it (a URL value preprocessor)
+        # left a body unread and the keep-alive connection unanswered (the control fuzz).
+        run_id = (request.view_args or {}).get("run_id")
         if run_id is not None and not RUN_ID.match(run_id):
-            raise SlotError("INVALID_REQUEST", "run_id: 1-128 of A-Z a-z 0-9 . _ : @ -, starting with a letter or digit", 400)
+            return error("INVALID_REQUEST", "run_id: 1-128 of A-Z a-z 0-9 . _ : @ -, starting with a letter or digit", 400)
+        return None
 
     @app.errorhandler(SlotError)
     async def slot_error(exc: SlotError) -> Response:
