@@ -503,3 +503,14 @@ def big_module() -> str:
                 "        return data['settings']\n\n"
             )
     return "".join(parts)
+
+
+@pytest.mark.parametrize("source_type", ["logs", "code", "docs"])
+def test_a_number_asked_about_survives_the_budget_in_plain_data(source_type):
+    # `seq 1 200000` asked "where is 123456?": no word to match, the number itself must be.
+    lines = [str(i) for i in range(1, 200_001)]
+    sel = select_lines(lines, "where is 123456?", source_type, max_bytes=10240)
+    assert sel.order is not None
+    shown = trim_by_order(lines, sel.keep, sel.order, 10240) or sel.keep
+    assert shown[123_455]
+    assert sum(shown) < 2000

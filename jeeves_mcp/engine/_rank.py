@@ -42,7 +42,7 @@ def score_units(
     by_line: bool = True,
 ) -> Scores:
     """One score per unit, and (if `by_line`) the evidence of each line."""
-    if not units or not question_terms:
+    if not units or not (question_terms or identifiers):
         return Scores([0.0] * len(units), [0.0] * len(lines))
     line_tf: dict[int, list[float]] = {}
     line_len: dict[int, int] = {}

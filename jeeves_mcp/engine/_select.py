@@ -96,13 +96,14 @@ def select_lines(
     n = len(lines)
     _check(deadline)
     qterms = query_terms(question) if question and question.strip() else []
-    if not qterms or n == 0:
+    identifiers = query_identifiers(question) if qterms or (question and question.strip()) else []
+    if not (qterms or identifiers) or n == 0:
         return Selection([True] * n, [None] * n)
     lines = list(lines)
     layout = _layout(lines, source_type, path)
     _check(deadline)
     scored = score_units(
-        lines, layout.units, qterms, query_identifiers(question), by_line=source_type != "logs"
+        lines, layout.units, qterms, identifiers, by_line=source_type != "logs"
     )
     scores = scored.units
     _check(deadline)
@@ -125,12 +126,14 @@ def select_lines(
         keep = _choose_by_chance(lines, layout, scores)
         ranking = _UnitRanking(n, layout, scores, keep)
     else:
-        keep = _choose(lines, layout, scores)  # logs: a budget cut keeps head and tail
+        keep = _choose(lines, layout, scores)
+        ranking = _UnitRanking(n, layout, scores, keep)
     _check(deadline)
     _enforce(lines, layout, scores, keep, max_prune_ratio, min_keep_lines, ranking)
     order = None
     if ranking is not None:
-        fill_small_gaps(lines, keep)
+        if source_type != "logs":  # a log's short gaps are its noise: keep them out
+            fill_small_gaps(lines, keep)
         ranked = set(ranking.order)
         order = ranking.order + [i for i in range(n) if keep[i] and i not in ranked]
     return Selection(keep, _reasons(layout, keep), order)

@@ -89,10 +89,13 @@ _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 
 
 def query_identifiers(question: str) -> list[str]:
-    """The identifiers a question names verbatim (snake_case, camelCase, dotted, or quoted
-    in backticks), lower-cased: a line that spells one out is stronger evidence than
-    one that has its words apart."""
+    """The identifiers a question names verbatim (snake_case, camelCase, dotted, quoted in
+    backticks, or a number), lower-cased: a line that spells one out is stronger evidence
+    than one that has its words apart."""
     found: dict[str, None] = {}
+    # Numbers of three digits or more name one thing (a port, an id, a line of output).
+    for number in re.findall(r"(?<![\w.])\d{3,}(?![\w.])", question):
+        found.setdefault(number, None)
     quoted = set(re.findall(r"`+([^`]+)`+", question))
     for tok in _IDENT.findall(question):
         tok = tok.strip("._")
