@@ -110,23 +110,25 @@ async def running_daemon(
             daemon.notified.set()
             daemon.notified = trio.Event()
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(listen)
-        daemon.process = await start_daemon_process(daemon, env, notify_path, python)
-        try:
-            await daemon.wait_ready(1)
-            daemon.restart = lambda extra=None: start_daemon_process(daemon, {**env, **(extra or {})}, notify_path)  # type: ignore[attr-defined]
-            yield daemon
-        finally:
-            with trio.CancelScope(shield=True):
-                await stop_group(daemon.process)
-                for pid in daemon.our_processes():  # whatever a failing test left behind
-                    try:
-                        os.killpg(pid, signal.SIGKILL)
-                    except (ProcessLookupError, PermissionError):
-                        pass
-                nursery.cancel_scope.cancel()
-    receiver.close()
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listen)
+            daemon.process = await start_daemon_process(daemon, env, notify_path, python)
+            try:
+                await daemon.wait_ready(1)
+                daemon.restart = lambda extra=None: start_daemon_process(daemon, {**env, **(extra or {})}, notify_path)  # type: ignore[attr-defined]
+                yield daemon
+            finally:
+                with trio.CancelScope(shield=True):
+                    await stop_group(daemon.process)
+                    for pid in daemon.our_processes():  # whatever a failing test left behind
+                        try:
+                            os.killpg(pid, signal.SIGKILL)
+                        except (ProcessLookupError, PermissionError):
+                            pass
+                    nursery.cancel_scope.cancel()
+    finally:
+        receiver.close()  # also when the test failed: a leaked socket fails a later test
 
 
 class EventLog:
