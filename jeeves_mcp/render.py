@@ -12,6 +12,7 @@ from typing import Any
 
 BUDGET_REASON = "budget de réponse"
 MARKER_OVERHEAD = 96  # bytes a marker line may take, reserved when cutting
+MIN_CLIP_BYTES = 256  # below this, a clipped line shows too little to be worth its bytes
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,9 @@ def fit_rows(
     start, end = min(r.start for r in cut), max(r.end for r in cut)
     block = annotation(prune_id, start, end, BUDGET_REASON)
     marker = Row(start, end, block["marker"], marker=True, reason=BUDGET_REASON)
-    return [*rows[:head], marker, *rows[len(rows) - tail :]], block
+    clipped = _clip_first_cut(texts, head, tail, max_bytes)
+    opening = [] if clipped is None or cut[0].marker else [Row(cut[0].start, cut[0].end, clipped)]
+    return [*rows[:head], *opening, marker, *rows[len(rows) - tail :]], block
 
 
 def fit_lines(
@@ -126,7 +129,9 @@ def fit_lines(
         return rows_text(rows), block
     start, end = first_line + head, last - tail
     block = annotation(prune_id, start, end, BUDGET_REASON)
-    kept = [*lines[:head], block["marker"], *lines[len(lines) - tail :]]
+    clipped = _clip_first_cut(lines, head, tail, max_bytes)
+    opening = [] if clipped is None else [clipped]
+    kept = [*lines[:head], *opening, block["marker"], *lines[len(lines) - tail :]]
     return "\n".join(kept), block
 
 
@@ -222,6 +227,25 @@ def _head_tail(texts: list[str], max_bytes: int) -> tuple[int, int]:
         tail += 1
         used += size
     return head, tail
+
+
+def _clip_first_cut(texts: list[str], head: int, tail: int, max_bytes: int) -> str | None:
+    """The start of the first line the cut takes, when it did not fit whole but the room
+    the head and tail leave holds a useful part of it (a 40 KiB JSON line between two
+    short ones): that line is shown clipped, with "…", and the marker still recovers it
+    whole. None when there is no such room."""
+    room = max(max_bytes - MARKER_OVERHEAD, 0)
+    used = sum(text_bytes(t) + 1 for t in texts[:head]) + sum(
+        text_bytes(t) + 1 for t in texts[len(texts) - tail :]
+    )
+    left = room - used - len("…".encode()) - 1 - 32  # 32: a marker longer than MARKER_OVERHEAD
+    if left < MIN_CLIP_BYTES:
+        return None
+    first = texts[head]
+    data = first.encode("utf-8", "surrogatepass")
+    if len(data) <= left:
+        return None  # it would have fit whole: the head stopped for another reason
+    return data[:left].decode("utf-8", "ignore") + "…"
 
 
 def _cut_inside_line(

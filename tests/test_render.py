@@ -1,0 +1,40 @@
+"""The response budget's cut: head and tail of the text, and of a line too long to fit."""
+
+from __future__ import annotations
+
+import re
+
+from jeeves_mcp.render import fit_lines, fit_rows, raw_rows, rows_text, text_bytes
+
+MARKER = re.compile(r"^⟦PRUNÉ: prune_id=(\S+) lignes (\d+)-(\d+) \((\d+)\) raison=(.*)⟧$", re.M)
+
+
+def test_a_long_line_in_the_middle_shows_its_head_not_nothing():
+    # bash "echo hi; cat min.json; echo bye": one 40 KiB line between two short ones.
+    blob = '{"items": [' + ", ".join(f'{{"id": {i}, "name": "item-{i}"}}' for i in range(1500)) + "]}"
+    lines = ["hi", blob, "bye"]
+    text, cut = fit_lines(lines, 1, 4096, "prn_test")
+    assert cut is not None and text_bytes(text) <= 4096
+    shown = text.split("\n")
+    assert shown[0] == "hi" and shown[-1] == "bye"
+    assert blob[:1000] in text  # the agent sees the start of the JSON
+    marker = MARKER.search(text)
+    assert marker and (int(marker.group(2)), int(marker.group(3))) == (2, 2)  # recover line 2 whole
+
+
+def test_rows_get_the_same_cut():
+    blob = "a" * 30_000
+    rows = raw_rows(["first", blob, "last"])
+    fitted, cut = fit_rows(rows, 4096, "prn_test")
+    text = rows_text(fitted)
+    assert cut is not None and text_bytes(text) <= 4096
+    assert text.startswith("first\n" + "a" * 1000) and text.endswith("\nlast")
+    assert (cut["original_start_line"], cut["original_end_line"]) == (2, 2)
+
+
+def test_short_lines_are_cut_whole_as_before():
+    lines = [f"line {i}" for i in range(5000)]
+    text, cut = fit_lines(lines, 1, 4096, "prn_test")
+    assert cut is not None and text_bytes(text) <= 4096
+    assert all(line.startswith(("line ", "⟦PRUNÉ")) for line in text.split("\n"))
+    assert "…" not in text
