@@ -201,6 +201,8 @@ class Pruner:
         first_line: int = 1,
     ) -> PruneOutcome:
         started = time.monotonic()
+        if text.endswith("\n"):
+            text = text[:-1]  # a final newline ends the last line; it does not start another
         lines = text.split("\n")
         prune_id = self.store.put(text, first_line=first_line)
         size = len(text.encode("utf-8", "surrogatepass"))

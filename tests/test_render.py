@@ -38,3 +38,20 @@ def test_short_lines_are_cut_whole_as_before():
     assert cut is not None and text_bytes(text) <= 4096
     assert all(line.startswith(("line ", "⟦PRUNÉ")) for line in text.split("\n"))
     assert "…" not in text
+
+
+async def test_a_final_newline_is_not_a_line_of_its_own():
+    # read says 632 lines, prune said "kept 159 of 633" and seq's view ended with "20001│".
+    from jeeves_mcp.config import PrunerConfig
+    from jeeves_mcp.pruning import LocalEngine, PruneOptions, Pruner
+    from jeeves_mcp.store import RecoveryStore
+
+    pruner = Pruner(PrunerConfig(), RecoveryStore(60, 1 << 20), LocalEngine())
+    text = "".join(f"{i}\n" for i in range(1, 2001))
+    outcome = await pruner.prune(text, "where is 1234?", "logs", PruneOptions(max_bytes=4096))
+    assert outcome.stats["original_lines"] == 2000
+    view = outcome.contract()["pruned_text"].split("\n")
+    assert "1234│ 1234" in view
+    assert not any(line.strip() in ("2001│", "2001│ ") for line in view)
+    for annotation in outcome.annotations:
+        assert annotation["original_end_line"] <= 2000
