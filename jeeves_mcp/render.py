@@ -106,9 +106,10 @@ def fit_rows(
     start, end = min(r.start for r in cut), max(r.end for r in cut)
     block = annotation(prune_id, start, end, BUDGET_REASON)
     marker = Row(start, end, block["marker"], marker=True, reason=BUDGET_REASON)
-    clipped = _clip_first_cut(texts, head, tail, max_bytes)
-    opening = [] if clipped is None or cut[0].marker else [Row(cut[0].start, cut[0].end, clipped)]
-    return [*rows[:head], *opening, marker, *rows[len(rows) - tail :]], block
+    clipped = None if cut[0].marker else _clip_cut(texts, head, tail, max_bytes)
+    opening = [] if clipped is None else [Row(cut[0].start, cut[0].end, clipped[0])]
+    closing = [] if clipped is None or not clipped[1] else [Row(cut[0].start, cut[0].end, clipped[1])]
+    return [*rows[:head], *opening, marker, *closing, *rows[len(rows) - tail :]], block
 
 
 def fit_lines(
@@ -129,9 +130,10 @@ def fit_lines(
         return rows_text(rows), block
     start, end = first_line + head, last - tail
     block = annotation(prune_id, start, end, BUDGET_REASON)
-    clipped = _clip_first_cut(lines, head, tail, max_bytes)
-    opening = [] if clipped is None else [clipped]
-    kept = [*lines[:head], *opening, block["marker"], *lines[len(lines) - tail :]]
+    clipped = _clip_cut(lines, head, tail, max_bytes)
+    opening = [] if clipped is None else [clipped[0]]
+    closing = [] if clipped is None or not clipped[1] else [clipped[1]]
+    kept = [*lines[:head], *opening, block["marker"], *closing, *lines[len(lines) - tail :]]
     return "\n".join(kept), block
 
 
@@ -229,23 +231,28 @@ def _head_tail(texts: list[str], max_bytes: int) -> tuple[int, int]:
     return head, tail
 
 
-def _clip_first_cut(texts: list[str], head: int, tail: int, max_bytes: int) -> str | None:
-    """The start of the first line the cut takes, when it did not fit whole but the room
-    the head and tail leave holds a useful part of it (a 40 KiB JSON line between two
-    short ones): that line is shown clipped, with "…", and the marker still recovers it
-    whole. None when there is no such room."""
+def _clip_cut(texts: list[str], head: int, tail: int, max_bytes: int) -> tuple[str, str] | None:
+    """The parts of a long line shown around the cut's marker, when the cut starts at a line
+    that did not fit whole but the room the head and tail leave holds a useful part of it
+    (a 40 KiB JSON line between two short ones). A cut of that one line shows its head and
+    its tail ("head…", marker, "…tail"); a longer cut shows the first line's head only. The
+    marker still recovers the line whole. None when there is no such room."""
     room = max(max_bytes - MARKER_OVERHEAD, 0)
     used = sum(text_bytes(t) + 1 for t in texts[:head]) + sum(
         text_bytes(t) + 1 for t in texts[len(texts) - tail :]
     )
-    left = room - used - len("…".encode()) - 1 - 32  # 32: a marker longer than MARKER_OVERHEAD
+    # 32: a marker may be longer than MARKER_OVERHEAD; two "…" and newlines.
+    left = room - used - 32 - 2 * (len("…".encode()) + 1)
     if left < MIN_CLIP_BYTES:
         return None
-    first = texts[head]
-    data = first.encode("utf-8", "surrogatepass")
+    data = texts[head].encode("utf-8", "surrogatepass")
     if len(data) <= left:
         return None  # it would have fit whole: the head stopped for another reason
-    return data[:left].decode("utf-8", "ignore") + "…"
+    if len(texts) - tail - head != 1:
+        return data[:left].decode("utf-8", "ignore") + "…", ""
+    front = left * 6 // 10
+    back = left - front
+    return data[:front].decode("utf-8", "ignore") + "…", "…" + data[-back:].decode("utf-8", "ignore")
 
 
 def _cut_inside_line(
