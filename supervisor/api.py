@@ -170,7 +170,12 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
 
     @app.errorhandler(413)
     async def too_large(_: Exception) -> Response:
-        return error("INVALID_REQUEST", "body too large", 413)
+        # Answered before the body is read: the rest of it is still on the connection,
+        # which can serve no other request. Close it, or the client's next request
+        # on it waits for an answer that never comes.
+        response = error("INVALID_REQUEST", "body too large", 413)
+        response.headers["Connection"] = "close"
+        return response
 
     @app.errorhandler(HTTPException)
     async def http_error(exc: HTTPException) -> Response:

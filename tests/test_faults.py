@@ -342,3 +342,37 @@ async def test_a_bad_run_id_with_a_body_leaves_the_connection_usable(daemon) -> 
                                      headers={"Content-Type": ctype})
             assert bad.status_code in (400, 405), (method, suffix, bad.text)
             assert (await http.get("/healthz")).status_code == 200
+
+
+# -- #6: a body over the limit -----------------------------------------------------------
+
+
+async def test_a_body_too_large_closes_the_connection_cleanly(daemon, run_root: Path) -> None:
+    # 413 before the body is read: the connection must not stay open with the rest of the
+    # body in it, or the next request on it is never answered.
+    transport = httpx.AsyncHTTPTransport(uds=str(daemon.socket))
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    huge = b'{"run_id": "big", "root": "' + b"x" * (2 * 1024 * 1024) + b'"}'
+    async with httpx.AsyncClient(transport=transport, base_url="http://d", timeout=10, limits=limits) as http:
+        for headers in ({"Content-Type": "application/json"}, {"Transfer-Encoding": "chunked"}):
+            if "Transfer-Encoding" in headers:
+                async def chunks():
+                    for start in range(0, len(huge), 65536):
+                        yield huge[start:start + 65536]
+                response = await http.post("/v1/slots", content=chunks())
+            else:
+                response = await http.post("/v1/slots", content=huge, headers=headers)
+            assert response.status_code == 413, response.text
+            assert response.json()["error"]["code"] == "INVALID_REQUEST"
+            assert (await http.get("/healthz")).status_code == 200
+    # The project's own blocking client, on its one keep-alive connection.
+    from jeeves_mcp.client import ControlClient, ControlError
+
+    def blocking() -> None:
+        with ControlClient(daemon.socket, timeout=10) as control:
+            with pytest.raises(ControlError) as refused:
+                control.acquire("big", run_root, labels={"x": "y" * (2 * 1024 * 1024)})
+            assert refused.value.status == 413
+            assert control.healthz()["status"] == "ok"
+
+    await trio.to_thread.run_sync(blocking)
