@@ -203,10 +203,14 @@ class SlotManager:
         """Start (or find) the run's slot; returns its view and whether it was created."""
         if not RUN_ID.match(request.run_id):
             raise SlotError("INVALID_REQUEST", "run_id: 1-128 of A-Z a-z 0-9 . _ : @ -", 400)
-        existing = self.slots.get(request.run_id)
-        if existing is not None:
-            await existing.ready.wait()
-            return existing.view(), False
+        while (existing := self.slots.get(request.run_id)) is not None:
+            if not existing.scope.cancel_called:
+                await existing.ready.wait()
+                if not existing.scope.cancel_called and existing.state != SlotState.SHUTDOWN:
+                    return existing.view(), False
+            # Being released (or its lease ran out): that slot's endpoint is going away.
+            # Wait for the release to finish, then this acquire starts the run anew.
+            await existing.done.wait()
         if len(self.slots) >= self.config.max_slots:
             raise SlotError(
                 "QUEUE_OVERLOADED", f"{len(self.slots)} slots already, the limit is {self.config.max_slots}", 429

@@ -21,6 +21,7 @@ import httpx
 import pytest
 import trio
 
+from jeeves_mcp.client import ControlError
 from tests._daemon import running_daemon, watch_events
 
 
@@ -376,3 +377,42 @@ async def test_a_body_too_large_closes_the_connection_cleanly(daemon, run_root: 
             assert control.healthz()["status"] == "ok"
 
     await trio.to_thread.run_sync(blocking)
+
+
+# -- #11: acquire while a release of the same run is in progress -------------------------
+
+
+async def test_acquires_in_a_release_storm_answer_a_serving_slot_or_409(daemon, run_root: Path) -> None:
+    # Acquires and releases of one run id from several clients at once: an acquire that
+    # answers 2xx hands out a slot that was serving when it answered (never `shutdown` with
+    # no endpoint, never the endpoint of the slot being released), or it answers 409.
+    answers: list[tuple[int, dict]] = []
+
+    async def acquirer() -> None:
+        async with daemon.client() as control:
+            for _ in range(12):
+                try:
+                    view = await control.acquire("storm", run_root)
+                except ControlError as exc:
+                    answers.append((exc.status or 0, {"code": exc.code}))
+                else:
+                    answers.append((200, view))
+
+    async def releaser() -> None:
+        async with daemon.client() as control:
+            for _ in range(12):
+                with contextlib.suppress(ControlError):
+                    await control.release("storm")
+
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            for _ in range(4):
+                nursery.start_soon(acquirer)
+                nursery.start_soon(releaser)
+    bad = [view for status, view in answers
+           if (status == 200 and (view["state"] != "running" or view["mcp"] is None))
+           or (status != 200 and view["code"] != "RELEASED")]
+    assert not bad, bad
+    async with daemon.client() as control:
+        await control.release("storm")
+    assert daemon.our_processes() == []
