@@ -416,3 +416,38 @@ async def test_acquires_in_a_release_storm_answer_a_serving_slot_or_409(daemon, 
     async with daemon.client() as control:
         await control.release("storm")
     assert daemon.our_processes() == []
+
+
+# -- #17: a renew racing a release ---------------------------------------------------------
+
+
+async def test_a_renew_racing_a_release_never_resurrects_the_run(daemon, run_root: Path) -> None:
+    # 30 clients renewing on their own connections, concurrent with the one DELETE: the record ends
+    # `shutdown`, so a restarted daemon starts no child for a run nobody will release.
+    async with daemon.client() as control:
+        for n in range(10):
+            run_id = f"race-{n}"
+            await control.acquire(run_id, run_root, ttl_s=600)
+            released: list[dict] = []
+
+            async def renew() -> None:
+                # Renew until the run is gone, so that renews straddle the release's last write.
+                async with daemon.client() as other:
+                    with contextlib.suppress(ControlError):
+                        while True:
+                            await other.renew(run_id, ttl_s=600)
+
+            async def release() -> None:
+                released.append(await control.release(run_id))
+
+            with trio.fail_after(60):
+                async with trio.open_nursery() as nursery:
+                    for _ in range(15):
+                        nursery.start_soon(renew)
+                    nursery.start_soon(release)
+                    for _ in range(15):
+                        nursery.start_soon(renew)
+            assert released[0]["state"] == "shutdown"
+    with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
+        states = dict(db.execute("SELECT run_id, state FROM slots"))
+    assert states == {f"race-{n}": "shutdown" for n in range(10)}, states
