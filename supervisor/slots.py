@@ -269,7 +269,13 @@ class SlotManager:
                 raise SlotError("NOT_FOUND", f"no slot for run {run_id!r}", 404)
             return record_view(record)  # released before: same answer again
         started = time.monotonic()
-        slot.scope.cancel()
+        if not slot.scope.cancel_called:
+            # On record before it acts: a daemon that dies mid-release finishes it at
+            # restart (`ended_at` on a live record) instead of bringing the run back.
+            slot.record.ended_at = time.time()
+            await self.save(slot)
+            self.events.publish("mcp_pruner.releasing", run_id=run_id)
+            slot.scope.cancel()
         await slot.done.wait()
         self.metrics.release.observe(time.monotonic() - started)
         return slot.view()
@@ -590,6 +596,15 @@ class SlotManager:
                 )
             slot = Slot(record)
             self.slots[record.run_id] = slot
+            if record.ended_at is not None:  # released, and the daemon died before it was done
+                if child is not None:
+                    await child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
+                    child.close()
+                if record.token:
+                    await kill_tree(None, None, grace_s=0, tree=children.tree_mark(record.token))
+                slot.record.reason = "released; finished after a daemon restart"
+                await self._finish(slot)
+                continue
             if child is not None and record.state == SlotState.RUNNING:
                 slot.child = child
                 adopted.add(child.pid)

@@ -451,3 +451,40 @@ async def test_a_renew_racing_a_release_never_resurrects_the_run(daemon, run_roo
     with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
         states = dict(db.execute("SELECT run_id, state FROM slots"))
     assert states == {f"race-{n}": "shutdown" for n in range(10)}, states
+
+
+# -- #7: a release interrupted by a daemon crash --------------------------------------------
+
+
+async def test_a_release_interrupted_by_a_crash_is_finished_at_restart(daemon, run_root: Path) -> None:
+    # The child is stopped (SIGSTOP) so that the release is slow; the daemon is killed
+    # once the release is on record. The restarted daemon finishes it: the run does not
+    # come back `running` with its old token.
+    async with daemon.client() as control:
+        slot = await control.acquire("dying", run_root, labels={"k": "v"})
+    os.kill(slot["pid"], signal.SIGSTOP)
+
+    async def release() -> None:
+        with contextlib.suppress(ControlError, httpx.HTTPError):
+            async with daemon.client() as other:
+                await other.release("dying")
+
+    async with trio.open_nursery() as nursery:
+        async with watch_events(daemon) as log:
+            nursery.start_soon(release)
+            await log.wait_for("mcp_pruner.releasing", "dying", timeout_s=15)
+        os.kill(daemon.process.pid, signal.SIGKILL)
+        await daemon.process.wait()
+    try:
+        assert alive(slot["pid"])  # the crash came before the release stopped the child
+        daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+        await daemon.wait_ready(2)
+        async with daemon.client() as control:
+            with pytest.raises(ControlError) as gone:
+                await control.get("dying")
+            assert gone.value.status == 404
+            assert (await control.release("dying"))["state"] == "shutdown"
+        assert not alive(slot["pid"])
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(slot["pid"], signal.SIGKILL)
