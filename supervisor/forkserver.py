@@ -119,7 +119,11 @@ class ForkServer:
         read_end, write_end = os.pipe()
         try:
             async with self._lock:
+                # Re-checked under the lock: the spawn before ours may have found the
+                # zygote hung and closed it while we waited our turn.
                 sock = self._sock
+                if not self.up.is_set() or sock is None:
+                    raise ForkServerUnavailable("no fork server running")
                 try:
                     await sock.sendmsg(
                         [json.dumps(request).encode()],

@@ -488,3 +488,29 @@ async def test_a_release_interrupted_by_a_crash_is_finished_at_restart(daemon, r
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(slot["pid"], signal.SIGKILL)
+
+
+# -- #8: a hung zygote -------------------------------------------------------------------------
+
+
+async def test_a_hung_zygote_makes_concurrent_acquires_start_cold(daemon, run_root: Path) -> None:
+    async with daemon.client() as control:
+        zygote = (await control.healthz())["fork_server"]["pid"]
+        assert zygote
+        os.kill(zygote, signal.SIGSTOP)
+        try:
+            views: dict[str, dict] = {}
+
+            async def acquire(run_id: str) -> None:
+                views[run_id] = await control.acquire(run_id, run_root)
+
+            with trio.fail_after(90):
+                async with trio.open_nursery() as nursery:
+                    for n in range(4):
+                        nursery.start_soon(acquire, f"hung-{n}")
+            assert {view["state"] for view in views.values()} == {"running"}
+            for run_id in views:
+                await control.release(run_id)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(zygote, signal.SIGKILL)
