@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import errno
 import logging
 import os
 import random
@@ -92,6 +93,7 @@ class Slot:
         self.lease_changed = trio.Event()
         self.detach = False  # live restore: leave the child running at daemon exit
         self.install_problem: str | None = None  # no child of this installation can start
+        self.overloaded: str | None = None  # the daemon ran out of file descriptors starting it
 
     @property
     def state(self) -> SlotState:
@@ -245,6 +247,8 @@ class SlotManager:
                 "INSTALL_BROKEN", f"no pruner child can start: {slot.install_problem}; "
                 "the installation is broken (jeeves-mcp doctor)", 503,
             )
+        if slot.overloaded is not None:
+            raise SlotError("QUEUE_OVERLOADED", f"{slot.overloaded}; release slots or raise the limit", 429)
         if slot.state == SlotState.SHUTDOWN:
             raise SlotError("RELEASED", f"run {request.run_id!r} was released while its slot was starting", 409)
         return slot.view(), True
@@ -383,6 +387,16 @@ class SlotManager:
         await self._transition(slot, SlotState.STARTING, "mcp_pruner.starting")
         try:
             slot.child = await self._spawn(slot, port=0)
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            # Out of file descriptors: the daemon is full, not this run broken. The
+            # acquirer gets 429 (as past max_slots) and the slot ends at once.
+            slot.overloaded = f"out of file descriptors ({os.strerror(exc.errno)})"
+            slot.record.reason = slot.overloaded
+            self.events.publish("mcp_pruner.overloaded", logging.WARNING, run_id=slot.run_id, error=slot.overloaded)
+            report()
+            return
         except SpawnError as exc:
             self.metrics.start_failures += 1
             problem = await child_start_problem()

@@ -22,6 +22,7 @@ import pytest
 import trio
 
 from jeeves_mcp.client import ControlError
+from tests._child import stop_process_group as stop_group
 from tests._daemon import running_daemon, watch_events
 
 
@@ -514,3 +515,33 @@ async def test_a_hung_zygote_makes_concurrent_acquires_start_cold(daemon, run_ro
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(zygote, signal.SIGKILL)
+
+
+# -- #9: out of file descriptors -----------------------------------------------------------------
+
+
+async def test_out_of_file_descriptors_acquires_answer_429_and_every_child_stops(
+    tmp_path: Path, run_root: Path
+) -> None:
+    import resource
+
+    async with running_daemon(tmp_path) as daemon:
+        resource.prlimit(daemon.process.pid, resource.RLIMIT_NOFILE, (64, 64))
+        answers: list[tuple[int, str]] = []
+        pids: list[int] = []
+        async with daemon.client() as control:
+            with trio.fail_after(120):
+                for n in range(40):
+                    try:
+                        view = await control.acquire(f"fd-{n}", run_root)
+                    except ControlError as exc:
+                        answers.append((exc.status or 0, exc.code))
+                    else:
+                        answers.append((200, view["state"]))
+                        if view["pid"]:
+                            pids.append(view["pid"])
+        assert ("running" in {state for _, state in answers}) and (429, "QUEUE_OVERLOADED") in answers, answers
+        assert not [answer for answer in answers if answer[0] not in (200, 429)], answers
+        await stop_group(daemon.process)  # SIGTERM: every child stops, though no fd is left to read /proc
+        assert [pid for pid in pids if alive(pid)] == []
+        assert daemon.our_processes() == []
