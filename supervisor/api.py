@@ -6,6 +6,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import re
 import urllib.parse
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,6 +27,7 @@ log = logging.getLogger("jeeves_mcp.supervisor.api")
 SSE_KEEPALIVE_S = 15.0
 RESERVED_ENV_PREFIXES = ("JEEVES_MCP_", "JEEVES_PRUNER_", "MCP_PRUNER_")
 MAX_LOG_TAIL = 10_000
+EVENT_ID = re.compile(r"\A[A-Za-z0-9_.:]{1,64}-[0-9]{1,19}\Z")  # ASCII digits only: int("²") fails
 
 
 # Roots that are not a workspace: the whole filesystem, or kernel interfaces.
@@ -280,6 +282,9 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
     async def events() -> Response:
         # Standard SSE resumption (Last-Event-ID), or ?since=<id> for scripts.
         last_id = request.headers.get("Last-Event-ID") or request.args.get("since")
+        if last_id is not None and not EVENT_ID.match(last_id):
+            # Checked before the stream starts: a bad id mid-stream broke it after a 200.
+            return error("INVALID_REQUEST", "since / Last-Event-ID: an event id, <boot>-<sequence number>", 400)
 
         async def stream() -> AsyncIterator[bytes]:
             async with manager.events.subscribe(last_id) as receive:

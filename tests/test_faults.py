@@ -545,3 +545,17 @@ async def test_out_of_file_descriptors_acquires_answer_429_and_every_child_stops
         await stop_group(daemon.process)  # SIGTERM: every child stops, though no fd is left to read /proc
         assert [pid for pid in pids if alive(pid)] == []
         assert daemon.our_processes() == []
+
+
+# -- #13: event ids out of range ----------------------------------------------------------------
+
+
+async def test_an_event_id_out_of_range_is_400_not_a_broken_stream(daemon) -> None:
+    transport = httpx.AsyncHTTPTransport(uds=str(daemon.socket))
+    async with httpx.AsyncClient(transport=transport, base_url="http://d", timeout=10) as http:
+        boot = "b00t"
+        for since in (f"{boot}-" + "9" * 5000, "a-" + "²", "-" * 300):
+            for request in ({"params": {"since": since}}, {"headers": {"Last-Event-ID": since.encode()}}):
+                response = await http.get("/v1/events", **request)
+                assert response.status_code == 400, (since[:20], response.text[:200])
+                assert response.json()["error"]["code"] == "INVALID_REQUEST"
