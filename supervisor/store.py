@@ -84,6 +84,15 @@ def lock_state_dir(state_dir: Path) -> int:
     return fd
 
 
+def _private(path: Path) -> None:
+    """The database 0600 before SQLite opens it (tokens live there): SQLite gives its
+    -wal and -shm the database's mode, whatever the umask and the directory's mode."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600))
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(f"{path}{suffix}", 0o600, follow_symlinks=False)
+
+
 class BadRecord(ValueError):
     """A row that does not make a SlotRecord; it is quarantined, never fatal."""
 
@@ -155,6 +164,7 @@ class SlotStore:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _private(path)
         try:
             self._db = self._open(path)
         except sqlite3.DatabaseError as exc:  # not a database, or damaged: keep it aside, start empty
@@ -163,8 +173,8 @@ class SlotStore:
             for suffix in ("", "-wal", "-shm"):
                 with contextlib.suppress(FileNotFoundError):
                     Path(f"{path}{suffix}").rename(f"{aside}{suffix}")
+            _private(path)
             self._db = self._open(path)
-        path.chmod(0o600)  # tokens live here
         self._lock = threading.Lock()
         self._pending: dict[str, SlotRecord] = {}  # failed writes, newest record per run
         self.write_failures = 0

@@ -559,3 +559,25 @@ async def test_an_event_id_out_of_range_is_400_not_a_broken_stream(daemon) -> No
                 response = await http.get("/v1/events", **request)
                 assert response.status_code == 400, (since[:20], response.text[:200])
                 assert response.json()["error"]["code"] == "INVALID_REQUEST"
+
+
+# -- #16: file modes in a loose state dir ------------------------------------------------------
+
+
+async def test_every_file_in_the_state_dir_is_0600_whatever_the_dir_mode(tmp_path: Path, run_root: Path) -> None:
+    (tmp_path / "state").mkdir(mode=0o755)
+    (tmp_path / "state").chmod(0o755)
+    previous = os.umask(0o022)
+    try:
+        async with running_daemon(tmp_path) as daemon:
+            async with daemon.client() as control:
+                await control.acquire("modes", run_root)
+                await control.renew("modes", ttl_s=60)
+                await control.release("modes")
+            loose = {str(path.relative_to(daemon.state_dir)): oct(path.stat().st_mode & 0o777)
+                     for path in daemon.state_dir.rglob("*")
+                     if path.is_file() and path.stat().st_mode & 0o077}
+            assert any(daemon.state_dir.glob("slots.sqlite3-wal"))
+            assert loose == {}, loose
+    finally:
+        os.umask(previous)
