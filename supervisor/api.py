@@ -27,6 +27,7 @@ log = logging.getLogger("jeeves_mcp.supervisor.api")
 SSE_KEEPALIVE_S = 15.0
 RESERVED_ENV_PREFIXES = ("JEEVES_MCP_", "JEEVES_PRUNER_", "MCP_PRUNER_")
 MAX_LOG_TAIL = 10_000
+MAX_ENV_STRING = 128 * 1024  # MAX_ARG_STRLEN, with its final NUL
 EVENT_ID = re.compile(r"\A[A-Za-z0-9_.:]{1,64}-[0-9]{1,19}\Z")  # ASCII digits only: int("²") fails
 
 
@@ -93,6 +94,9 @@ class AcquireBody(BaseModel):
                 raise ValueError(f"{name} is reserved for jeeves-mcp's own settings")
             if "\0" in value[name]:
                 raise ValueError(f"the value of {name} contains a NUL byte")
+            if len(f"{name}={value[name]}".encode()) >= MAX_ENV_STRING:
+                # The kernel's limit for one environment string: no command could start with it.
+                raise ValueError(f"{name}=... is over {MAX_ENV_STRING // 1024} KiB, the most one variable can hold")
         return value
 
 

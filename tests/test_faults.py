@@ -581,3 +581,24 @@ async def test_every_file_in_the_state_dir_is_0600_whatever_the_dir_mode(tmp_pat
             assert loose == {}, loose
     finally:
         os.umask(previous)
+
+
+# -- #19: a run's env too big for the fork server ------------------------------------------------
+
+
+async def test_a_huge_env_is_refused_or_starts_cold_and_the_zygote_lives(daemon, run_root: Path) -> None:
+    async with daemon.client() as control:
+        before = (await control.healthz())["fork_server"]
+        # One value past the kernel's limit for one environment string (128 KiB): no
+        # command could ever be started with it.
+        with pytest.raises(ControlError) as refused:
+            await control.acquire("env-big", run_root, env={"BIG": "x" * (130 * 1024)})
+        assert (refused.value.status, refused.value.code) == (400, "INVALID_REQUEST")
+        # Values a command can have, more than a fork-server message holds: a cold start.
+        many = {f"V{n}": "y" * (100 * 1024) for n in range(6)}
+        for n in range(2):
+            slot = await control.acquire(f"env-many-{n}", run_root, env=many)
+            assert slot["state"] == "running"
+            await control.release(f"env-many-{n}")
+        after = (await control.healthz())["fork_server"]
+        assert (after["pid"], after["starts"]) == (before["pid"], before["starts"])
