@@ -88,9 +88,22 @@ def _private(path: Path) -> None:
     """The database 0600 before SQLite opens it (tokens live there): SQLite gives its
     -wal and -shm the database's mode, whatever the umask and the directory's mode."""
     os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600))
-    for suffix in ("", "-wal", "-shm"):
-        with contextlib.suppress(FileNotFoundError):
+    os.chmod(path, 0o600, follow_symlinks=False)
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError, PermissionError):  # an immutable -shm: see _shm_usable
             os.chmod(f"{path}{suffix}", 0o600, follow_symlinks=False)
+
+
+def _shm_usable(path: Path) -> bool:
+    """Whether SQLite can write the -shm file it maps: a write to a mapped immutable
+    file is a SIGBUS, which kills the daemon where no handler can catch it."""
+    try:
+        os.close(os.open(f"{path}-shm", os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW))
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 class BadRecord(ValueError):
@@ -183,6 +196,13 @@ class SlotStore:
     def _open(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         try:
+            if not _shm_usable(path):
+                # Set before the first access, exclusive locking keeps the WAL index in
+                # this process's memory: the -shm file is never mapped. The state dir
+                # is locked to one daemon anyway; other readers wait until it stops.
+                _log.event(log, "store.shm_unusable", logging.ERROR, path=f"{path}-shm",
+                           remedy="the database is locked to this daemon until the -shm file is writable")
+                db.execute("PRAGMA locking_mode=EXCLUSIVE")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(SCHEMA)

@@ -630,3 +630,38 @@ async def test_a_child_that_accepts_no_connection_is_found_unreachable(daemon, r
             for conn in held:
                 await conn.aclose()
         await control.release("full")
+
+
+# -- #18: an immutable -shm ----------------------------------------------------------------------
+
+
+async def test_an_immutable_shm_leaves_no_child_unmanaged(daemon, run_root: Path) -> None:
+    # SQLite maps the -shm file: once it is immutable, the daemon's next write is a SIGBUS
+    # no handler can catch. Its children outlive it as after any crash; the restarted
+    # daemon must not die the same way: it keeps the WAL index in its own memory, adopts
+    # them and releases them.
+    shm = daemon.state_dir / "slots.sqlite3-shm"
+    async with daemon.client() as control:
+        slot = await control.acquire("pinned", run_root)
+    if subprocess.run(["chattr", "+i", str(shm)], capture_output=True, check=False).returncode != 0:
+        pytest.skip("chattr +i does not work here")
+    try:
+        async with daemon.client() as control:
+            with contextlib.suppress(ControlError):
+                await control.renew("pinned", ttl_s=60)
+        with trio.fail_after(10):
+            await daemon.process.wait()
+        assert daemon.process.returncode == -signal.SIGBUS
+        assert alive(slot["pid"])
+        daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+        await daemon.wait_ready(2)
+        async with daemon.client() as control:
+            adopted = await control.get("pinned")
+            assert (adopted["state"], adopted["pid"]) == ("running", slot["pid"])
+            await control.renew("pinned", ttl_s=60)
+            assert (await control.release("pinned"))["state"] == "shutdown"
+        assert not alive(slot["pid"])
+    finally:
+        subprocess.run(["chattr", "-i", str(shm)], check=False)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(slot["pid"], signal.SIGKILL)
