@@ -6,8 +6,8 @@ import json
 import logging
 import os
 import sys
-from logging.handlers import RotatingFileHandler
 import time
+from logging.handlers import RotatingFileHandler
 from typing import Any
 
 _RESERVED = frozenset(vars(logging.makeLogRecord({})))

@@ -431,23 +431,23 @@ async def test_a_renew_racing_a_release_never_resurrects_the_run(daemon, run_roo
             await control.acquire(run_id, run_root, ttl_s=600)
             released: list[dict] = []
 
-            async def renew() -> None:
+            async def renew(run_id: str) -> None:
                 # Renew until the run is gone, so that renews straddle the release's last write.
                 async with daemon.client() as other:
                     with contextlib.suppress(ControlError):
                         while True:
                             await other.renew(run_id, ttl_s=600)
 
-            async def release() -> None:
+            async def release(run_id: str, released: list[dict]) -> None:
                 released.append(await control.release(run_id))
 
             with trio.fail_after(60):
                 async with trio.open_nursery() as nursery:
                     for _ in range(15):
-                        nursery.start_soon(renew)
-                    nursery.start_soon(release)
+                        nursery.start_soon(renew, run_id)
+                    nursery.start_soon(release, run_id, released)
                     for _ in range(15):
-                        nursery.start_soon(renew)
+                        nursery.start_soon(renew, run_id)
             assert released[0]["state"] == "shutdown"
     with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
         states = dict(db.execute("SELECT run_id, state FROM slots"))
@@ -643,7 +643,7 @@ async def test_an_immutable_shm_leaves_no_child_unmanaged(daemon, run_root: Path
     shm = daemon.state_dir / "slots.sqlite3-shm"
     async with daemon.client() as control:
         slot = await control.acquire("pinned", run_root)
-    if subprocess.run(["chattr", "+i", str(shm)], capture_output=True, check=False).returncode != 0:
+    if (await trio.run_process(["chattr", "+i", str(shm)], capture_stderr=True, check=False)).returncode != 0:
         pytest.skip("chattr +i does not work here")
     try:
         async with daemon.client() as control:
@@ -662,6 +662,7 @@ async def test_an_immutable_shm_leaves_no_child_unmanaged(daemon, run_root: Path
             assert (await control.release("pinned"))["state"] == "shutdown"
         assert not alive(slot["pid"])
     finally:
-        subprocess.run(["chattr", "-i", str(shm)], check=False)
+        with trio.CancelScope(shield=True), trio.move_on_after(10):
+            await trio.run_process(["chattr", "-i", str(shm)], check=False)
         with contextlib.suppress(ProcessLookupError):
             os.kill(slot["pid"], signal.SIGKILL)
