@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
+from logging.handlers import RotatingFileHandler
 from typing import Any
 
 _RESERVED = frozenset(vars(logging.makeLogRecord({})))
@@ -26,15 +28,22 @@ class JsonLineFormatter(logging.Formatter):
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
+class _PrivateFileHandler(RotatingFileHandler):
+    """Log files (and their rotations) created 0600 whatever the umask: they live in
+    the daemon's state dir, which may be looser than it should be."""
+
+    def _open(self) -> Any:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        return os.fdopen(fd, self.mode, encoding=self.encoding, errors=self.errors)
+
+
 def configure(
     level: int = logging.INFO, stream: Any = None, *, file: str | None = None, file_bytes: int = 0
 ) -> None:
     """Route the `jeeves_mcp` loggers to `stream` (stderr), or to a size-bounded `file`."""
     handler: logging.Handler
     if file is not None:
-        from logging.handlers import RotatingFileHandler
-
-        handler = RotatingFileHandler(file, maxBytes=max(file_bytes // 2, 1024), backupCount=1)
+        handler = _PrivateFileHandler(file, maxBytes=max(file_bytes // 2, 1024), backupCount=1)
     else:
         handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonLineFormatter())

@@ -6,6 +6,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import re
 import urllib.parse
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,6 +27,8 @@ log = logging.getLogger("jeeves_mcp.supervisor.api")
 SSE_KEEPALIVE_S = 15.0
 RESERVED_ENV_PREFIXES = ("JEEVES_MCP_", "JEEVES_PRUNER_", "MCP_PRUNER_")
 MAX_LOG_TAIL = 10_000
+MAX_ENV_STRING = 128 * 1024  # MAX_ARG_STRLEN, with its final NUL
+EVENT_ID = re.compile(r"\A[A-Za-z0-9_.:]{1,64}-[0-9]{1,19}\Z")  # ASCII digits only: int("²") fails
 
 
 # Roots that are not a workspace: the whole filesystem, or kernel interfaces.
@@ -91,6 +94,9 @@ class AcquireBody(BaseModel):
                 raise ValueError(f"{name} is reserved for jeeves-mcp's own settings")
             if "\0" in value[name]:
                 raise ValueError(f"the value of {name} contains a NUL byte")
+            if len(f"{name}={value[name]}".encode()) >= MAX_ENV_STRING:
+                # The kernel's limit for one environment string: no command could start with it.
+                raise ValueError(f"{name}=... is over {MAX_ENV_STRING // 1024} KiB, the most one variable can hold")
         return value
 
 
@@ -168,7 +174,12 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
 
     @app.errorhandler(413)
     async def too_large(_: Exception) -> Response:
-        return error("INVALID_REQUEST", "body too large", 413)
+        # Answered before the body is read: the rest of it is still on the connection,
+        # which can serve no other request. Close it, or the client's next request
+        # on it waits for an answer that never comes.
+        response = error("INVALID_REQUEST", "body too large", 413)
+        response.headers["Connection"] = "close"
+        return response
 
     @app.errorhandler(HTTPException)
     async def http_error(exc: HTTPException) -> Response:
@@ -273,6 +284,9 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
     async def events() -> Response:
         # Standard SSE resumption (Last-Event-ID), or ?since=<id> for scripts.
         last_id = request.headers.get("Last-Event-ID") or request.args.get("since")
+        if last_id is not None and not EVENT_ID.match(last_id):
+            # Checked before the stream starts: a bad id mid-stream broke it after a 200.
+            return error("INVALID_REQUEST", "since / Last-Event-ID: an event id, <boot>-<sequence number>", 400)
 
         async def stream() -> AsyncIterator[bytes]:
             async with manager.events.subscribe(last_id) as receive:

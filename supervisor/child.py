@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -67,6 +68,12 @@ class Child:
     def alive(self) -> bool:
         if self.process is not None:
             return self.process.returncode is None
+        if self.pidfd is not None:
+            # The pidfd says for sure and needs no file: a /proc read fails when the
+            # daemon is out of descriptors, and must not pass for a dead process.
+            poller = select.poll()
+            poller.register(self.pidfd, select.POLLIN)
+            return not poller.poll(0)
         return process_start_ticks(self.pid) == self.start_ticks
 
     async def wait(self) -> int | None:

@@ -117,7 +117,11 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
     metrics = Metrics()
     shutdown = trio.Event()
     try:
-        async with httpx.AsyncClient(timeout=config.health_timeout_s) as http, trio.open_nursery() as root:
+        # No keep-alive: each health ping proves the child still accepts a connection (a
+        # pooled one went on answering for a child whose descriptors were all used up).
+        no_pool = httpx.Limits(max_keepalive_connections=0)
+        async with httpx.AsyncClient(timeout=config.health_timeout_s, limits=no_pool) as http, \
+                trio.open_nursery() as root:
             manager = SlotManager(config, store, events, metrics, http)
             root.start_soon(_watch_signals, shutdown)
             await root.start(manager.run)

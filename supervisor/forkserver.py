@@ -10,6 +10,7 @@ itself is `ForkServerUnavailable`, and the caller spawns cold instead.
 from __future__ import annotations
 
 import array
+import errno
 import json
 import logging
 import os
@@ -119,14 +120,19 @@ class ForkServer:
         read_end, write_end = os.pipe()
         try:
             async with self._lock:
+                # Re-checked under the lock: the spawn before ours may have found the
+                # zygote hung and closed it while we waited our turn.
                 sock = self._sock
+                if not self.up.is_set() or sock is None:
+                    raise ForkServerUnavailable("no fork server running")
                 try:
                     await sock.sendmsg(
                         [json.dumps(request).encode()],
                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [write_end]))],
                     )
                 except OSError as exc:
-                    self._close()
+                    if exc.errno != errno.EMSGSIZE:  # a request too big for one message is
+                        self._close()                # not the zygote's fault: keep it, start cold
                     raise ForkServerUnavailable(f"fork server unreachable: {exc}") from exc
                 # The zygote forks now: its reply must be read whatever happens to our
                 # caller, or the next spawn would take this one's pid for its own.

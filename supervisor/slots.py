@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import errno
 import logging
 import os
 import random
@@ -92,6 +93,7 @@ class Slot:
         self.lease_changed = trio.Event()
         self.detach = False  # live restore: leave the child running at daemon exit
         self.install_problem: str | None = None  # no child of this installation can start
+        self.overloaded: str | None = None  # the daemon ran out of file descriptors starting it
 
     @property
     def state(self) -> SlotState:
@@ -203,10 +205,14 @@ class SlotManager:
         """Start (or find) the run's slot; returns its view and whether it was created."""
         if not RUN_ID.match(request.run_id):
             raise SlotError("INVALID_REQUEST", "run_id: 1-128 of A-Z a-z 0-9 . _ : @ -", 400)
-        existing = self.slots.get(request.run_id)
-        if existing is not None:
-            await existing.ready.wait()
-            return existing.view(), False
+        while (existing := self.slots.get(request.run_id)) is not None:
+            if not existing.scope.cancel_called:
+                await existing.ready.wait()
+                if not existing.scope.cancel_called and existing.state != SlotState.SHUTDOWN:
+                    return existing.view(), False
+            # Being released (or its lease ran out): that slot's endpoint is going away.
+            # Wait for the release to finish, then this acquire starts the run anew.
+            await existing.done.wait()
         if len(self.slots) >= self.config.max_slots:
             raise SlotError(
                 "QUEUE_OVERLOADED", f"{len(self.slots)} slots already, the limit is {self.config.max_slots}", 429
@@ -241,6 +247,8 @@ class SlotManager:
                 "INSTALL_BROKEN", f"no pruner child can start: {slot.install_problem}; "
                 "the installation is broken (jeeves-mcp doctor)", 503,
             )
+        if slot.overloaded is not None:
+            raise SlotError("QUEUE_OVERLOADED", f"{slot.overloaded}; release slots or raise the limit", 429)
         if slot.state == SlotState.SHUTDOWN:
             raise SlotError("RELEASED", f"run {request.run_id!r} was released while its slot was starting", 409)
         return slot.view(), True
@@ -265,7 +273,13 @@ class SlotManager:
                 raise SlotError("NOT_FOUND", f"no slot for run {run_id!r}", 404)
             return record_view(record)  # released before: same answer again
         started = time.monotonic()
-        slot.scope.cancel()
+        if not slot.scope.cancel_called:
+            # On record before it acts: a daemon that dies mid-release finishes it at
+            # restart (`ended_at` on a live record) instead of bringing the run back.
+            slot.record.ended_at = time.time()
+            await self.save(slot)
+            self.events.publish("mcp_pruner.releasing", run_id=run_id)
+            slot.scope.cancel()
         await slot.done.wait()
         self.metrics.release.observe(time.monotonic() - started)
         return slot.view()
@@ -373,6 +387,16 @@ class SlotManager:
         await self._transition(slot, SlotState.STARTING, "mcp_pruner.starting")
         try:
             slot.child = await self._spawn(slot, port=0)
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            # Out of file descriptors: the daemon is full, not this run broken. The
+            # acquirer gets 429 (as past max_slots) and the slot ends at once.
+            slot.overloaded = f"out of file descriptors ({os.strerror(exc.errno)})"
+            slot.record.reason = slot.overloaded
+            self.events.publish("mcp_pruner.overloaded", logging.WARNING, run_id=slot.run_id, error=slot.overloaded)
+            report()
+            return
         except SpawnError as exc:
             self.metrics.start_failures += 1
             problem = await child_start_problem()
@@ -586,6 +610,15 @@ class SlotManager:
                 )
             slot = Slot(record)
             self.slots[record.run_id] = slot
+            if record.ended_at is not None:  # released, and the daemon died before it was done
+                if child is not None:
+                    await child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
+                    child.close()
+                if record.token:
+                    await kill_tree(None, None, grace_s=0, tree=children.tree_mark(record.token))
+                slot.record.reason = "released; finished after a daemon restart"
+                await self._finish(slot)
+                continue
             if child is not None and record.state == SlotState.RUNNING:
                 slot.child = child
                 adopted.add(child.pid)

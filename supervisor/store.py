@@ -84,6 +84,28 @@ def lock_state_dir(state_dir: Path) -> int:
     return fd
 
 
+def _private(path: Path) -> None:
+    """The database 0600 before SQLite opens it (tokens live there): SQLite gives its
+    -wal and -shm the database's mode, whatever the umask and the directory's mode."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600))
+    os.chmod(path, 0o600, follow_symlinks=False)
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError, PermissionError):  # an immutable -shm: see _shm_usable
+            os.chmod(f"{path}{suffix}", 0o600, follow_symlinks=False)
+
+
+def _shm_usable(path: Path) -> bool:
+    """Whether SQLite can write the -shm file it maps: a write to a mapped immutable
+    file is a SIGBUS, which kills the daemon where no handler can catch it."""
+    try:
+        os.close(os.open(f"{path}-shm", os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW))
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
 class BadRecord(ValueError):
     """A row that does not make a SlotRecord; it is quarantined, never fatal."""
 
@@ -155,6 +177,7 @@ class SlotStore:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _private(path)
         try:
             self._db = self._open(path)
         except sqlite3.DatabaseError as exc:  # not a database, or damaged: keep it aside, start empty
@@ -163,8 +186,8 @@ class SlotStore:
             for suffix in ("", "-wal", "-shm"):
                 with contextlib.suppress(FileNotFoundError):
                     Path(f"{path}{suffix}").rename(f"{aside}{suffix}")
+            _private(path)
             self._db = self._open(path)
-        path.chmod(0o600)  # tokens live here
         self._lock = threading.Lock()
         self._pending: dict[str, SlotRecord] = {}  # failed writes, newest record per run
         self.write_failures = 0
@@ -173,6 +196,13 @@ class SlotStore:
     def _open(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         try:
+            if not _shm_usable(path):
+                # Set before the first access, exclusive locking keeps the WAL index in
+                # this process's memory: the -shm file is never mapped. The state dir
+                # is locked to one daemon anyway; other readers wait until it stops.
+                _log.event(log, "store.shm_unusable", logging.ERROR, path=f"{path}-shm",
+                           remedy="the database is locked to this daemon until the -shm file is writable")
+                db.execute("PRAGMA locking_mode=EXCLUSIVE")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(SCHEMA)

@@ -21,6 +21,8 @@ import httpx
 import pytest
 import trio
 
+from jeeves_mcp.client import ControlError
+from tests._child import stop_process_group as stop_group
 from tests._daemon import running_daemon, watch_events
 
 
@@ -342,3 +344,325 @@ async def test_a_bad_run_id_with_a_body_leaves_the_connection_usable(daemon) -> 
                                      headers={"Content-Type": ctype})
             assert bad.status_code in (400, 405), (method, suffix, bad.text)
             assert (await http.get("/healthz")).status_code == 200
+
+
+# -- #6: a body over the limit -----------------------------------------------------------
+
+
+async def test_a_body_too_large_closes_the_connection_cleanly(daemon, run_root: Path) -> None:
+    # 413 before the body is read: the connection must not stay open with the rest of the
+    # body in it, or the next request on it is never answered.
+    transport = httpx.AsyncHTTPTransport(uds=str(daemon.socket))
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    huge = b'{"run_id": "big", "root": "' + b"x" * (2 * 1024 * 1024) + b'"}'
+    async with httpx.AsyncClient(transport=transport, base_url="http://d", timeout=10, limits=limits) as http:
+        for headers in ({"Content-Type": "application/json"}, {"Transfer-Encoding": "chunked"}):
+            if "Transfer-Encoding" in headers:
+                async def chunks():
+                    for start in range(0, len(huge), 65536):
+                        yield huge[start:start + 65536]
+                response = await http.post("/v1/slots", content=chunks())
+            else:
+                response = await http.post("/v1/slots", content=huge, headers=headers)
+            assert response.status_code == 413, response.text
+            assert response.json()["error"]["code"] == "INVALID_REQUEST"
+            assert (await http.get("/healthz")).status_code == 200
+    # The project's own blocking client, on its one keep-alive connection.
+    from jeeves_mcp.client import ControlClient, ControlError
+
+    def blocking() -> None:
+        with ControlClient(daemon.socket, timeout=10) as control:
+            with pytest.raises(ControlError) as refused:
+                control.acquire("big", run_root, labels={"x": "y" * (2 * 1024 * 1024)})
+            assert refused.value.status == 413
+            assert control.healthz()["status"] == "ok"
+
+    await trio.to_thread.run_sync(blocking)
+
+
+# -- #11: acquire while a release of the same run is in progress -------------------------
+
+
+async def test_acquires_in_a_release_storm_answer_a_serving_slot_or_409(daemon, run_root: Path) -> None:
+    # Acquires and releases of one run id from several clients at once: an acquire that
+    # answers 2xx hands out a slot that was serving when it answered (never `shutdown` with
+    # no endpoint, never the endpoint of the slot being released), or it answers 409.
+    answers: list[tuple[int, dict]] = []
+
+    async def acquirer() -> None:
+        async with daemon.client() as control:
+            for _ in range(12):
+                try:
+                    view = await control.acquire("storm", run_root)
+                except ControlError as exc:
+                    answers.append((exc.status or 0, {"code": exc.code}))
+                else:
+                    answers.append((200, view))
+
+    async def releaser() -> None:
+        async with daemon.client() as control:
+            for _ in range(12):
+                with contextlib.suppress(ControlError):
+                    await control.release("storm")
+
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            for _ in range(4):
+                nursery.start_soon(acquirer)
+                nursery.start_soon(releaser)
+    bad = [view for status, view in answers
+           if (status == 200 and (view["state"] != "running" or view["mcp"] is None))
+           or (status != 200 and view["code"] != "RELEASED")]
+    assert not bad, bad
+    async with daemon.client() as control:
+        await control.release("storm")
+    assert daemon.our_processes() == []
+
+
+# -- #17: a renew racing a release ---------------------------------------------------------
+
+
+async def test_a_renew_racing_a_release_never_resurrects_the_run(daemon, run_root: Path) -> None:
+    # 30 clients renewing on their own connections, concurrent with the one DELETE: the record ends
+    # `shutdown`, so a restarted daemon starts no child for a run nobody will release.
+    async with daemon.client() as control:
+        for n in range(10):
+            run_id = f"race-{n}"
+            await control.acquire(run_id, run_root, ttl_s=600)
+            released: list[dict] = []
+
+            async def renew(run_id: str) -> None:
+                # Renew until the run is gone, so that renews straddle the release's last write.
+                async with daemon.client() as other:
+                    with contextlib.suppress(ControlError):
+                        while True:
+                            await other.renew(run_id, ttl_s=600)
+
+            async def release(run_id: str, released: list[dict]) -> None:
+                released.append(await control.release(run_id))
+
+            with trio.fail_after(60):
+                async with trio.open_nursery() as nursery:
+                    for _ in range(15):
+                        nursery.start_soon(renew, run_id)
+                    nursery.start_soon(release, run_id, released)
+                    for _ in range(15):
+                        nursery.start_soon(renew, run_id)
+            assert released[0]["state"] == "shutdown"
+    with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
+        states = dict(db.execute("SELECT run_id, state FROM slots"))
+    assert states == {f"race-{n}": "shutdown" for n in range(10)}, states
+
+
+# -- #7: a release interrupted by a daemon crash --------------------------------------------
+
+
+async def test_a_release_interrupted_by_a_crash_is_finished_at_restart(daemon, run_root: Path) -> None:
+    # The child is stopped (SIGSTOP) so that the release is slow; the daemon is killed
+    # once the release is on record. The restarted daemon finishes it: the run does not
+    # come back `running` with its old token.
+    async with daemon.client() as control:
+        slot = await control.acquire("dying", run_root, labels={"k": "v"})
+    os.kill(slot["pid"], signal.SIGSTOP)
+
+    async def release() -> None:
+        with contextlib.suppress(ControlError, httpx.HTTPError):
+            async with daemon.client() as other:
+                await other.release("dying")
+
+    async with trio.open_nursery() as nursery:
+        async with watch_events(daemon) as log:
+            nursery.start_soon(release)
+            await log.wait_for("mcp_pruner.releasing", "dying", timeout_s=15)
+        os.kill(daemon.process.pid, signal.SIGKILL)
+        await daemon.process.wait()
+    try:
+        assert alive(slot["pid"])  # the crash came before the release stopped the child
+        daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+        await daemon.wait_ready(2)
+        async with daemon.client() as control:
+            with pytest.raises(ControlError) as gone:
+                await control.get("dying")
+            assert gone.value.status == 404
+            assert (await control.release("dying"))["state"] == "shutdown"
+        assert not alive(slot["pid"])
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(slot["pid"], signal.SIGKILL)
+
+
+# -- #8: a hung zygote -------------------------------------------------------------------------
+
+
+async def test_a_hung_zygote_makes_concurrent_acquires_start_cold(daemon, run_root: Path) -> None:
+    async with daemon.client() as control:
+        zygote = (await control.healthz())["fork_server"]["pid"]
+        assert zygote
+        os.kill(zygote, signal.SIGSTOP)
+        try:
+            views: dict[str, dict] = {}
+
+            async def acquire(run_id: str) -> None:
+                views[run_id] = await control.acquire(run_id, run_root)
+
+            with trio.fail_after(90):
+                async with trio.open_nursery() as nursery:
+                    for n in range(4):
+                        nursery.start_soon(acquire, f"hung-{n}")
+            assert {view["state"] for view in views.values()} == {"running"}
+            for run_id in views:
+                await control.release(run_id)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(zygote, signal.SIGKILL)
+
+
+# -- #9: out of file descriptors -----------------------------------------------------------------
+
+
+async def test_out_of_file_descriptors_acquires_answer_429_and_every_child_stops(
+    tmp_path: Path, run_root: Path
+) -> None:
+    import resource
+
+    async with running_daemon(tmp_path) as daemon:
+        resource.prlimit(daemon.process.pid, resource.RLIMIT_NOFILE, (64, 64))
+        answers: list[tuple[int, str]] = []
+        pids: list[int] = []
+        async with daemon.client() as control:
+            with trio.fail_after(120):
+                for n in range(40):
+                    try:
+                        view = await control.acquire(f"fd-{n}", run_root)
+                    except ControlError as exc:
+                        answers.append((exc.status or 0, exc.code))
+                    else:
+                        answers.append((200, view["state"]))
+                        if view["pid"]:
+                            pids.append(view["pid"])
+        assert ("running" in {state for _, state in answers}) and (429, "QUEUE_OVERLOADED") in answers, answers
+        assert not [answer for answer in answers if answer[0] not in (200, 429)], answers
+        await stop_group(daemon.process)  # SIGTERM: every child stops, though no fd is left to read /proc
+        assert [pid for pid in pids if alive(pid)] == []
+        assert daemon.our_processes() == []
+
+
+# -- #13: event ids out of range ----------------------------------------------------------------
+
+
+async def test_an_event_id_out_of_range_is_400_not_a_broken_stream(daemon) -> None:
+    transport = httpx.AsyncHTTPTransport(uds=str(daemon.socket))
+    async with httpx.AsyncClient(transport=transport, base_url="http://d", timeout=10) as http:
+        boot = "b00t"
+        for since in (f"{boot}-" + "9" * 5000, "a-" + "²", "-" * 300):
+            for request in ({"params": {"since": since}}, {"headers": {"Last-Event-ID": since.encode()}}):
+                response = await http.get("/v1/events", **request)
+                assert response.status_code == 400, (since[:20], response.text[:200])
+                assert response.json()["error"]["code"] == "INVALID_REQUEST"
+
+
+# -- #16: file modes in a loose state dir ------------------------------------------------------
+
+
+async def test_every_file_in_the_state_dir_is_0600_whatever_the_dir_mode(tmp_path: Path, run_root: Path) -> None:
+    (tmp_path / "state").mkdir(mode=0o755)
+    (tmp_path / "state").chmod(0o755)
+    previous = os.umask(0o022)
+    try:
+        async with running_daemon(tmp_path) as daemon:
+            async with daemon.client() as control:
+                await control.acquire("modes", run_root)
+                await control.renew("modes", ttl_s=60)
+                await control.release("modes")
+            loose = {str(path.relative_to(daemon.state_dir)): oct(path.stat().st_mode & 0o777)
+                     for path in daemon.state_dir.rglob("*")
+                     if path.is_file() and path.stat().st_mode & 0o077}
+            assert any(daemon.state_dir.glob("slots.sqlite3-wal"))
+            assert loose == {}, loose
+    finally:
+        os.umask(previous)
+
+
+# -- #19: a run's env too big for the fork server ------------------------------------------------
+
+
+async def test_a_huge_env_is_refused_or_starts_cold_and_the_zygote_lives(daemon, run_root: Path) -> None:
+    async with daemon.client() as control:
+        before = (await control.healthz())["fork_server"]
+        # One value past the kernel's limit for one environment string (128 KiB): no
+        # command could ever be started with it.
+        with pytest.raises(ControlError) as refused:
+            await control.acquire("env-big", run_root, env={"BIG": "x" * (130 * 1024)})
+        assert (refused.value.status, refused.value.code) == (400, "INVALID_REQUEST")
+        # Values a command can have, more than a fork-server message holds: a cold start.
+        many = {f"V{n}": "y" * (100 * 1024) for n in range(6)}
+        for n in range(2):
+            slot = await control.acquire(f"env-many-{n}", run_root, env=many)
+            assert slot["state"] == "running"
+            await control.release(f"env-many-{n}")
+        after = (await control.healthz())["fork_server"]
+        assert (after["pid"], after["starts"]) == (before["pid"], before["starts"])
+
+
+# -- #13: a child that accepts no more connections -------------------------------------------------
+
+
+async def test_a_child_that_accepts_no_connection_is_found_unreachable(daemon, run_root: Path) -> None:
+    # The child's descriptors are used up by half-sent requests: it accepts nothing more.
+    # The health ping opens a fresh connection each time, so it finds out (a pooled one
+    # from an earlier ping kept answering).
+    import resource
+
+    async with daemon.client() as control, watch_events(daemon) as log:
+        slot = await control.acquire("full", run_root)
+        await log.wait_for("mcp_pruner.ready", "full")
+        in_use = len(os.listdir(f"/proc/{slot['pid']}/fd"))
+        resource.prlimit(slot["pid"], resource.RLIMIT_NOFILE, (in_use + 4, in_use + 4))
+        held = []
+        try:
+            for _ in range(12):
+                conn = await trio.open_tcp_stream("127.0.0.1", slot["port"])
+                await conn.send_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finished
+                held.append(conn)
+            unreachable = await log.wait_for("mcp_pruner.unreachable", "full", timeout_s=40)
+            assert "timeout" in unreachable["error"] or "connect" in unreachable["error"]
+        finally:
+            for conn in held:
+                await conn.aclose()
+        await control.release("full")
+
+
+# -- #18: an immutable -shm ----------------------------------------------------------------------
+
+
+async def test_an_immutable_shm_leaves_no_child_unmanaged(daemon, run_root: Path) -> None:
+    # SQLite maps the -shm file: once it is immutable, the daemon's next write is a SIGBUS
+    # no handler can catch. Its children outlive it as after any crash; the restarted
+    # daemon must not die the same way: it keeps the WAL index in its own memory, adopts
+    # them and releases them.
+    shm = daemon.state_dir / "slots.sqlite3-shm"
+    async with daemon.client() as control:
+        slot = await control.acquire("pinned", run_root)
+    if (await trio.run_process(["chattr", "+i", str(shm)], capture_stderr=True, check=False)).returncode != 0:
+        pytest.skip("chattr +i does not work here")
+    try:
+        async with daemon.client() as control:
+            with contextlib.suppress(ControlError):
+                await control.renew("pinned", ttl_s=60)
+        with trio.fail_after(10):
+            await daemon.process.wait()
+        assert daemon.process.returncode == -signal.SIGBUS
+        assert alive(slot["pid"])
+        daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+        await daemon.wait_ready(2)
+        async with daemon.client() as control:
+            adopted = await control.get("pinned")
+            assert (adopted["state"], adopted["pid"]) == ("running", slot["pid"])
+            await control.renew("pinned", ttl_s=60)
+            assert (await control.release("pinned"))["state"] == "shutdown"
+        assert not alive(slot["pid"])
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(10):
+            await trio.run_process(["chattr", "-i", str(shm)], check=False)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(slot["pid"], signal.SIGKILL)
