@@ -526,7 +526,7 @@ async def test_out_of_file_descriptors_acquires_answer_429_and_every_child_stops
     import resource
 
     async with running_daemon(tmp_path) as daemon:
-        resource.prlimit(daemon.process.pid, resource.RLIMIT_NOFILE, (64, 64))
+        resource.prlimit(daemon.process.pid, resource.RLIMIT_NOFILE, (40, 40))
         answers: list[tuple[int, str]] = []
         pids: list[int] = []
         async with daemon.client() as control:
