@@ -130,9 +130,15 @@ async def test_a_child_that_cannot_start_because_of_the_installation_is_an_error
         else:
             raise AssertionError("acquire answered a slot")
         assert error.code == "INSTALL_BROKEN" and error.status == 503 and MISSING in error.message
+        # The runner's other road, the CLI: one line on stderr, exit 1, nothing on stdout.
+        cli = await run([python, "-m", "jeeves_mcp", "--socket", str(daemon.socket), "acquire", "after-cli",
+                         "--root", str(root), "--json"], tmp_path)
+        line = cli.stderr.decode().strip()
+        assert cli.returncode == 1 and cli.stdout == b"", line
+        assert line.startswith("jeeves-mcp acquire:") and line.endswith("[INSTALL_BROKEN]") and MISSING in line
         with trio.fail_after(30):  # the failed slot's task ends: nothing of it keeps running
             # No event of the daemon's is ours to wait on through the client: a bounded poll.
-            while any(s["run_id"] == "after" and s["state"] != "shutdown"  # noqa: ASYNC110
+            while any(s["run_id"] in ("after", "after-cli") and s["state"] != "shutdown"  # noqa: ASYNC110
                       for s in (await control.list())["slots"]):
                 await trio.sleep(0.05)
         repair(package)
