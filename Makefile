@@ -29,7 +29,7 @@ lint: dev
 
 # The artefact, not the tree: build the sdist and wheel, install the wheel alone into a
 # fresh venv and run the smoke test from outside the source tree.
-.PHONY: dist smoke-installed
+.PHONY: dist smoke-installed test-installed
 dist: dev
 	rm -rf dist && $(BIN)/python -m build --outdir dist . >/dev/null
 	@ls dist
@@ -37,8 +37,15 @@ dist: dev
 smoke-installed: dist
 	rm -rf .installed && $(PYTHON) -m venv .installed
 	.installed/bin/python -m pip install --quiet -c constraints.txt dist/jeeves_mcp-*.whl
-	cd "$$(mktemp -d)" && PATH="$(CURDIR)/.installed/bin:$$PATH" \
-	    $(CURDIR)/.installed/bin/python $(CURDIR)/tests/smoke_installed.py
+	away="$$(mktemp -d)" && trap 'rm -rf "$$away"' EXIT && cd "$$away" && \
+	    PATH="$(CURDIR)/.installed/bin:$$PATH" $(CURDIR)/.installed/bin/python $(CURDIR)/tests/smoke_installed.py
+
+# The whole suite against the wheel: a fresh venv holding the wheel and its test extra (nothing
+# editable), the tests run from a copy outside the tree. PYTEST_ARGS picks tests, e.g. -x -k install.
+test-installed: dist
+	rm -rf .installed-test && $(PYTHON) -m venv .installed-test
+	.installed-test/bin/python -m pip install --quiet -c constraints.txt "$$(ls dist/jeeves_mcp-*.whl)[test]"
+	tests/run_installed.sh "$(CURDIR)/.installed-test/bin/python" -q $(PYTEST_ARGS)
 
 conformance: dev
 	tests/conformance/run.sh
@@ -72,7 +79,7 @@ pruner: dev
 	$(BIN)/jeeves-mcp pruner --root .
 
 clean:
-	rm -rf $(VENV) .conformance .pytest_cache .ruff_cache *.egg-info .lint .installed dist build
+	rm -rf $(VENV) .conformance .pytest_cache .ruff_cache *.egg-info .lint .installed .installed-test dist build
 
 # systemd units into $(SYSTEMD_DIR) with this venv's jeeves-mcp in ExecStart.
 # WORKSPACES: where run roots live (space-separated); the service may write only there,

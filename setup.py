@@ -1,9 +1,32 @@
 """Package discovery with the folder mapping DESIGN.md fixes: `supervisor/` and `cli/` are
-installed as `jeeves_mcp.supervisor` and `jeeves_mcp.cli`. Everything else is in pyproject.toml."""
+installed as `jeeves_mcp.supervisor` and `jeeves_mcp.cli`. Everything else is in pyproject.toml.
+
+find_packages skips a folder without `__init__.py`, while an editable install still imports it
+(as a namespace package): the wheel would lack it and only the installed product would fail.
+So a folder of modules that is not a package stops the build instead."""
+
+from pathlib import Path
 
 from setuptools import find_packages, setup
 
 MAPPED = {"jeeves_mcp.supervisor": "supervisor", "jeeves_mcp.cli": "cli"}
+ROOTS = ("jeeves_mcp", *MAPPED.values())
+
+
+def folders_not_packages() -> list[str]:
+    here = Path(__file__).resolve().parent
+    return sorted(
+        str(folder.relative_to(here))
+        for root in ROOTS
+        for folder in [here / root, *(here / root).rglob("*")]
+        if folder.is_dir() and any(folder.glob("*.py")) and not (folder / "__init__.py").exists()
+    )
+
+
+missing = folders_not_packages()
+if missing:
+    raise SystemExit(f"setup.py: these folders hold modules but no __init__.py, so the wheel would "
+                     f"leave them out: {', '.join(missing)}")
 
 packages = find_packages(include=["jeeves_mcp", "jeeves_mcp.*"])
 package_dir = {}

@@ -1,12 +1,28 @@
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+import jeeves_mcp
+import jeeves_mcp.cli
+import jeeves_mcp.supervisor
 from tests._child import Child, running_child
 from tests._daemon import Daemon, running_daemon
+from tests._tree import SOURCE_TREE
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under `make test-installed`, refuse to run if any of the package comes from the tree."""
+    if not os.environ.get("JEEVES_TEST_INSTALLED"):
+        return
+    sources = [(SOURCE_TREE / folder).resolve() for folder in ("jeeves_mcp", "supervisor", "cli")]
+    for module in (jeeves_mcp, jeeves_mcp.supervisor, jeeves_mcp.cli):
+        where = Path(module.__file__ or "").resolve()
+        if any(where.is_relative_to(source) for source in sources) or "site-packages" not in where.parts:
+            raise pytest.UsageError(f"{module.__name__} is imported from {where}, not from an installed wheel")
 
 
 @pytest.fixture

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from jeeves_mcp.supervisor.config import reference_markdown
+from tests._tree import SOURCE_TREE
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = SOURCE_TREE / "README.md"
 
 
 def test_config_reference_in_the_readme_is_current() -> None:
@@ -21,4 +20,4 @@ def test_config_reference_in_the_readme_is_current() -> None:
 def test_readme_starts_with_the_two_commands() -> None:
     head = README.read_text().split("\n## ", 1)[0]
     assert "make run" in head and "make test" in head
-    assert "make test" in (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+    assert "make test" in (SOURCE_TREE / ".ci" / "run").read_text()

@@ -3,8 +3,9 @@ start, `doctor` says so, and a child that fails because of the installation is a
 the runner (503 INSTALL_BROKEN), not a quiet `disabled` slot (that stays for one run's failure).
 
 An "installation" here is a small venv whose site-packages holds a copy of the package as a
-wheel installs it (supervisor/ and cli/ inside jeeves_mcp/), with the dependencies reached
-through a .pth file: it can be broken without touching the source tree.
+wheel installs it (supervisor/ and cli/ inside jeeves_mcp/), copied from wherever this
+interpreter imports it (the tree, or the wheel under `make test-installed`), with the
+dependencies reached through a .pth file: it can be broken without touching the original.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from pathlib import Path
 import trio
 
 import jeeves_mcp
+import jeeves_mcp.cli
+import jeeves_mcp.supervisor
 from jeeves_mcp.client import ControlError
 from jeeves_mcp.preflight import child_start_problem
 from tests._daemon import running_daemon
 
-REPO = Path(__file__).resolve().parent.parent
 MISSING = "No module named 'jeeves_mcp.transports'"
 
 
@@ -38,9 +40,9 @@ def installed_copy(tmp: Path) -> tuple[str, Path]:
     package = site / "jeeves_mcp"
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(Path(jeeves_mcp.__file__).parent, package, ignore=ignore)
-    for folder in ("supervisor", "cli"):
-        shutil.rmtree(package / folder, ignore_errors=True)
-        shutil.copytree(REPO / folder, package / folder, ignore=ignore)
+    for folder, module in (("supervisor", jeeves_mcp.supervisor), ("cli", jeeves_mcp.cli)):
+        shutil.rmtree(package / folder, ignore_errors=True)  # a wheel's own copy is there already
+        shutil.copytree(Path(module.__file__ or "").parent, package / folder, ignore=ignore)
     return str(home / "bin" / "python"), package
 
 
@@ -128,9 +130,15 @@ async def test_a_child_that_cannot_start_because_of_the_installation_is_an_error
         else:
             raise AssertionError("acquire answered a slot")
         assert error.code == "INSTALL_BROKEN" and error.status == 503 and MISSING in error.message
+        # The runner's other road, the CLI: one line on stderr, exit 1, nothing on stdout.
+        cli = await run([python, "-m", "jeeves_mcp", "--socket", str(daemon.socket), "acquire", "after-cli",
+                         "--root", str(root), "--json"], tmp_path)
+        line = cli.stderr.decode().strip()
+        assert cli.returncode == 1 and cli.stdout == b"", line
+        assert line.startswith("jeeves-mcp acquire:") and line.endswith("[INSTALL_BROKEN]") and MISSING in line
         with trio.fail_after(30):  # the failed slot's task ends: nothing of it keeps running
             # No event of the daemon's is ours to wait on through the client: a bounded poll.
-            while any(s["run_id"] == "after" and s["state"] != "shutdown"  # noqa: ASYNC110
+            while any(s["run_id"] in ("after", "after-cli") and s["state"] != "shutdown"  # noqa: ASYNC110
                       for s in (await control.list())["slots"]):
                 await trio.sleep(0.05)
         repair(package)

@@ -20,8 +20,9 @@ import trio
 from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.daemon import _hypercorn_config
 from tests._daemon import TEST_ENV, running_daemon, stop_group
+from tests._tree import SOURCE_TREE
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = SOURCE_TREE
 UNITS = REPO / "systemd"
 
 
