@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,20 +42,25 @@ class Child:
         return events
 
 
-def with_cmdline(marker: str) -> list[int]:
-    """Pids whose command line holds `marker` (an argument unique to one test)."""
-    wanted = marker.encode()
+def processes_whose(field: str, holds: Callable[[bytes], bool]) -> list[int]:
+    """Pids whose /proc/PID/`field` (cmdline, environ) `holds` what a test looks for."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/cmdline", "rb") as handle:
-                if wanted in handle.read().replace(b"\0", b" "):
+            with open(f"/proc/{name}/{field}", "rb") as handle:
+                if holds(handle.read()):
                     found.append(int(name))
         except OSError:
             continue
     return found
+
+
+def with_cmdline(marker: str) -> list[int]:
+    """Pids whose command line holds `marker` (an argument unique to one test)."""
+    wanted = marker.encode()
+    return processes_whose("cmdline", lambda data: wanted in data.replace(b"\0", b" "))
 
 
 def kill_all(pids: list[int]) -> None:

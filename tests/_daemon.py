@@ -15,6 +15,7 @@ from pathlib import Path
 import trio
 
 from jeeves_mcp.client import AsyncControlClient
+from tests._child import processes_whose
 from tests._child import stop_process_group as stop_group
 
 # Fast enough for tests, slow enough for a loaded 2-core machine.
@@ -62,17 +63,7 @@ class Daemon:
 
 def processes_with_env(entry: str) -> list[int]:
     wanted = entry.encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as handle:
-                if wanted in handle.read().split(b"\0"):
-                    found.append(int(name))
-        except OSError:
-            continue
-    return found
+    return processes_whose("environ", lambda data: wanted in data.split(b"\0"))
 
 
 async def start_daemon_process(
