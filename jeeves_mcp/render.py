@@ -166,10 +166,7 @@ def trim_by_order(
     for i in order:
         if not keep[i] or out[i]:
             continue
-        left = i == 0 or out[i - 1]
-        right = i == n - 1 or out[i + 1]
-        delta = -marker_bytes if left and right else marker_bytes if not (left or right) else 0
-        c = numbered_line_bytes(first_line + i, lines[i]) + delta
+        c = numbered_line_bytes(first_line + i, lines[i]) + marker_change(out, i, marker_bytes)
         if used + c > max_bytes:
             break
         out[i] = True
@@ -181,6 +178,16 @@ def trim_by_order(
 def numbered_line_bytes(number: int, line: str) -> int:
     """Bytes of a kept line in a line-numbered view: 'N│ ' + text + newline."""
     return len(str(number)) + 5 + len(line.encode("utf-8", "surrogatepass"))
+
+
+def marker_change(shown: list[bool], i: int, marker_bytes: int) -> int:
+    """Bytes of markers that showing hidden line `i` adds (+1 marker: it splits a pruned
+    block) or saves (-1: it was a block of its own); 0 when it extends a kept block."""
+    left = i == 0 or shown[i - 1]
+    right = i == len(shown) - 1 or shown[i + 1]
+    if left and right:
+        return -marker_bytes
+    return 0 if left or right else marker_bytes
 
 
 def fill_cheap_gaps(lines: list[str], keep: list[bool], limit: int, first_line: int = 1) -> None:

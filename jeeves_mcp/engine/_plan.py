@@ -18,7 +18,7 @@ import heapq
 import math
 from collections.abc import Iterator, Sequence
 
-from jeeves_mcp.render import numbered_line_bytes
+from jeeves_mcp.render import marker_change, numbered_line_bytes
 
 from ._units import Layout
 
@@ -140,13 +140,7 @@ def _ranked(
     version = [0] * n
 
     def marker_delta(i: int) -> int:
-        left = i == 0 or taken[i - 1]
-        right = i == n - 1 or taken[i + 1]
-        if left and right:
-            return -MARKER_BYTES
-        if not left and not right:
-            return MARKER_BYTES
-        return 0
+        return marker_change(taken, i, MARKER_BYTES)
 
     def push(i: int) -> None:
         if taken[i] or values[i] <= 0:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from jeeves_mcp.render import fill_cheap_gaps
+from jeeves_mcp.render import fill_cheap_gaps, marker_change
 
 from ._code import GENERIC, code_layout
 from ._docs import docs_layout
@@ -193,10 +193,7 @@ def _prefix(
             break
         top = max(top, density)
         mass += values[i]
-        left = i == 0 or keep[i - 1]
-        right = i == n - 1 or keep[i + 1]
-        delta = -MARKER_BYTES if left and right else MARKER_BYTES if not (left or right) else 0
-        c = line_bytes(i, lines[i]) + delta
+        c = line_bytes(i, lines[i]) + marker_change(keep, i, MARKER_BYTES)
         if used + c > max_bytes and any(keep):
             break
         keep[i] = True
