@@ -514,3 +514,12 @@ def test_a_number_asked_about_survives_the_budget_in_plain_data(source_type):
     shown = trim_by_order(lines, sel.keep, sel.order, 10240) or sel.keep
     assert shown[123_455]
     assert sum(shown) < 2000
+
+
+def test_plural_acronym_is_one_term():
+    """"URLs" in a question is the `url` of the code, not the parts "ur" and "ls"."""
+    from jeeves_mcp.engine._text import query_terms, terms
+
+    assert "url" in query_terms("Fix digest authentication for URLs with reserved characters")
+    assert "ur" not in query_terms("Fix digest authentication for URLs")
+    assert terms("parseURLsFrom HTTPServer") == ["pars", "url", "http", "server"]

@@ -8,8 +8,9 @@ from functools import lru_cache
 __all__ = ["query_identifiers", "query_terms", "terms"]
 
 # Runs of letters/digits; identifiers are then split on case changes and digits.
+# A plural acronym ("URLs", "IDs") is one part, not "UR" + "Ls".
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
-_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_PART = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 # English function words and words so common in code or in docstrings that they
 # carry no signal about *which* part of a text a question is about.
