@@ -37,8 +37,8 @@ import httpx
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from jeeves_mcp.proc import proc_stat, process_alive
 from jeeves_mcp.supervisor.child import tree_mark
-from jeeves_mcp.tools._process import proc_stat, process_alive
 from tests._daemon import Daemon, running_daemon, stop_group
 
 EXPLAINS = {

@@ -28,7 +28,7 @@ import httpx
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from jeeves_mcp.tools._process import process_alive
+from jeeves_mcp.proc import process_alive
 from tests._child import kill_all, running_child
 
 NOBODY = 65534

@@ -78,7 +78,7 @@ async def serve_http(
 
 async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
     """The child's main: serve until SIGTERM/SIGINT (or stdin EOF for stdio)."""
-    from jeeves_mcp.tools._process import (
+    from jeeves_mcp.proc import (
         become_subreaper,
         kill_descendants,
         set_dumpable,
@@ -129,7 +129,7 @@ async def _watch_signals(shutdown: trio.Event, scope: trio.CancelScope) -> None:
             _log.event(log, "pruner.signal", signal=signal.Signals(signum).name)
             if not shutdown.is_set():
                 # Now, not after the graceful shutdown: the supervisor's grace may end first.
-                from jeeves_mcp.tools._process import kill_descendants
+                from jeeves_mcp.proc import kill_descendants
 
                 kill_descendants(reap=False)
             if shutdown.is_set():

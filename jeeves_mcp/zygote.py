@@ -89,7 +89,7 @@ def _child(request: dict[str, Any], stdout_fd: int, control: socket.socket) -> N
 
 def serve(control: socket.socket) -> None:
     _preload()
-    from jeeves_mcp.tools._process import set_process_name
+    from jeeves_mcp.proc import set_process_name
 
     set_process_name("jeeves-zygote")
     gc.collect()

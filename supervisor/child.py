@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import trio
 
-from jeeves_mcp.tools._process import kill_tree, proc_stat
+from jeeves_mcp.proc import kill_tree, proc_stat
 
 PING = {
     "jsonrpc": "2.0",

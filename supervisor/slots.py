@@ -31,6 +31,7 @@ import httpx
 import trio
 
 from jeeves_mcp.preflight import child_start_problem
+from jeeves_mcp.proc import kill_tree, processes_with_env
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.child import Child, SpawnError
@@ -38,7 +39,6 @@ from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus, Metrics
 from jeeves_mcp.supervisor.forkserver import ForkServer, ForkServerUnavailable
 from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
-from jeeves_mcp.tools._process import kill_tree
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
@@ -697,7 +697,7 @@ class SlotManager:
 
     async def _kill_strays(self, adopted: set[int]) -> None:
         marker = f"JEEVES_MCP_STATE_DIR={self.config.state_dir}".encode()
-        strays = await trio.to_thread.run_sync(_processes_with_env, marker)
+        strays = await trio.to_thread.run_sync(processes_with_env, marker)
         for pid in strays:
             if pid in adopted:
                 continue
@@ -707,20 +707,3 @@ class SlotManager:
                 self.events.publish("mcp_pruner.stray_killed", logging.WARNING, pid=pid)
                 await stray.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
                 stray.close()
-
-
-def _processes_with_env(marker: bytes) -> list[int]:
-    """Pids whose environment holds `marker` (our children carry the state dir)."""
-    me = os.getpid()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as handle:
-                environ = handle.read()
-        except OSError:
-            continue
-        if marker in environ.split(b"\0"):
-            found.append(int(entry))
-    return found

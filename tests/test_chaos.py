@@ -13,8 +13,8 @@ import pytest
 import trio
 
 from bench.chaos import _cmdline, chaos, environ, report
+from jeeves_mcp.proc import become_subreaper, proc_stat, process_alive
 from jeeves_mcp.supervisor.child import tree_mark
-from jeeves_mcp.tools._process import become_subreaper, proc_stat, process_alive
 from tests._daemon import Daemon, running_daemon, watch_events
 
 

@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from jeeves_mcp.client import AsyncControlClient, ControlClient, ControlError, DaemonUnavailable
-from jeeves_mcp.tools._process import process_alive
+from jeeves_mcp.proc import process_alive
 from tests._daemon import Daemon, running_daemon, stop_group, watch_events
 
 

@@ -13,8 +13,7 @@ import pytest
 import trio
 
 from jeeves_mcp.errors import ToolError
-from jeeves_mcp.tools import _process
-from jeeves_mcp.tools._process import (
+from jeeves_mcp.proc import (
     TAG_VAR,
     TREE_VAR,
     become_subreaper,
@@ -23,6 +22,7 @@ from jeeves_mcp.tools._process import (
     run_command,
     sweep_zombies,
 )
+from jeeves_mcp.proc import tree as process_tree
 
 GRACE_S = 0.3
 
@@ -399,15 +399,15 @@ async def test_descendant_walk_kills_a_setsid_double_forked_tagged_process(
     # As the subreaper of its commands, kill_tree finds what left the group
     # among its own descendants: with /proc listing disabled, the setsid
     # daemon (orphaned by its subshell, so reparented to us) still dies.
-    monkeypatch.setattr(_process, "_list_pids", lambda: [])
+    monkeypatch.setattr(process_tree, "list_pids", lambda: [])
     walks: list[list[int] | None] = []
-    real_descendants = _process._descendants
+    real_descendants = process_tree.descendants
 
     def spy(me: int) -> list[int] | None:
         walks.append(real_descendants(me))
         return walks[-1]
 
-    monkeypatch.setattr(_process, "_descendants", spy)
+    monkeypatch.setattr(process_tree, "descendants", spy)
     pidfile = tmp_path / "daemon.pid"
     script = (
         f"(setsid bash -c 'trap \"\" TERM; sleep 300' & echo $! > {pidfile}); "

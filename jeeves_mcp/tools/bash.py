@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jeeves_mcp.errors import ToolError
+from jeeves_mcp.proc import TAG_VAR, TREE_VAR, command_user, run_command
 from jeeves_mcp.tools._base import (
     FOCUS_PROPERTY,
     CallContext,
@@ -20,7 +21,6 @@ from jeeves_mcp.tools._base import (
     resolve_in_root,
     timeout_ms_arg,
 )
-from jeeves_mcp.tools._process import TAG_VAR, TREE_VAR, command_user, run_command
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -19,6 +19,7 @@ from typing import Any
 import trio
 
 from jeeves_mcp.errors import ToolError
+from jeeves_mcp.proc import command_user, run_command
 from jeeves_mcp.tools import _grep_builtin
 from jeeves_mcp.tools._base import (
     FOCUS_PROPERTY,
@@ -31,7 +32,6 @@ from jeeves_mcp.tools._base import (
     resolve_in_root,
     timeout_ms_arg,
 )
-from jeeves_mcp.tools._process import command_user, run_command
 
 DEFAULT_MAX_MATCHES = 200
 MAX_MATCHES = 10_000

@@ -1,0 +1,35 @@
+"""Processes: the bounded command runner, process-tree kill, /proc and prctl helpers.
+
+Used by the tools (`bash`, `grep`) and by the supervisor alike; Linux only.
+"""
+
+from .procfs import (
+    become_subreaper,
+    is_subreaper,
+    proc_stat,
+    process_alive,
+    processes_with_env,
+    set_dumpable,
+    set_process_name,
+)
+from .runner import CommandResult, command_user, new_tag, run_command
+from .tree import TAG_VAR, TREE_VAR, kill_descendants, kill_tree, sweep_zombies
+
+__all__ = [
+    "TAG_VAR",
+    "TREE_VAR",
+    "CommandResult",
+    "become_subreaper",
+    "command_user",
+    "is_subreaper",
+    "kill_descendants",
+    "kill_tree",
+    "new_tag",
+    "proc_stat",
+    "process_alive",
+    "processes_with_env",
+    "run_command",
+    "set_dumpable",
+    "set_process_name",
+    "sweep_zombies",
+]

@@ -1,0 +1,236 @@
+"""What Linux tells about processes: /proc readers and prctl switches.
+
+Every reader tolerates a process that vanishes while it is read (None, False or
+an empty list), since the processes it looks at may exit at any moment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+
+_PR_SET_DUMPABLE = 4
+_PR_SET_NAME = 15
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
+# Zombie children younger than this are left to a later sweep: one may be a
+# child trio spawned a moment ago whose pidfd is not open yet.
+ZOMBIE_MIN_AGE_S = 1.0
+HAVE_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+# Re-reads of our own children lists before a walk gives up for a /proc scan.
+_WALK_PASSES = 3
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def become_subreaper(enable: bool = True) -> bool:
+    """Make this process the subreaper of its descendants (prctl); False if refused."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(enable), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def is_subreaper() -> bool:
+    """Whether this process is a child subreaper (prctl PR_GET_CHILD_SUBREAPER)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        value = ctypes.c_int(0)
+        if libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    return value.value != 0
+
+
+def set_dumpable(enable: bool) -> bool:
+    """prctl(PR_SET_DUMPABLE): when off, processes of the same user (a run's commands
+    when they run as the pruner's user) cannot open our /proc/PID/mem or environ;
+    root still can. Reset to on by execve, so commands are unaffected."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, int(enable), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def set_process_name(name: str) -> None:
+    """Name this process in ps/top/pkill (prctl PR_SET_NAME, 15 bytes at most)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+
+
+def proc_stat(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name: state, ppid, pgrp, session, ...
+
+    (field 0 is the state, 1 the ppid, 19 the start time in clock ticks); None
+    when the process is gone.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    return raw[raw.rfind(b")") + 2 :].decode("ascii", "replace").split()
+
+
+def process_alive(pid: int) -> bool:
+    """Running: not gone, and not a zombie waiting for its parent to reap it."""
+    fields = proc_stat(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def list_pids() -> list[int]:
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    return [int(n) for n in names if n.isdigit()]
+
+
+def _task_children(pid: int) -> tuple[list[int], bool]:
+    """Children of every thread of `pid`, and False if a thread was gone or dead
+    once its list was read (its children may have moved to another list)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return [], False
+    children: list[int] = []
+    ok = True
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                children.extend(int(c) for c in f.read().split())
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                raw = f.read()
+        except OSError:
+            ok = False
+            continue
+        if raw[raw.rfind(b")") + 2 : raw.rfind(b")") + 3] in (b"Z", b"X"):
+            ok = False
+    return children, ok
+
+
+def _dead_process(pid: int) -> bool:
+    """Every thread of `pid` is gone or dead (its children went to its reaper)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    if tids != [str(pid)]:
+        return False
+    stat = proc_stat(pid)
+    return stat is None or stat[0] in ("Z", "X")
+
+
+def descendants(me: int) -> list[int] | None:
+    """Every descendant of this process, or None when the walk may have missed
+    one (a process died while read and its children moved under an ancestor
+    already read, other than us).
+
+    A process that dies reparents its children to another of its threads or
+    to its nearest subreaper ancestor. When that is one of our direct
+    children, the orphans land on our own lists, which are read again until
+    they show nothing new; anywhere else deeper, the walk gives up.
+    """
+    found: set[int] = set()
+    for _ in range(_WALK_PASSES):
+        top, ok = _task_children(me)
+        if not ok:
+            return None
+        stack = [pid for pid in top if pid not in found]
+        if not stack and found:
+            return list(found)
+        direct = set(top)
+        while stack:
+            pid = stack.pop()
+            if pid in found:
+                continue
+            found.add(pid)
+            children, ok = _task_children(pid)
+            if not ok and not (pid in direct and _dead_process(pid)):
+                return None
+            stack.extend(children)
+        if not found:
+            return []
+    return None
+
+
+def descends_from(pid: int, ancestor: int) -> bool:
+    for _ in range(64):  # deeper trees are walked by descendants
+        stat = proc_stat(pid)
+        if stat is None:
+            return False
+        parent = int(stat[1])
+        if parent == ancestor:
+            return True
+        if parent <= 1:
+            return False
+        pid = parent
+    return False
+
+
+def own_children() -> list[int] | None:
+    """Children of this process (every thread's), or None when unsupported."""
+    if not HAVE_CHILDREN:
+        return None
+    children, _ok = _task_children(os.getpid())
+    return children
+
+
+def reap_children() -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+
+
+def has_env_entry(pid: int, tag_entries: tuple[bytes, ...]) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            environ = f.read()
+    except OSError:
+        return False
+    environ = b"\0" + environ + b"\0"
+    return any(b"\0" + entry + b"\0" in environ for entry in tag_entries)
+
+
+def pidfd_pids() -> set[int]:
+    """Pids this process holds a pidfd for (trio holds one per unreaped child)."""
+    held: set[int] = set()
+    try:
+        fds = os.listdir("/proc/self/fdinfo")
+    except OSError:
+        return held
+    for fd in fds:
+        try:
+            with open(f"/proc/self/fdinfo/{fd}", "rb") as f:
+                info = f.read()
+        except OSError:
+            continue
+        for line in info.splitlines():
+            if line.startswith(b"Pid:"):
+                held.add(int(line.split()[1]))
+    return held
+
+
+def old_enough(stat: list[str], now_ticks: float | None) -> bool:
+    """Started at least `ZOMBIE_MIN_AGE_S` ago (`stat` as `_stat` returns it)."""
+    try:
+        start_ticks = int(stat[19])  # field 22 of stat: starttime in clock ticks
+    except (IndexError, ValueError):
+        return False
+    return now_ticks is not None and now_ticks - start_ticks >= ZOMBIE_MIN_AGE_S * _TICKS
+
+
+def uptime_ticks() -> float | None:
+    try:
+        with open("/proc/uptime", "rb") as f:
+            return float(f.read().split()[0]) * _TICKS
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def processes_with_env(entry: bytes) -> list[int]:
+    """Pids (not this one) whose environment holds `entry` (`NAME=value`)."""
+    me = os.getpid()
+    return [pid for pid in list_pids() if pid != me and has_env_entry(pid, (entry,))]

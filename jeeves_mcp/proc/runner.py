@@ -1,0 +1,228 @@
+"""Run a command as a process tree that always dies, its output bounded.
+
+A command runs in its own session and process group, its environment tagged
+`JEEVES_MCP_CALL=<random>`; when it ends, whichever way (exit, timeout,
+cancellation), `kill_tree` kills what is left of it (see `tree`).
+
+Output: each stream keeps at most `max_output_bytes`: the first half and the
+last half, joined by an omission marker line when bytes were dropped, so
+both a command's start and its final summary survive. Everything is counted
+(`stdout_bytes`); nothing beyond the cap is held in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from jeeves_mcp.errors import ToolError
+
+from .tree import KILL_WAIT_S, TAG_VAR, TREE_VAR, kill_tree
+
+_READ_CHUNK = 64 * 1024
+# After the command's leader exited and its tree was killed, how long the
+# readers may still drain pipes (held open only by a tag-scrubbed escapee).
+_DRAIN_AFTER_EXIT_S = 1.0
+
+
+@dataclass
+class CommandResult:
+    stdout: bytes  # head + marker + tail when more than max_output_bytes came
+    stderr: bytes
+    stdout_bytes: int  # total produced
+    stderr_bytes: int
+    exit_code: int | None  # None when killed by a signal
+    signal: int | None
+    duration_ms: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.stdout_bytes > len(self.stdout) or self.stderr_bytes > len(self.stderr)
+
+
+def command_user(root: Path) -> tuple[int, int] | None:
+    """(uid, gid) to run a root's commands as, or None for the pruner's own user.
+
+    A pruner running as root runs commands as the owner of the run root when
+    that owner is not root: they can then read and write the workspace but
+    neither the daemon's state dir (0700, tokens) nor another run's child
+    (other uid, non-dumpable). A root-owned workspace, or a pruner that is not
+    root, runs them as the pruner's user: see the README's isolation section.
+    """
+    if os.geteuid() != 0:
+        return None
+    try:
+        info = root.stat()
+    except OSError:
+        return None
+    return None if info.st_uid == 0 else (info.st_uid, info.st_gid)
+
+
+def new_tag() -> str:
+    return secrets.token_hex(12)
+
+
+class _Capture:
+    """Keeps the first and last `cap // 2` bytes of a stream (or only the first
+    `cap` without `keep_tail`) and counts all of it."""
+
+    def __init__(self, cap: int, keep_tail: bool = True) -> None:
+        self._tail_cap = cap // 2 if keep_tail else 0
+        self._head_cap = cap - self._tail_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self._head_cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk and self._tail_cap:
+            self.tail += chunk[-self._tail_cap :]
+            # Trim in batches so appending stays amortised O(1).
+            if len(self.tail) > 2 * self._tail_cap:
+                del self.tail[: len(self.tail) - self._tail_cap]
+
+    def data(self) -> bytes:
+        tail = bytes(self.tail[-self._tail_cap :]) if self._tail_cap else b""
+        dropped = self.total - len(self.head) - len(tail)
+        if dropped <= 0 or not self._tail_cap:
+            return bytes(self.head) + tail
+        marker = f"\n[... {dropped} bytes omitted ...]\n".encode()
+        return bytes(self.head) + marker + tail
+
+
+async def _drain(
+    stream: trio.abc.ReceiveStream,
+    capture: _Capture,
+    on_output: Callable[[str], None] | None,
+    done: trio.Event,
+) -> None:
+    try:
+        while chunk := await stream.receive_some(_READ_CHUNK):
+            capture.add(bytes(chunk))
+            if on_output is not None:
+                lines = chunk[-400:].decode("utf-8", "replace").strip().splitlines()
+                if lines:
+                    on_output(lines[-1])
+    except (trio.ClosedResourceError, trio.BrokenResourceError):
+        pass
+    finally:
+        done.set()
+
+
+def _decode_trim(data: bytes, limit: int = 4000) -> str:
+    text = data.decode("utf-8", "replace")
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+async def run_command(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    max_output_bytes: int,
+    kill_grace_s: float,
+    on_output: Callable[[str], None] | None = None,
+    keep_tail: bool = True,
+    user: tuple[int, int] | None = None,
+) -> CommandResult:
+    """Run `argv`, capture its output, and leave no process of it behind.
+
+    Raises TOOL_TIMEOUT (with the partial stdout/stderr) after `timeout_s`;
+    on cancellation kills the tree inside a shielded, bounded scope and
+    re-raises. A missing executable raises NOT_FOUND. `keep_tail=False` keeps
+    only the head of each stream (no omission marker). `user`: (uid, gid) to run
+    it as, with no supplementary groups (see `command_user`).
+    """
+    tag = new_tag()
+    as_user: dict[str, Any] = {}
+    if user is not None:
+        as_user = {"user": user[0], "group": user[1], "extra_groups": []}
+    started = trio.current_time()
+    try:
+        proc = await trio.lowlevel.open_process(
+            argv,
+            cwd=str(cwd),
+            env=_command_env(env, tag),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            **as_user,
+        )
+    except FileNotFoundError as exc:
+        raise ToolError("NOT_FOUND", f"cannot run {argv[0]!r}: {exc.strerror}") from exc
+    except PermissionError as exc:
+        raise ToolError("FORBIDDEN", f"cannot run {argv[0]!r}: {exc.strerror}") from exc
+    assert proc.stdout is not None and proc.stderr is not None
+    out = _Capture(max_output_bytes, keep_tail)
+    err = _Capture(max_output_bytes, keep_tail)
+    out_done, err_done = trio.Event(), trio.Event()
+    timed_out = False
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_drain, proc.stdout, out, on_output, out_done)
+            nursery.start_soon(_drain, proc.stderr, err, on_output, err_done)
+            with trio.move_on_after(timeout_s) as timeout_scope:
+                await proc.wait()
+            timed_out = timeout_scope.cancelled_caught
+            # Normal exit or timeout: what is left of the tree goes now.
+            # Shielded so that a cancel arriving mid-kill still finishes it.
+            with trio.CancelScope(shield=True, deadline=_kill_deadline(kill_grace_s)):
+                await kill_tree(proc.pid, tag, grace_s=kill_grace_s, leader=proc)
+            with trio.move_on_after(_DRAIN_AFTER_EXIT_S):
+                await out_done.wait()
+                await err_done.wait()
+            nursery.cancel_scope.cancel()
+    except BaseException:
+        # Cancelled (or anything else): trio's _run_process pattern.
+        with trio.CancelScope(shield=True, deadline=_kill_deadline(kill_grace_s)):
+            await kill_tree(proc.pid, tag, grace_s=kill_grace_s, leader=proc)
+        raise
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.aclose_forcefully(proc.stdout)
+            await trio.aclose_forcefully(proc.stderr)
+    duration_ms = int((trio.current_time() - started) * 1000)
+    if timed_out:
+        raise ToolError(
+            "TOOL_TIMEOUT",
+            f"command timed out after {timeout_s:g} s; its process tree was killed",
+            timeoutMs=round(timeout_s * 1000),
+            stdout=_decode_trim(out.data()),
+            stderr=_decode_trim(err.data()),
+        )
+    code = proc.returncode
+    assert code is not None
+    return CommandResult(
+        stdout=out.data(),
+        stderr=err.data(),
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+        exit_code=code if code >= 0 else None,
+        signal=-code if code < 0 else None,
+        duration_ms=duration_ms,
+    )
+
+
+def _command_env(env: dict[str, str], tag: str) -> dict[str, str]:
+    tagged = {**env, TAG_VAR: tag}
+    tree = os.environ.get(TREE_VAR)
+    if tree:
+        tagged[TREE_VAR] = tree
+    return tagged
+
+
+def _kill_deadline(grace_s: float) -> float:
+    return trio.current_time() + grace_s + KILL_WAIT_S + 3.0
