@@ -23,7 +23,7 @@ from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus, Metrics
 from jeeves_mcp.supervisor.notify import SystemdNotifier
 from jeeves_mcp.supervisor.slots import SlotManager
-from jeeves_mcp.supervisor.store import SlotStore, StateDirInUse, lock_state_dir
+from jeeves_mcp.supervisor.store import SlotStore, StateDirInUse, StoreTooNew, lock_state_dir
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
@@ -108,8 +108,15 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
         problem = await child_start_problem()
         if problem is not None:
             raise DaemonError(f"cannot start a pruner child: {problem} [INSTALL_BROKEN]")
-        sock = control_socket(config.socket)
-        store = SlotStore(config.db_path)
+        try:  # before the socket: a refused store leaves no socket file behind
+            store = SlotStore(config.db_path)
+        except StoreTooNew as exc:
+            raise DaemonError(f"{exc} [STORE_TOO_NEW]") from None
+        try:
+            sock = control_socket(config.socket)
+        except BaseException:
+            store.close()
+            raise
     except BaseException:
         os.close(lock)
         raise
