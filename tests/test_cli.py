@@ -400,6 +400,22 @@ async def test_doctor_flags_a_socket_others_can_use(tmp_path: Path) -> None:
     assert socket_check["status"] == "fail" and "0666" in socket_check["detail"]
 
 
+async def test_doctor_accepts_a_socket_for_an_operators_group(tmp_path: Path) -> None:
+    """jeeves-mcp.socket's 0660: the socket's group may use it, others may not."""
+    import socket
+
+    path = tmp_path / "group.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(path))
+        path.chmod(0o660)
+        result = await cli(path, "doctor", "--json", "--state-dir", str(tmp_path))
+    finally:
+        listener.close()
+    socket_check = checks_by_name(result)["socket"]
+    assert socket_check["status"] == "pass" and "0660" in socket_check["detail"], socket_check
+
+
 # -- rendering (rich into a StringIO) --------------------------------------------
 
 
