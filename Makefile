@@ -85,6 +85,8 @@ clean:
 # WORKSPACES: where run roots live (space-separated); the service may write only there,
 # in its state dir and in /tmp. Example: sudo make install-systemd WORKSPACES=/srv/runs
 SYSTEMD_DIR ?= /etc/systemd/system
+SYSUSERS_DIR ?= /etc/sysusers.d
+SYSUSERS ?= systemd-sysusers
 WORKSPACES ?= /srv/jeeves/workspaces
 JEEVES_MCP_BIN ?= $(abspath $(BIN))/jeeves-mcp
 SYSTEMCTL ?= systemctl
@@ -100,14 +102,21 @@ install-systemd:
 	    -e "s|@PROTECT_HOME@|$$protect|" systemd/jeeves-mcp.service > $(SYSTEMD_DIR)/jeeves-mcp.service; \
 	cp systemd/jeeves-mcp.socket $(SYSTEMD_DIR)/jeeves-mcp.socket; \
 	chmod 0644 $(SYSTEMD_DIR)/jeeves-mcp.service $(SYSTEMD_DIR)/jeeves-mcp.socket; \
-	echo "installed $(SYSTEMD_DIR)/jeeves-mcp.service and jeeves-mcp.socket (ExecStart=$(JEEVES_MCP_BIN) daemon, ProtectHome=$$protect)"
-	@if [ -d /run/systemd/system ]; then $(SYSTEMCTL) daemon-reload; fi
-	@for dir in $(WORKSPACES); do test -d $$dir || echo "note: workspace dir $$dir does not exist; create it before starting the service"; done
+	mkdir -p $(SYSUSERS_DIR) && install -m 0644 systemd/jeeves-mcp.sysusers $(SYSUSERS_DIR)/jeeves-mcp.conf; \
+	echo "installed $(SYSTEMD_DIR)/jeeves-mcp.service and jeeves-mcp.socket (ExecStart=$(JEEVES_MCP_BIN) daemon, ProtectHome=$$protect), user jeeves-mcp in $(SYSUSERS_DIR)/jeeves-mcp.conf"
+	@if [ -d /run/systemd/system ]; then $(SYSUSERS) $(SYSUSERS_DIR)/jeeves-mcp.conf && $(SYSTEMCTL) daemon-reload; fi
+	@# The service runs as jeeves-mcp: it must be able to run the venv and write the workspaces.
+	@if id jeeves-mcp >/dev/null 2>&1 && ! runuser -u jeeves-mcp -- test -x $(JEEVES_MCP_BIN) 2>/dev/null; then \
+	  echo "note: user jeeves-mcp cannot run $(JEEVES_MCP_BIN) (a venv under /root?): install it where it can, e.g. /opt (README: Installing without the source tree)"; fi
+	@for dir in $(WORKSPACES); do \
+	  if ! test -d $$dir; then echo "note: workspace dir $$dir does not exist; create it writable by jeeves-mcp: sudo install -d -o jeeves-mcp -g jeeves-mcp -m 2770 $$dir"; \
+	  elif id jeeves-mcp >/dev/null 2>&1 && ! runuser -u jeeves-mcp -- test -w $$dir 2>/dev/null; then \
+	    echo "note: user jeeves-mcp cannot write $$dir: sudo chown -R jeeves-mcp:jeeves-mcp $$dir (or group jeeves-mcp with g+ws)"; fi; done
 	@echo "next: sudo systemctl enable --now jeeves-mcp.socket   (starts the daemon on first use)"
 	@echo "  or: sudo systemctl enable --now jeeves-mcp.service  (starts it now and at boot)"
 
 uninstall-systemd:
 	@if [ -d /run/systemd/system ]; then $(SYSTEMCTL) disable --now jeeves-mcp.socket jeeves-mcp.service || true; fi
-	rm -f $(SYSTEMD_DIR)/jeeves-mcp.service $(SYSTEMD_DIR)/jeeves-mcp.socket
+	rm -f $(SYSTEMD_DIR)/jeeves-mcp.service $(SYSTEMD_DIR)/jeeves-mcp.socket $(SYSUSERS_DIR)/jeeves-mcp.conf
 	@if [ -d /run/systemd/system ]; then $(SYSTEMCTL) daemon-reload; fi
 	@echo "removed the units; slot records and logs stay in /var/lib/jeeves-mcp (rm -rf it to forget them)"

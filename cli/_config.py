@@ -122,20 +122,26 @@ def merge_json(path: Path, key_path: list[str], value: dict[str, Any]) -> str:
 
 
 def merge_codex_toml(existing: str, name: str, table: str) -> str:
-    """`existing` config.toml with its `[mcp_servers.NAME]` table (and sub-tables) replaced by `table`.
+    """`existing` config.toml with the server `name` replaced by `table` (`[mcp_servers.NAME]`).
 
-    Text surgery rather than a TOML writer, so the user's comments and layout survive.
+    tomlkit finds the server however the file spells it (a table and its sub-tables, dotted
+    keys, an inline table) and keeps the rest, comments and layout included; the new table
+    goes at the end. A regex over `[...]` headers missed the other spellings.
     """
-    header = re.compile(r"^\s*\[\s*mcp_servers\s*\.\s*(\"?)" + re.escape(name) + r"\1\s*(\]|\.)")
-    kept: list[str] = []
-    inside = False
-    for line in existing.splitlines(keepends=True):
-        stripped = line.lstrip()
-        if stripped.startswith("["):
-            inside = bool(header.match(line))
-        if not inside:
-            kept.append(line)
-    text = "".join(kept).rstrip("\n")
+    import tomlkit
+    from tomlkit.items import InlineTable
+
+    document = tomlkit.parse(existing)
+    servers = document.get("mcp_servers")
+    if isinstance(servers, InlineTable):  # `mcp_servers = {...}` is closed: the server goes inside
+        servers.pop(name, None)
+        entry = tomlkit.inline_table()
+        entry.update(tomllib.loads(table)["mcp_servers"][name])
+        servers[name] = entry
+        return tomlkit.dumps(document)
+    if servers is not None and name in servers:
+        del servers[name]
+    text = tomlkit.dumps(document).rstrip("\n")
     return (text + "\n\n" if text else "") + table
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from jeeves_mcp._log import LogLevel
 
 
 def daemon(
@@ -21,7 +22,7 @@ def daemon(
     live_restore: Annotated[bool | None, typer.Option(
         "--live-restore/--no-live-restore",
         help="On SIGTERM, leave children running for the next daemon to re-adopt.")] = None,
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_level: Annotated[LogLevel, typer.Option(case_sensitive=False, help="Least level logged.")] = LogLevel.info,
     config_reference: Annotated[bool, typer.Option(
         "--config-reference", help="Print every configuration key (TOML, environment) as Markdown and exit.")] = False,
 ) -> None:
@@ -31,6 +32,8 @@ def daemon(
     and answers once its pruner child is healthy; DELETE /v1/slots/RUN releases it. Children are
     health-checked, restarted, degraded and torn down; their records survive daemon restarts.
     """
+    import logging
+
     import trio
 
     from jeeves_mcp import _log
@@ -43,16 +46,18 @@ def daemon(
 
         typer.echo(reference_markdown(), nl=False)
         return
-    _log.configure(getattr(logging, log_level.upper(), logging.INFO))
+    _log.configure(log_level.level)
+    # Under journald the one line that says why the daemon stopped is an error, not info.
+    error = _log.priority_prefix(logging.ERROR) if _log.to_journal() else ""
     try:
         settings = load_daemon_config(config, socket=socket, state_dir=state_dir, live_restore=live_restore)
     except ConfigError as exc:
-        typer.echo(f"jeeves-mcp daemon: bad configuration: {exc}", err=True)
+        typer.echo(f"{error}jeeves-mcp daemon: bad configuration: {exc}", err=True)
         raise typer.Exit(2) from exc
     try:
         trio.run(run_daemon, settings)
     except DaemonError as exc:
-        typer.echo(f"jeeves-mcp daemon: {exc}", err=True)
+        typer.echo(f"{error}jeeves-mcp daemon: {exc}", err=True)
         raise typer.Exit(1) from exc
     except KeyboardInterrupt:
         raise typer.Exit(130) from None

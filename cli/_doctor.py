@@ -63,10 +63,12 @@ def check_socket(path: Path) -> Check:
         return Check("socket", "fail", f"{path} is not a socket; remove it and restart the daemon")
     mode = stat.S_IMODE(info.st_mode)
     owner = _user(info.st_uid)
-    if mode & 0o077:
+    if mode & 0o007:
         return Check("socket", "fail", f"{path} is mode {mode:04o}: other users can drive the daemon; "
-                     "it should be 0600 (SocketMode=0600 in jeeves-mcp.socket)")
-    if info.st_uid != os.geteuid():
+                     "it should be 0600, or 0660 for an operators' group (jeeves-mcp.socket)")
+    # 0660 under systemd: the socket's group (jeeves-mcp) is the operators'.
+    in_group = mode & 0o060 == 0o060 and info.st_gid in {os.getegid(), *os.getgroups()}
+    if info.st_uid != os.geteuid() and not in_group:
         return Check("socket", "fail", f"{path} belongs to {owner}, you are {_user(os.geteuid())}: "
                      f"run the CLI as {owner} (sudo) or the daemon as yourself")
     return Check("socket", "pass", f"{path} (mode {mode:04o}, owner {owner})")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from pathlib import Path
 
 import typer
+
+from jeeves_mcp._log import LogLevel
 
 
 def pruner(
@@ -22,7 +23,9 @@ def pruner(
     pruner_endpoint: str = typer.Option(
         None, help="External SWE-Pruner service URL (env JEEVES_PRUNER_ENDPOINT; default built-in engine)."
     ),
-    log_level: str = typer.Option("info", help="debug, info, warning or error (logs go to stderr as JSON lines)."),
+    log_level: LogLevel = typer.Option(
+        LogLevel.info, case_sensitive=False, help="Least level logged (JSON lines on stderr)."
+    ),
     log_file: Path = typer.Option(None, help="Write the JSON log lines to this file instead of stderr."),
     log_file_bytes: int = typer.Option(1024 * 1024, help="Size bound of --log-file (rotated once)."),
 ) -> None:
@@ -41,7 +44,7 @@ def pruner(
         # The supervisor hands the token over stdin, out of reach of /proc/PID/environ.
         token = sys.stdin.readline().strip() or None
     _log.configure(
-        getattr(logging, log_level.upper(), logging.INFO),
+        log_level.level,
         file=str(log_file) if log_file else None,
         file_bytes=log_file_bytes,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import os
@@ -11,6 +12,50 @@ from logging.handlers import RotatingFileHandler
 from typing import Any
 
 _RESERVED = frozenset(vars(logging.makeLogRecord({})))
+# syslog priorities (sd-daemon(3)) from the highest level each covers: what journald
+# files a `<N>`-prefixed line under.
+_PRIORITIES = ((logging.CRITICAL, 2), (logging.ERROR, 3), (logging.WARNING, 4), (logging.INFO, 6))
+
+
+class LogLevel(enum.StrEnum):
+    """`--log-level`: a choice, so a typo is a usage error rather than INFO."""
+
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+    @property
+    def level(self) -> int:
+        return int(getattr(logging, self.name.upper()))
+
+
+def to_journal(fd: int = 2) -> bool:
+    """Whether `fd` is the journal's stream: systemd names it in JOURNAL_STREAM as
+    DEVICE:INODE, and a redirected stderr (a file, a pipe) does not match."""
+    named = os.environ.get("JOURNAL_STREAM", "")
+    try:
+        device, inode = (int(part) for part in named.split(":"))
+        status = os.fstat(fd)
+    except (ValueError, OSError):
+        return False
+    return (status.st_dev, status.st_ino) == (device, inode)
+
+
+def priority_prefix(level: int) -> str:
+    """`<N>` for a line logged at `level`."""
+    return f"<{next((p for floor, p in _PRIORITIES if level >= floor), 7)}>"
+
+
+class JournalLineFormatter(logging.Formatter):
+    """A JSON line behind its `<N>` priority, so `journalctl -p warning` finds warnings."""
+
+    def __init__(self, inner: logging.Formatter) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        return priority_prefix(record.levelno) + self.inner.format(record)
 
 
 class JsonLineFormatter(logging.Formatter):
@@ -42,11 +87,14 @@ def configure(
 ) -> None:
     """Route the `jeeves_mcp` loggers to `stream` (stderr), or to a size-bounded `file`."""
     handler: logging.Handler
+    formatter: logging.Formatter = JsonLineFormatter()
     if file is not None:
         handler = _PrivateFileHandler(file, maxBytes=max(file_bytes // 2, 1024), backupCount=1)
     else:
         handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonLineFormatter())
+        if stream is None and to_journal():
+            formatter = JournalLineFormatter(formatter)
+    handler.setFormatter(formatter)
     root = logging.getLogger("jeeves_mcp")
     root.handlers[:] = [handler]
     root.setLevel(level)

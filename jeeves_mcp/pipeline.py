@@ -53,8 +53,11 @@ class ToolRunner:
         self.active_calls = 0
         self.stats = SavingsStats()
 
-    def definitions(self) -> list[dict[str, Any]]:
-        return self._definitions
+    def definitions(self, version: str | None = None) -> list[dict[str, Any]]:
+        """tools/list's entries for protocol `version` (None: every field)."""
+        if version is None:
+            return self._definitions
+        return [tool.definition(version) for tool in self._listed]
 
     async def call(
         self, params: Any, *, request_id: str, progress: ProgressReporter

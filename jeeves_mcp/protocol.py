@@ -35,7 +35,7 @@ from jeeves_mcp.tools.prune import health_payload
 
 log = logging.getLogger("jeeves_mcp.protocol")
 
-HANDSHAKE_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS = ("2026-07-28",)
 LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[-1]
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")  # RFC 5424
@@ -51,11 +51,13 @@ INSTRUCTIONS = (
 CACHEABLE_METHODS = frozenset(
     {"server/discover", "tools/list", "resources/list", "resources/templates/list", "prompts/list"}
 )
-CAPABILITIES: dict[str, Any] = {
-    "tools": {"listChanged": False},
-    "resources": {},
-    "prompts": {},
-}
+# Only what is served. resources/list and prompts/list still answer empty lists for
+# clients that ask without looking (Codex lists every server's resources).
+CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
+# JSON-RPC batches exist in 2025-03-26 only: 2024-11-05's schema has no batch
+# message and 2025-06-18 removed them.
+BATCH_VERSIONS = frozenset({"2025-03-26"})
+STRUCTURED_CONTENT_SINCE = "2025-06-18"
 
 
 @dataclass
@@ -100,6 +102,16 @@ def request_version(message: Any) -> str | None:
             version = params["_meta"].get(META_VERSION)
             return version if isinstance(version, str) else None
     return None
+
+
+def batches_allowed(version: str | None) -> bool:
+    """Whether a batch may be answered; a peer that negotiated nothing (/rpc, stdio
+    before initialize) speaks plain JSON-RPC 2.0, which has them."""
+    return version is None or version in BATCH_VERSIONS
+
+
+def batch_refused(version: str | None) -> McpError:
+    return McpError(INVALID_REQUEST, f"JSON-RPC batches are not part of protocol {version}")
 
 
 def error_response(request_id: Any, error: McpError) -> dict[str, Any]:
@@ -210,10 +222,15 @@ class Dispatcher:
             }
         if method == "ping":
             return {}
+        version = session.protocol_version
         if method == "tools/list":
-            return {"tools": self.runner.definitions()}
+            return {"tools": self.runner.definitions(version)}
         if method == "tools/call":
-            return await self._call_tool(params, request_id, session, notify)
+            result = await self._call_tool(params, request_id, session, notify)
+            if version is not None and version < STRUCTURED_CONTENT_SINCE:
+                # Older revisions have no structuredContent; content[0].text holds the same JSON.
+                result = {k: v for k, v in result.items() if k != "structuredContent"}
+            return result
         if method == "resources/list":
             return {"resources": []}
         if method == "resources/templates/list":

@@ -20,7 +20,8 @@ from werkzeug.exceptions import HTTPException
 
 from jeeves_mcp import __version__
 from jeeves_mcp.supervisor import savings
-from jeeves_mcp.supervisor.slots import RUN_ID, AcquireRequest, SlotError, SlotManager, SlotState
+from jeeves_mcp.supervisor.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from jeeves_mcp.supervisor.slots import RUN_ID, AcquireRequest, SlotError, SlotManager
 
 log = logging.getLogger("jeeves_mcp.supervisor.api")
 
@@ -208,14 +209,7 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
 
     @app.get("/metrics")
     async def metrics() -> Response:
-        text = manager.metrics.render(manager.counts(), [str(s) for s in SlotState])
-        runs = await manager.savings_by_run(refresh=False)
-        text += savings_metrics(savings.merge(*runs.values()))
-        if manager.fork_server is not None:
-            up = int(manager.fork_server.up.is_set())
-            text += ("# HELP jeeves_mcp_fork_server_up Whether the fork server is ready.\n"
-                     f"# TYPE jeeves_mcp_fork_server_up gauge\njeeves_mcp_fork_server_up {up}\n")
-        return Response(text, mimetype="text/plain; version=0.0.4")
+        return Response(manager.metrics.render(), content_type=METRICS_CONTENT_TYPE)
 
     @app.get("/v1/stats")
     async def stats() -> Response:
@@ -305,27 +299,6 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
         return response
 
     return app
-
-
-def savings_metrics(total: dict[str, Any]) -> str:
-    """Per-tool savings of every slot this daemon knows, live and ended, as Prometheus counters."""
-    lines: list[str] = []
-    for key, help_text in (
-        ("calls", "Tool calls."),
-        ("raw_bytes", "Bytes the tools produced."),
-        ("raw_tokens", "Estimated tokens the tools produced."),
-        ("returned_bytes", "Bytes returned to agents."),
-        ("returned_tokens", "Estimated tokens returned to agents."),
-        ("prunings", "Outputs pruned to a focus question."),
-    ):
-        name = f"jeeves_mcp_tool_{key}_total"
-        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} counter"]
-        lines += [f'{name}{{tool="{tool}"}} {counts[key]}' for tool, counts in sorted(total["tools"].items())]
-    name = "jeeves_mcp_tool_fallbacks_total"
-    lines += [f"# HELP {name} Prunings that fell back to raw output.", f"# TYPE {name} counter"]
-    for tool, counts in sorted(total["tools"].items()):
-        lines += [f'{name}{{tool="{tool}",reason="{reason}"}} {n}' for reason, n in sorted(counts["fallbacks"].items())]
-    return "\n".join(lines) + "\n"
 
 
 def read_tail(path: Path, count: int) -> list[str]:

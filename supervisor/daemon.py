@@ -20,10 +20,11 @@ from jeeves_mcp import __version__, _log
 from jeeves_mcp.preflight import child_start_problem
 from jeeves_mcp.supervisor.api import create_app
 from jeeves_mcp.supervisor.config import DaemonConfig
-from jeeves_mcp.supervisor.events import EventBus, Metrics
+from jeeves_mcp.supervisor.events import EventBus
+from jeeves_mcp.supervisor.metrics import Metrics
 from jeeves_mcp.supervisor.notify import SystemdNotifier
-from jeeves_mcp.supervisor.slots import SlotManager
-from jeeves_mcp.supervisor.store import SlotStore, StateDirInUse, lock_state_dir
+from jeeves_mcp.supervisor.slots import SlotManager, SlotState
+from jeeves_mcp.supervisor.store import SlotStore, StateDirInUse, StoreTooNew, lock_state_dir
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
@@ -108,8 +109,15 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
         problem = await child_start_problem()
         if problem is not None:
             raise DaemonError(f"cannot start a pruner child: {problem} [INSTALL_BROKEN]")
-        sock = control_socket(config.socket)
-        store = SlotStore(config.db_path)
+        try:  # before the socket: a refused store leaves no socket file behind
+            store = SlotStore(config.db_path)
+        except StoreTooNew as exc:
+            raise DaemonError(f"{exc} [STORE_TOO_NEW]") from None
+        try:
+            sock = control_socket(config.socket)
+        except BaseException:
+            store.close()
+            raise
     except BaseException:
         os.close(lock)
         raise
@@ -123,6 +131,10 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
         async with httpx.AsyncClient(timeout=config.health_timeout_s, limits=no_pool) as http, \
                 trio.open_nursery() as root:
             manager = SlotManager(config, store, events, metrics, http)
+            metrics.watch(
+                manager.counts, [str(state) for state in SlotState],
+                lambda: None if manager.fork_server is None else manager.fork_server.up.is_set(),
+            )
             root.start_soon(_watch_signals, shutdown)
             await root.start(manager.run)
             app = create_app(manager, tcp_token=config.tcp_token)

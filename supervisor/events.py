@@ -1,12 +1,11 @@
-"""Slot transitions as events (log line, /v1/events stream) and Prometheus metrics."""
+"""Slot transitions as events: a log line and the /v1/events stream (metrics: metrics.py)."""
 
 from __future__ import annotations
 
 import logging
-import math
 import secrets
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,7 +18,6 @@ log = logging.getLogger("jeeves_mcp.supervisor")
 
 SUBSCRIBER_BUFFER = 256
 BACKLOG = 1024
-LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, math.inf)
 
 
 class EventBus:
@@ -78,57 +76,3 @@ class EventBus:
             self._subscribers.discard(send)
             send.close()
             receive.close()
-
-
-class Histogram:
-    def __init__(self) -> None:
-        self.counts = [0] * len(LATENCY_BUCKETS)
-        self.total = 0.0
-        self.count = 0
-
-    def observe(self, seconds: float) -> None:
-        self.count += 1
-        self.total += seconds
-        for index, bound in enumerate(LATENCY_BUCKETS):
-            if seconds <= bound:
-                self.counts[index] += 1
-
-
-class Metrics:
-    def __init__(self) -> None:
-        self.acquire = Histogram()
-        self.release = Histogram()
-        self.restarts = 0
-        self.health_failures = 0
-        self.start_failures = 0
-        self.lease_expiries = 0
-        self.task_failures = 0  # slot tasks stopped by their error boundary
-        self.spawns: Counter[str] = Counter()  # "fork" (from the fork server) or "cold"
-
-    def render(self, states: Counter[str], all_states: list[str]) -> str:
-        lines = [
-            "# HELP jeeves_mcp_slots Slots by state.",
-            "# TYPE jeeves_mcp_slots gauge",
-            *(f'jeeves_mcp_slots{{state="{state}"}} {states.get(state, 0)}' for state in all_states),
-        ]
-        for name, value, help_text in (
-            ("jeeves_mcp_restarts_total", self.restarts, "Child restarts."),
-            ("jeeves_mcp_health_failures_total", self.health_failures, "Failed child health checks."),
-            ("jeeves_mcp_start_failures_total", self.start_failures, "Slots that could not start a child."),
-            ("jeeves_mcp_lease_expiries_total", self.lease_expiries, "Slots released because their lease ran out."),
-            ("jeeves_mcp_slot_task_failures_total", self.task_failures, "Slot tasks ended by an unexpected error."),
-        ):
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} counter", f"{name} {value}"]
-        lines += ["# HELP jeeves_mcp_spawns_total Children started, by how.",
-                  "# TYPE jeeves_mcp_spawns_total counter"]
-        lines += [f'jeeves_mcp_spawns_total{{mode="{mode}"}} {self.spawns.get(mode, 0)}' for mode in ("fork", "cold")]
-        for name, histogram, help_text in (
-            ("jeeves_mcp_acquire_seconds", self.acquire, "Acquire latency, request to healthy child."),
-            ("jeeves_mcp_release_seconds", self.release, "Release latency, request to child gone."),
-        ):
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} histogram"]
-            for bound, count in zip(LATENCY_BUCKETS, histogram.counts, strict=True):
-                label = "+Inf" if math.isinf(bound) else f"{bound:g}"
-                lines.append(f'{name}_bucket{{le="{label}"}} {count}')
-            lines += [f"{name}_sum {histogram.total:.6f}", f"{name}_count {histogram.count}"]
-        return "\n".join(lines) + "\n"

@@ -36,8 +36,9 @@ from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.child import Child, SpawnError
 from jeeves_mcp.supervisor.config import DaemonConfig
-from jeeves_mcp.supervisor.events import EventBus, Metrics
+from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.forkserver import ForkServer, ForkServerUnavailable
+from jeeves_mcp.supervisor.metrics import Metrics
 from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
 
 log = logging.getLogger("jeeves_mcp.supervisor")
@@ -291,6 +292,7 @@ class SlotManager:
             return
         reported = await savings.fetch(self.http, child.port, slot.record.token, self.config.health_timeout_s)
         if reported is not None and slot.child is child:
+            self.metrics.count_savings(slot.record.stats.get("current", {}), reported)
             slot.record.stats = {"base": slot.record.stats.get("base", {}), "current": reported}
 
     async def savings_by_run(
@@ -326,7 +328,7 @@ class SlotManager:
         """The error boundary of a slot task: a bug or an unexpected error here
         degrades this slot (child stopped, event sent) and never the daemon."""
         log.error("slot.task_failed", exc_info=exc, extra={"run_id": slot.run_id})
-        self.metrics.task_failures += 1
+        self.metrics.task_failures.inc()
         error = f"{type(exc).__name__}: {exc}"[:500]
         child, slot.child = slot.child, None
         if child is not None:
@@ -398,7 +400,7 @@ class SlotManager:
             report()
             return
         except SpawnError as exc:
-            self.metrics.start_failures += 1
+            self.metrics.start_failures.inc()
             problem = await child_start_problem()
             if problem is not None:
                 # Not this run's failure: every run would fail. The acquirer gets an error
@@ -448,12 +450,12 @@ class SlotManager:
         if self.fork_server is not None and self.fork_server.up.is_set():
             try:
                 child = await self.fork_server.spawn(**options)
-                self.metrics.spawns["fork"] += 1
+                self.metrics.spawns.labels(mode="fork").inc()
             except ForkServerUnavailable as exc:
                 self.events.publish("fork_server.unavailable", logging.WARNING, run_id=record.run_id, error=str(exc))
         if child is None:
             child = await children.spawn(**options)
-            self.metrics.spawns["cold"] += 1
+            self.metrics.spawns.labels(mode="cold").inc()
         try:
             with trio.fail_after(self.config.startup_timeout_s):
                 while (problem := await children.ping(self.http, child, record.token, self.config.health_timeout_s)) is not None:
@@ -490,7 +492,7 @@ class SlotManager:
                 )
                 await trio.sleep_forever()  # unavailable for the rest of the run
             slot.record.restarts += 1
-            self.metrics.restarts += 1
+            self.metrics.restarts.inc()
             delay = min(
                 self.config.restart_backoff_max_s,
                 self.config.restart_backoff_s * 2 ** (slot.record.restarts - 1),
@@ -534,7 +536,7 @@ class SlotManager:
                             await self.refresh_stats(slot)
                         continue
                     failures += 1
-                    self.metrics.health_failures += 1
+                    self.metrics.health_failures.inc()
                     self.events.publish(
                         "mcp_pruner.health_failed", logging.WARNING,
                         run_id=slot.run_id, error=problem, consecutive=failures,
@@ -560,7 +562,7 @@ class SlotManager:
                 await slot.lease_changed.wait()
             slot.lease_changed = trio.Event()
             if waiting.cancelled_caught:
-                self.metrics.lease_expiries += 1
+                self.metrics.lease_expiries.inc()
                 slot.record.reason = "lease_expired"
                 self.events.publish("mcp_pruner.lease_expired", logging.WARNING, run_id=slot.run_id)
                 slot.scope.cancel()
@@ -588,7 +590,7 @@ class SlotManager:
             await self._transition(slot, SlotState.SHUTDOWN, event)
         except Exception as exc:  # the end of one slot must not end the daemon
             log.error("slot.finish_failed", exc_info=exc, extra={"run_id": slot.run_id})
-            self.metrics.task_failures += 1
+            self.metrics.task_failures.inc()
         finally:
             slot.child = None
             slot.ready.set()

@@ -48,6 +48,15 @@ CREATE TABLE IF NOT EXISTS quarantine (
     at REAL NOT NULL
 )
 """
+# Forward migrations: step N brings a file at `PRAGMA user_version` N-1 to N, in one
+# transaction. A file written before versions existed reads 0 and holds step 1's tables
+# already (IF NOT EXISTS). Only ever append: a shipped step is never edited.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (SCHEMA, QUARANTINE_SCHEMA),
+    # ended() and live() filter on state and sort on ended_at; ended records pile up.
+    ("CREATE INDEX IF NOT EXISTS slots_state_ended ON slots (state, ended_at)",),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
 JSON_COLUMNS = ("env", "labels", "stats")
 STATES = frozenset({"init", "disabled", "starting", "running", "degraded", "shutdown"})
 _NUMBERS = {"pid": int, "pid_start": int, "port": int, "restarts": int,
@@ -59,6 +68,10 @@ log = logging.getLogger("jeeves_mcp.supervisor.store")
 
 class StateDirInUse(Exception):
     """Another live daemon holds the state dir's lock."""
+
+
+class StoreTooNew(Exception):
+    """The records were written by a newer jeeves-mcp (a downgrade): left untouched."""
 
 
 def lock_state_dir(state_dir: Path) -> int:
@@ -104,6 +117,33 @@ def _shm_usable(path: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+def _migrate(db: sqlite3.Connection, path: Path) -> None:
+    """Bring the file to SCHEMA_VERSION; refuse one written by a newer schema.
+
+    A file already current is only read: a full disk must not stop a daemon from
+    starting on the records it has.
+    """
+    found = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if found > SCHEMA_VERSION:
+        raise StoreTooNew(
+            f"{path} has schema version {found}, newer than this jeeves-mcp's {SCHEMA_VERSION}: "
+            "run the newer jeeves-mcp, or give this daemon a --state-dir of its own"
+        )
+    if found == SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for version in range(found + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[version - 1]:
+                db.execute(statement)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    _log.event(log, "store.migrated", path=str(path), from_version=found, to_version=SCHEMA_VERSION)
 
 
 class BadRecord(ValueError):
@@ -205,10 +245,9 @@ class SlotStore:
                 db.execute("PRAGMA locking_mode=EXCLUSIVE")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(SCHEMA)
-            db.execute(QUARANTINE_SCHEMA)
             if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                 raise sqlite3.DatabaseError("quick_check failed")
+            _migrate(db, path)
         except BaseException:
             db.close()
             raise
@@ -217,6 +256,11 @@ class SlotStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    @property
+    def schema_version(self) -> int:
+        with self._lock:
+            return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
     @property
     def pending(self) -> int:

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from rich.console import Console
 
+from jeeves_mcp.cli._config import codex_table, merge_codex_toml
 from jeeves_mcp.cli._doctor import Check, render_checks
 from jeeves_mcp.cli._slots import format_event, new_lines, render_slots
 from tests._daemon import Daemon
@@ -321,6 +323,29 @@ async def test_config_codex(daemon: Daemon, run_root: Path, tmp_path: Path) -> N
     assert "# keep me" in config.read_text() and token not in config.read_text()
 
 
+NEW_SERVER = {"url": "http://127.0.0.1:9/mcp", "bearer_token_env_var": "JEEVES_MCP_TOKEN"}
+
+
+@pytest.mark.parametrize(("existing", "others"), [
+    # Each spelling TOML allows for the old server, which a regex over [headers] missed.
+    ('[mcp_servers]\njeeves = { url = "old" }\nother.command = "x"  # mine\n', {"other": {"command": "x"}}),
+    ('mcp_servers.jeeves.url = "old"\nmodel = "o3"  # mine\n', {}),
+    ('mcp_servers.other.command = "x"\nmodel = "o3"  # mine\n', {"other": {"command": "x"}}),
+    ('model = "o3"  # mine\nmcp_servers = { other = { command = "x" }, jeeves = { url = "old" } }\n',
+     {"other": {"command": "x"}}),
+    ('[mcp_servers."jeeves"]\nurl = "old"\n[mcp_servers.jeeves.env_http_headers]\nX = "Y"\n'
+     '[profile]  # mine\na = 1\n', {}),
+])
+def test_codex_merge_replaces_the_server_however_it_is_spelled(existing: str, others: dict[str, Any]) -> None:
+    merged = merge_codex_toml(existing, "jeeves", codex_table(NEW_SERVER["url"], "jeeves", "JEEVES_MCP_TOKEN"))
+    parsed = tomllib.loads(merged)
+    assert parsed["mcp_servers"] == {**others, "jeeves": NEW_SERVER}
+    before = tomllib.loads(existing)
+    before.pop("mcp_servers")
+    assert {k: v for k, v in parsed.items() if k != "mcp_servers"} == before  # the rest untouched
+    assert "# mine" in merged
+
+
 async def test_config_agent_sdk(daemon: Daemon, run_root: Path, tmp_path: Path) -> None:
     slot = await acquired(daemon, "run-s", run_root)
     printed = await cli(daemon.socket, "config", "agent-sdk", "run-s", "--name", "prune")
@@ -398,6 +423,22 @@ async def test_doctor_flags_a_socket_others_can_use(tmp_path: Path) -> None:
         listener.close()
     socket_check = checks_by_name(result)["socket"]
     assert socket_check["status"] == "fail" and "0666" in socket_check["detail"]
+
+
+async def test_doctor_accepts_a_socket_for_an_operators_group(tmp_path: Path) -> None:
+    """jeeves-mcp.socket's 0660: the socket's group may use it, others may not."""
+    import socket
+
+    path = tmp_path / "group.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(path))
+        path.chmod(0o660)
+        result = await cli(path, "doctor", "--json", "--state-dir", str(tmp_path))
+    finally:
+        listener.close()
+    socket_check = checks_by_name(result)["socket"]
+    assert socket_check["status"] == "pass" and "0660" in socket_check["detail"], socket_check
 
 
 # -- rendering (rich into a StringIO) --------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
 import stat
 from contextlib import aclosing
@@ -13,7 +14,9 @@ from typing import Any
 import httpx
 import pytest
 import trio
+from prometheus_client.parser import text_string_to_metric_families
 
+from jeeves_mcp import __version__
 from jeeves_mcp.client import AsyncControlClient, ControlClient, ControlError, DaemonUnavailable
 from jeeves_mcp.proc import process_alive
 from tests._daemon import Daemon, running_daemon, stop_group, watch_events
@@ -256,15 +259,43 @@ async def test_no_daemon_is_a_clear_error(tmp_path: Path) -> None:
     assert "jeeves-mcp daemon" in down.value.message
 
 
+def metric(text: str, name: str, **labels: str) -> float | None:
+    """One sample's value, read with prometheus-client's own parser (None when absent)."""
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return sample.value
+    return None
+
+
 async def test_metrics_count_slots_and_latencies(daemon: Daemon, run_root: Path) -> None:
     async with daemon.client() as control:
         await control.acquire("m", run_root)
         text = await control.metrics()
-        assert 'jeeves_mcp_slots{state="running"} 1' in text
-        assert "jeeves_mcp_acquire_seconds_count 1" in text
+        assert metric(text, "jeeves_mcp_slots", state="running") == 1
+        assert metric(text, "jeeves_mcp_slots", state="degraded") == 0
+        assert metric(text, "jeeves_mcp_acquire_seconds_count") == 1
         await control.release("m")
         text = await control.metrics()
-        assert "jeeves_mcp_release_seconds_count 1" in text
+        assert metric(text, "jeeves_mcp_release_seconds_count") == 1
+        # What the daemon is, and what it costs.
+        assert metric(text, "jeeves_mcp_build_info", version=__version__, python=platform.python_version()) == 1
+        assert (metric(text, "process_resident_memory_bytes") or 0) > 0
+        assert (metric(text, "process_start_time_seconds") or 0) > 0
+        assert metric(text, "jeeves_mcp_fork_server_up") == 1
+
+
+async def test_savings_counters_never_go_down_when_a_run_id_comes_back(daemon: Daemon, run_root: Path) -> None:
+    """Counted when a child reports, not recomputed from records: a second run with the same
+    id (its record replaces the first's) adds to the totals."""
+    totals = []
+    async with daemon.client() as control:
+        for _ in range(2):
+            slot = await control.acquire("again", run_root)
+            assert (await read_through(slot))["path"] == "hello.py"
+            await control.release("again")
+            totals.append(metric(await control.metrics(), "jeeves_mcp_tool_calls_total", tool="read"))
+    assert totals == [1, 2]
 
 
 async def test_tcp_control_needs_its_token(tmp_path: Path, run_root: Path) -> None:
@@ -330,8 +361,8 @@ async def test_savings_are_collected_per_run_also_after_release(daemon: Daemon, 
         after = (await control.stats("saver"))["runs"]["saver"]
         assert after["tools"]["read"] == read
         metrics = await control.metrics()
-        assert 'jeeves_mcp_tool_prunings_total{tool="read"} 1' in metrics
-        assert f'jeeves_mcp_tool_raw_bytes_total{{tool="read"}} {read["raw_bytes"]}' in metrics
+        assert metric(metrics, "jeeves_mcp_tool_prunings_total", tool="read") == 1
+        assert metric(metrics, "jeeves_mcp_tool_raw_bytes_total", tool="read") == read["raw_bytes"]
 
 
 async def test_children_come_from_the_fork_server_and_cold_when_it_is_gone(daemon: Daemon, run_root: Path) -> None:
@@ -344,12 +375,12 @@ async def test_children_come_from_the_fork_server_and_cold_when_it_is_gone(daemo
         # Told apart in ps/top/pkill although a forked child shares its zygote's command line.
         assert process_name(forked["pid"]) == "jeeves-pruner"
         assert process_name(zygote) == "jeeves-zygote"
-        assert 'jeeves_mcp_spawns_total{mode="fork"} 1' in await control.metrics()
+        assert metric(await control.metrics(), "jeeves_mcp_spawns_total", mode="fork") == 1
         os.kill(zygote, signal.SIGKILL)
         await log.wait_for("fork_server.exited")
         cold = await control.acquire("cold", run_root)
         assert (await read_through(cold))["path"] == "hello.py"
-        assert 'jeeves_mcp_spawns_total{mode="cold"} 1' in await control.metrics()
+        assert metric(await control.metrics(), "jeeves_mcp_spawns_total", mode="cold") == 1
         assert alive(forked["pid"])  # a zygote's death does not take its children
         await log.wait_for("fork_server.ready")
         assert (await control.healthz())["fork_server"]["pid"] != zygote

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,11 @@ def headers(child: Child, **extra: str) -> dict[str, str]:
     return {"Accept": JSON_AND_SSE, "Content-Type": "application/json", **child.headers(), **extra}
 
 
-async def open_session(http: httpx.AsyncClient, child: Child) -> str:
-    response = await http.post(child.url, json=INIT, headers=headers(child))
+async def open_session(http: httpx.AsyncClient, child: Child, version: str = "2025-06-18") -> str:
+    init = {**INIT, "params": {**INIT["params"], "protocolVersion": version}}
+    response = await http.post(child.url, json=init, headers=headers(child))
     assert response.status_code == 200
-    assert response.json()["result"]["protocolVersion"] == "2025-06-18"
+    assert response.json()["result"]["protocolVersion"] == version
     return response.headers["mcp-session-id"]
 
 
@@ -240,11 +242,68 @@ async def test_symlink_out_of_root_is_refused(child: Child, workspace: Path, tmp
 
 async def test_a_batch_of_malformed_items_gets_its_errors(child: Child) -> None:
     async with httpx.AsyncClient() as http:
-        session = await open_session(http, child)
+        session = await open_session(http, child, "2025-03-26")  # the one revision with batches
         reply = await http.post(child.url, json=[5, {"jsonrpc": "1.0", "method": "x"}],
                                 headers=headers(child, **{"Mcp-Session-Id": session}))
     assert reply.status_code == 400
     assert [error["error"]["code"] for error in reply.json()] == [-32600, -32600]
+
+
+async def test_batches_only_where_the_revision_has_them(child: Child) -> None:
+    pings = [rpc("ping", request_id=1), rpc("ping", request_id=2)]
+    async with httpx.AsyncClient() as http:
+        for version, allowed in [("2024-11-05", False), ("2025-03-26", True), ("2025-06-18", False),
+                                 ("2025-11-25", False)]:
+            session = await open_session(http, child, version)
+            reply = await http.post(child.url, json=pings, headers=headers(
+                child, **{"Mcp-Session-Id": session, "MCP-Protocol-Version": version}))
+            if allowed:
+                assert reply.status_code == 200 and sorted(r["id"] for r in reply.json()) == [1, 2]
+            else:
+                assert reply.status_code == 400, version
+                assert reply.json()["error"]["code"] == -32600
+                assert version in reply.json()["error"]["message"]
+        # initialize never rides in a batch (2025-03-26 says so; later revisions have none).
+        init = await http.post(child.url, json=[{**INIT, "params": {**INIT["params"], "protocolVersion": "2025-03-26"}}],
+                               headers=headers(child))
+        assert init.status_code == 400 and "mcp-session-id" not in init.headers
+        # The legacy /rpc endpoint negotiates nothing: plain JSON-RPC 2.0 keeps its batches.
+        legacy = await http.post(f"{child.base}/rpc", json=pings, headers=child.headers())
+        assert legacy.status_code == 200 and len(legacy.json()) == 2
+
+
+async def test_stdio_refuses_a_batch_after_a_revision_without_them(workspace: Path) -> None:
+    init = {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-11-25"}}
+    process = await trio.lowlevel.open_process(
+        pruner_argv(workspace, "--stdio"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, env={k: v for k, v in os.environ.items() if k != "JEEVES_MCP_TOKEN"},
+    )
+    assert process.stdin is not None and process.stdout is not None
+    replies = process.stdout
+
+    async def exchange(message: Any) -> dict[str, Any]:
+        await process.stdin.send_all(json.dumps(message).encode() + b"\n")
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = await replies.receive_some(65536)
+            assert chunk, "the child closed stdout"
+            line += chunk
+        return json.loads(line)
+
+    try:
+        with trio.fail_after(20):
+            # The lifecycle: the batch is sent once initialize has been answered.
+            assert (await exchange(init))["result"]["protocolVersion"] == "2025-11-25"
+            refused = await exchange([rpc("ping", request_id=5)])
+            assert refused["id"] is None and refused["error"]["code"] == -32600
+            assert (await exchange(rpc("ping", request_id=6)))["result"] == {}
+    finally:
+        await process.stdin.aclose()
+        with trio.CancelScope(shield=True), trio.move_on_after(10):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
 
 
 async def test_stdio_answers_an_empty_batch_and_keeps_going(workspace: Path) -> None:

@@ -162,8 +162,9 @@ async def test_calls_beyond_the_bound_are_refused_at_once(workspace: Path, tmp_p
 async def test_tools_list_is_small() -> None:
     from jeeves_mcp.tools import DEFAULT_TOOLS
 
-    payload = {"tools": [tool.definition() for tool in DEFAULT_TOOLS]}
-    size = len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
-    assert size <= 3 * 1024
-    for tool in payload["tools"]:
-        assert tool["description"] and tool["inputSchema"]["type"] == "object"
+    for version in (None, "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"):
+        payload = {"tools": [tool.definition(version) for tool in DEFAULT_TOOLS]}
+        size = len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
+        assert size <= 3 * 1024, (version, size)
+    for tool in [tool.definition() for tool in DEFAULT_TOOLS]:
+        assert tool["description"] and tool["title"] and tool["inputSchema"]["type"] == "object"

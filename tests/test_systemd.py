@@ -5,6 +5,7 @@ from __future__ import annotations
 import configparser
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -34,7 +35,8 @@ def unit(path: Path) -> configparser.ConfigParser:
 
 
 async def install(target: Path, workspaces: str, bin_path: Path | None = None) -> subprocess.CompletedProcess:
-    args = ["make", "-s", "install-systemd", f"SYSTEMD_DIR={target}", f"WORKSPACES={workspaces}", "SYSTEMCTL=:"]
+    args = ["make", "-s", "install-systemd", f"SYSTEMD_DIR={target}", f"SYSUSERS_DIR={target}/sysusers.d",
+            f"WORKSPACES={workspaces}", "SYSTEMCTL=:", "SYSUSERS=:"]
     if bin_path is not None:
         args.append(f"JEEVES_MCP_BIN={bin_path}")
     return await trio.run_process(args, cwd=REPO, capture_stdout=True, capture_stderr=True, check=True)
@@ -54,9 +56,17 @@ def test_service_unit_settings() -> None:
     # Stopping releases every slot (child grace) and then closes the API gracefully.
     graceful_s = DaemonConfig.model_fields["shutdown_timeout_ms"].default / 1000 + _hypercorn_config([]).graceful_timeout
     assert int(service["TimeoutStopSec"]) > graceful_s
+    # An unprivileged user of its own, declared for systemd-sysusers; operators share its group.
+    assert (service["User"], service["Group"]) == ("jeeves-mcp", "jeeves-mcp") and "DynamicUser" not in service
+    sysusers = (UNITS / "jeeves-mcp.sysusers").read_text().splitlines()
+    assert [line.split()[:2] for line in sysusers if line and not line.startswith("#")] == [["u", "jeeves-mcp"]]
     sock = unit(UNITS / "jeeves-mcp.socket")["Socket"]
     assert sock["ListenStream"] == "%t/jeeves-mcp/control.sock"
-    assert (sock["SocketMode"], sock["Service"]) == ("0600", "jeeves-mcp.service")
+    assert (sock["SocketMode"], sock["SocketGroup"], sock["Service"]) == ("0660", "jeeves-mcp", "jeeves-mcp.service")
+    # What keeps agents' bash working: the network, the host's /tmp, JIT runtimes (node, java).
+    assert {"AF_INET", "AF_INET6", "AF_UNIX"} <= set(service["RestrictAddressFamilies"].split())
+    assert "PrivateNetwork" not in service and "IPAddressDeny" not in service
+    assert "MemoryDenyWriteExecute" not in service and service["SystemCallErrorNumber"] == "EPERM"
 
 
 async def test_install_substitutes_and_systemd_analyze_verifies(tmp_path: Path) -> None:
@@ -69,8 +79,9 @@ async def test_install_substitutes_and_systemd_analyze_verifies(tmp_path: Path) 
     assert service["ExecStart"] == f"{(REPO / '.venv' / 'bin' / 'jeeves-mcp')} daemon"
     assert service["ReadWritePaths"].split() == [f"-{tmp_path}/ws", "-/srv/more", "/tmp", "/var/tmp"]
     assert service["ProtectHome"] == ("read-only" if str(REPO).startswith(("/home/", "/root/")) else "yes")
-    assert not [line for line in (target / "jeeves-mcp.service").read_text().splitlines() if "@" in line
-                and not line.startswith("#")]
+    # No placeholder left (`@system-service` is a syscall set, not one).
+    assert not [line for line in (target / "jeeves-mcp.service").read_text().splitlines()
+                if re.search(r"@[A-Z_]+@", line) and not line.startswith("#")]
     home = await install(tmp_path / "home-units", "/home/someone/runs")
     assert home.returncode == 0
     assert unit(tmp_path / "home-units" / "jeeves-mcp.service")["Service"]["ProtectHome"] == "read-only"
@@ -84,6 +95,32 @@ async def test_install_substitutes_and_systemd_analyze_verifies(tmp_path: Path) 
     )
     assert verified.returncode == 0, verified.stderr.decode()
     assert verified.stderr.decode().strip() == "", verified.stderr.decode()  # no unknown or bad directives
+    assert (target / "sysusers.d" / "jeeves-mcp.conf").read_text() == (UNITS / "jeeves-mcp.sysusers").read_text()
+
+
+MAX_EXPOSURE = 4.5
+
+
+async def test_systemd_analyze_security_exposure(tmp_path: Path) -> None:
+    """The installed service's exposure, as `systemd-analyze security --offline=true` scores it."""
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed")
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    target = tmp_path / "units"
+    await install(target, "/srv/jeeves/workspaces")
+    with trio.fail_after(60):
+        scored = await trio.run_process(
+            [analyze, "security", "--offline=true", "--no-pager", str(target / "jeeves-mcp.service")],
+            capture_stdout=True, capture_stderr=True, check=False,
+        )
+    report = scored.stdout.decode()
+    found = re.search(r"Overall exposure level for jeeves-mcp\.service: ([0-9.]+)", report)
+    if found is None and "offline" in scored.stderr.decode():
+        pytest.skip(f"this systemd-analyze has no --offline: {scored.stderr.decode().strip()}")
+    assert found, report + scored.stderr.decode()
+    assert float(found[1]) <= MAX_EXPOSURE, report
 
 
 async def test_sd_notify_ready_status_watchdog_stopping(tmp_path: Path) -> None:

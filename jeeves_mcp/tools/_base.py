@@ -35,10 +35,9 @@ def timeout_ms_arg(args: dict[str, Any], default: int) -> int:
     return value
 
 
-FOCUS_PROPERTY = {
-    "type": "string",
-    "description": "Return only what answers this; cut blocks become ⟦PRUNÉ⟧ markers for recover_text.",
-}
+# No description: the name says what it does and the server instructions explain
+# the markers; three copies of a sentence would push tools/list past 3 KB (seed 003).
+FOCUS_PROPERTY = {"type": "string"}
 
 
 @dataclass
@@ -80,25 +79,44 @@ class ToolOutput:
 ToolHandler = Callable[[CallContext, dict[str, Any]], Awaitable[ToolOutput]]
 
 
+# MCP tool annotations, only the hints that differ from the spec's defaults
+# (readOnly false, destructive true, idempotent false, openWorld true), to keep
+# tools/list small (seed 003); `destructiveHint` is spelled out for bash because
+# approval prompts key on it.
+READ_ONLY: dict[str, bool] = {"readOnlyHint": True}
+RUNS_COMMANDS: dict[str, bool] = {"destructiveHint": True}
+
+# The revision that introduced each optional field of a tool definition: an
+# older client is sent only what its revision defines.
+DEFINITION_FIELD_SINCE = {"annotations": "2025-03-26", "title": "2025-06-18", "_meta": "2025-06-18"}
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
     description: str
     input_schema: dict[str, Any]
     handler: ToolHandler
+    title: str = ""
+    annotations: dict[str, bool] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @property
     def prunable(self) -> bool:
         return "context_focus_question" in self.input_schema.get("properties", {})
 
-    def definition(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "inputSchema": self.input_schema,
-            "_meta": {"schemaVersion": self.schema_version},
-        }
+    def definition(self, version: str | None = None) -> dict[str, Any]:
+        """The tools/list entry for protocol `version` (None: every field)."""
+        full: dict[str, Any] = {"name": self.name, "title": self.title,
+                                "description": self.description, "inputSchema": self.input_schema}
+        if self.annotations:
+            full["annotations"] = self.annotations
+        full["_meta"] = {"schemaVersion": self.schema_version}
+        if version is None:
+            return full
+        # Revision dates sort as strings; an unknown (newer) one gets everything.
+        return {key: value for key, value in full.items()
+                if version >= DEFINITION_FIELD_SINCE.get(key, "")}
 
 
 def resolve_in_root(config: PrunerConfig, raw: str, *, what: str = "path") -> Path:

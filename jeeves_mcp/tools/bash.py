@@ -11,6 +11,7 @@ from jeeves_mcp.errors import ToolError
 from jeeves_mcp.proc import TAG_VAR, TREE_VAR, command_user, run_command
 from jeeves_mcp.tools._base import (
     FOCUS_PROPERTY,
+    RUNS_COMMANDS,
     CallContext,
     TextOutput,
     Tool,
@@ -119,7 +120,9 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
 
 TOOL = Tool(
     name="bash",
-    description=("Run a shell command in the workspace; returns exit_code, stdout, stderr."),
+    title="Run shell command",
+    description=("Runs cmd in the workspace: exit_code, stdout, stderr."),
     input_schema=SCHEMA,
     handler=run,
+    annotations=RUNS_COMMANDS,
 )

@@ -23,6 +23,7 @@ from jeeves_mcp.proc import command_user, run_command
 from jeeves_mcp.tools import _grep_builtin
 from jeeves_mcp.tools._base import (
     FOCUS_PROPERTY,
+    READ_ONLY,
     CallContext,
     TextOutput,
     Tool,
@@ -206,7 +207,9 @@ async def _run_rg(
 
 TOOL = Tool(
     name="grep",
-    description=("Regex search of workspace files (ripgrep); returns path:line:text lines."),
+    title="Search files",
+    description=("Regex over workspace files (ripgrep): path:line:text."),
     input_schema=SCHEMA,
     handler=run,
+    annotations=READ_ONLY,
 )

@@ -10,7 +10,7 @@ from jeeves_mcp import __version__
 from jeeves_mcp.errors import INVALID_RANGE, PRUNE_ID_NOT_FOUND, McpError
 from jeeves_mcp.pruning import SOURCE_TYPES, EngineError, PruneOptions
 from jeeves_mcp.render import Row, fit_rows, rows_text, text_bytes
-from jeeves_mcp.tools._base import CallContext, Tool, ToolOutput, clip_summary
+from jeeves_mcp.tools._base import READ_ONLY, CallContext, Tool, ToolOutput, clip_summary
 
 PRUNE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -216,25 +216,33 @@ async def health(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
 
 PRUNE_TEXT = Tool(
     name="prune_text",
-    description="Prune text to what goal_hint asks; cut blocks become ⟦PRUNÉ⟧ markers.",
+    title="Prune text",
+    description="Keep what goal_hint asks; cuts become ⟦PRUNÉ⟧ markers.",
     input_schema=PRUNE_SCHEMA,
     handler=prune_text,
+    annotations=READ_ONLY,
 )
 RECOVER_TEXT = Tool(
     name="recover_text",
-    description="Original lines behind a ⟦PRUNÉ prune_id=… lignes a-b⟧ marker.",
+    title="Recover pruned lines",
+    description="Lines behind a ⟦PRUNÉ prune_id=… lignes a-b⟧ marker.",
     input_schema=RECOVER_SCHEMA,
     handler=recover_text,
+    annotations=READ_ONLY,
 )
 RECOVER_RANGE = Tool(
     name="recover_range",
+    title="Recover pruned lines",
     description=RECOVER_TEXT.description,
     input_schema=RECOVER_SCHEMA,
     handler=recover_text,
+    annotations=READ_ONLY,
 )
 HEALTH = Tool(
     name="health",
-    description="Server status and capabilities.",
+    title="Server health",
+    description="Server status.",
     input_schema=HEALTH_SCHEMA,
     handler=health,
+    annotations=READ_ONLY,
 )

@@ -12,6 +12,7 @@ import trio
 from jeeves_mcp.errors import ToolError
 from jeeves_mcp.tools._base import (
     FOCUS_PROPERTY,
+    READ_ONLY,
     CallContext,
     TextOutput,
     Tool,
@@ -134,7 +135,9 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
 
 TOOL = Tool(
     name="read",
-    description="Read a workspace file, whole or `limit` lines from line `offset` (1-based).",
+    title="Read file",
+    description="A workspace file, whole or `limit` lines from `offset` (1-based).",
     input_schema=SCHEMA,
     handler=run,
+    annotations=READ_ONLY,
 )

@@ -27,6 +27,8 @@ from jeeves_mcp.protocol import (
     MODERN_VERSIONS,
     Dispatcher,
     Session,
+    batch_refused,
+    batches_allowed,
     error_response,
     is_valid_id,
     request_version,
@@ -230,6 +232,10 @@ class McpHttpApp:
         messages = message if isinstance(message, list) else [message]
         initializing = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
         response_headers: list[tuple[str, str]] = []
+        if initializing and isinstance(message, list):
+            refused = McpError(INVALID_REQUEST, "initialize must not be part of a JSON-RPC batch")
+            await send_json(send, 400, error_response(None, refused))
+            return
         if initializing:
             entry = self._new_session()
             response_headers.append(("mcp-session-id", entry.session.id))
@@ -239,6 +245,9 @@ class McpHttpApp:
                 return
             entry = found
         session = entry.session
+        if isinstance(message, list) and not batches_allowed(session.protocol_version):
+            await send_json(send, 400, error_response(None, batch_refused(session.protocol_version)))
+            return
         if not any(_is_request(m) for m in messages):
             # Notifications and responses get 202; malformed items still get their errors.
             errors = await self._batch(message, session, None, False)

@@ -13,6 +13,8 @@ from jeeves_mcp.protocol import (
     MODERN_VERSIONS,
     Dispatcher,
     Session,
+    batch_refused,
+    batches_allowed,
     error_response,
     is_valid_id,
     request_version,
@@ -65,6 +67,9 @@ async def serve_stdio(
             return
         if message == []:
             await write(error_response(None, McpError(INVALID_REQUEST, "empty batch")))
+            return
+        if isinstance(message, list) and not batches_allowed(session.protocol_version):
+            await write(error_response(None, batch_refused(session.protocol_version)))
             return
         messages = message if isinstance(message, list) else [message]
         replies = []

@@ -1,0 +1,108 @@
+"""The slot store's schema: versioned (`PRAGMA user_version`), migrated forward on open."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+from jeeves_mcp.supervisor.store import SCHEMA_VERSION, SlotRecord, SlotStore, StoreTooNew
+
+# The slots table as the first release wrote it, before the schema had a version:
+# spelled out here, not imported, so that a change to the code cannot change the old file.
+UNVERSIONED_SCHEMA = """
+CREATE TABLE slots (
+    run_id TEXT PRIMARY KEY, state TEXT NOT NULL, root TEXT NOT NULL, token TEXT NOT NULL,
+    pid INTEGER, pid_start INTEGER, port INTEGER, env TEXT NOT NULL DEFAULT '{}',
+    labels TEXT NOT NULL DEFAULT '{}', pruner_endpoint TEXT, ttl_s REAL, started_at REAL NOT NULL,
+    expires_at REAL, ended_at REAL, restarts INTEGER NOT NULL DEFAULT 0, reason TEXT,
+    stats TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE quarantine (run_id TEXT, row TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL);
+"""
+
+
+def old_store(path: Path, user_version: int) -> None:
+    """A store as an older daemon left it: a live slot and an ended one."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.executescript(UNVERSIONED_SCHEMA)
+    now = time.time()
+    db.execute(
+        "INSERT INTO slots (run_id, state, root, token, pid, pid_start, port, env, labels, started_at, restarts)"
+        " VALUES ('live', 'running', '/srv/run', 'tok', 4242, 99, 41000, ?, ?, ?, 1)",
+        (json.dumps({"A": "1"}), json.dumps({"team": "x"}), now - 60),
+    )
+    db.execute(
+        "INSERT INTO slots (run_id, state, root, token, started_at, ended_at, reason)"
+        " VALUES ('done', 'shutdown', '/srv/old', 'tok2', ?, ?, 'released')",
+        (now - 600, now - 300),
+    )
+    db.execute(f"PRAGMA user_version = {user_version}")
+    db.commit()
+    db.close()
+
+
+def indexes(path: Path) -> set[str]:
+    with sqlite3.connect(path) as db:
+        return {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+
+
+@pytest.mark.parametrize("user_version", [0, 1])  # before versions existed; the first versioned schema
+async def test_a_store_written_by_an_older_schema_opens_migrated(tmp_path: Path, user_version: int) -> None:
+    path = tmp_path / "slots.db"
+    old_store(path, user_version)
+    store = SlotStore(path)
+    try:
+        assert store.schema_version == SCHEMA_VERSION == 2
+        (live,) = await store.live()
+        assert (live.run_id, live.pid, live.port, live.env, live.labels, live.restarts) == (
+            "live", 4242, 41000, {"A": "1"}, {"team": "x"}, 1)
+        (done,) = await store.ended()
+        assert done.run_id == "done" and done.reason == "released"
+        assert await store.save(SlotRecord("new", "running", "/srv/new", "tok3", time.time())) is None
+    finally:
+        store.close()
+    assert "slots_state_ended" in indexes(path)
+    reopened = SlotStore(path)  # current now: opened without another migration
+    try:
+        assert reopened.schema_version == SCHEMA_VERSION
+        assert {r.run_id for r in await reopened.live()} == {"live", "new"}
+    finally:
+        reopened.close()
+
+
+def test_a_new_store_starts_at_the_current_version(tmp_path: Path) -> None:
+    store = SlotStore(tmp_path / "slots.db")
+    try:
+        assert store.schema_version == SCHEMA_VERSION
+    finally:
+        store.close()
+
+
+async def test_a_store_from_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
+    """A downgrade: the older daemon refuses to start rather than quarantine what it cannot read."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    path = state / "slots.sqlite3"  # the name the daemon uses
+    old_store(path, SCHEMA_VERSION + 1)
+    with pytest.raises(StoreTooNew, match=f"schema version {SCHEMA_VERSION + 1}, newer"):
+        SlotStore(path)
+    with trio.fail_after(60):
+        daemon = await trio.run_process(
+            [sys.executable, "-m", "jeeves_mcp", "daemon", "--state-dir", str(state),
+             "--socket", str(tmp_path / "d.sock")],
+            capture_stdout=True, capture_stderr=True, check=False,
+        )
+    assert daemon.returncode == 1, daemon.stderr.decode()
+    assert "[STORE_TOO_NEW]" in daemon.stderr.decode()
+    assert not (tmp_path / "d.sock").exists()
+    with sqlite3.connect(path) as db:  # untouched: both records, the newer version
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
+        assert db.execute("SELECT count(*) FROM slots").fetchone()[0] == 2
+        assert db.execute("SELECT count(*) FROM quarantine").fetchone()[0] == 0
