@@ -70,9 +70,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from jeeves_mcp.config import PrunerConfig  # noqa: E402
-from jeeves_mcp.engine import select_lines  # noqa: E402
-from jeeves_mcp.engine._text import terms  # noqa: E402
-from jeeves_mcp.render import fit_rows, pruned_rows, rows_text, text_bytes, trim_by_order  # noqa: E402
+from jeeves_mcp.pruning.engine import select_lines  # noqa: E402
+from jeeves_mcp.pruning.engine._text import terms  # noqa: E402
+from jeeves_mcp.pruning.render import fit_rows, pruned_rows, rows_text, text_bytes, trim_by_order  # noqa: E402
 
 # What prune_text returns: the pruned rows, line-numbered, with markers, fitted to the
 # child's response budget (the budget's head/tail cut drops whatever did not fit).

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from prune_quality import RESPONSE_BUDGET, SETS  # noqa: E402
 
-from jeeves_mcp.engine import select_lines  # noqa: E402
+from jeeves_mcp.pruning.engine import select_lines  # noqa: E402
 
 SIZES = (2_000, 10_000, 50_000)
 # The set each source type's text comes from.

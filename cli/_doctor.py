@@ -157,7 +157,7 @@ def check_pruner_endpoint(endpoint: str | None) -> Check:
     import trio
 
     from jeeves_mcp.pruning import EngineError
-    from jeeves_mcp.swe_pruner import ExternalEngine
+    from jeeves_mcp.pruning.swe_client import ExternalEngine
 
     async def probe() -> dict:
         engine = ExternalEngine(endpoint)

@@ -95,7 +95,7 @@ async def prune_locally(
     """One pruning with the built-in engine, under seed 001's contract."""
     from jeeves_mcp.config import PrunerConfig
     from jeeves_mcp.pruning import LocalEngine, PruneOptions, Pruner
-    from jeeves_mcp.store import RecoveryStore
+    from jeeves_mcp.pruning.recovery import RecoveryStore
 
     size = len(text.encode("utf-8", "surrogatepass"))
     config = PrunerConfig(root=Path.cwd(), max_prune_input_bytes=max(size, 1))
@@ -147,7 +147,7 @@ def prune(
     import trio
     from rich.console import Console
 
-    from jeeves_mcp.engine import guess_source_type
+    from jeeves_mcp.pruning.engine import guess_source_type
 
     if not question.strip():
         raise _fail("--question is empty")

@@ -22,8 +22,8 @@ import trio
 CHILD_ENTRY_MODULES = (
     "jeeves_mcp.cli._pruner",
     "jeeves_mcp.server",
-    "jeeves_mcp.engine",
-    "jeeves_mcp.swe_pruner",
+    "jeeves_mcp.pruning.engine",
+    "jeeves_mcp.pruning.swe_client",
     "jeeves_mcp.zygote",
 )
 NOT_IN_CHILDREN = ("jeeves_mcp.supervisor", "jeeves_mcp.cli", "jeeves_mcp.__main__", "jeeves_mcp.preflight")

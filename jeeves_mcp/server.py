@@ -18,9 +18,8 @@ from jeeves_mcp import _log
 from jeeves_mcp.config import PrunerConfig
 from jeeves_mcp.pipeline import ToolRunner
 from jeeves_mcp.protocol import Dispatcher
-from jeeves_mcp.pruning import Pruner, make_engine
-from jeeves_mcp.store import RecoveryStore
-from jeeves_mcp.swe_compat import install_routes
+from jeeves_mcp.pruning import Pruner, make_engine, swe_server
+from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.tools import ALIASES, DEFAULT_TOOLS
 from jeeves_mcp.transports.http import McpHttpApp
 from jeeves_mcp.transports.stdio import serve_stdio
@@ -62,8 +61,9 @@ async def serve_http(
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve /mcp, /rpc and /health; reports the bound port once listening."""
-    app = McpHttpApp(server.config, server.dispatcher)
-    install_routes(app, server)
+    app = McpHttpApp(
+        server.config, server.dispatcher, swe_server.routes(server.pruner, server.config)
+    )
     async with trio.open_nursery() as nursery:
         binds = await nursery.start(
             lambda task_status: serve(

@@ -37,9 +37,6 @@ def _preload() -> None:
     import hypercorn.trio  # noqa: F401
     import trio  # noqa: F401
 
-    import jeeves_mcp.engine
-    import jeeves_mcp.server
-    import jeeves_mcp.swe_pruner  # noqa: F401
 
 
 def _reap(signum: int, frame: Any) -> None:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jeeves_mcp.engine import PruneTimeout, Selection, guess_source_type, select_lines
-from jeeves_mcp.render import trim_by_order
+from jeeves_mcp.pruning.engine import PruneTimeout, Selection, guess_source_type, select_lines
+from jeeves_mcp.pruning.render import trim_by_order
 
 PY_SOURCE = '''\
 #!/usr/bin/env python3
@@ -518,7 +518,7 @@ def test_a_number_asked_about_survives_the_budget_in_plain_data(source_type):
 
 def test_plural_acronym_is_one_term():
     """"URLs" in a question is the `url` of the code, not the parts "ur" and "ls"."""
-    from jeeves_mcp.engine._text import query_terms, terms
+    from jeeves_mcp.pruning.engine._text import query_terms, terms
 
     assert "url" in query_terms("Fix digest authentication for URLs with reserved characters")
     assert "ur" not in query_terms("Fix digest authentication for URLs")

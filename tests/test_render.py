@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from jeeves_mcp.render import fit_lines, fit_rows, raw_rows, rows_text, text_bytes
+from jeeves_mcp.pruning.render import fit_lines, fit_rows, raw_rows, rows_text, text_bytes
 
 MARKER = re.compile(r"^⟦PRUNÉ: prune_id=(\S+) lignes (\d+)-(\d+) \((\d+)\) raison=(.*)⟧$", re.M)
 
@@ -44,7 +44,7 @@ async def test_a_final_newline_is_not_a_line_of_its_own():
     # read says 632 lines, prune said "kept 159 of 633" and seq's view ended with "20001│".
     from jeeves_mcp.config import PrunerConfig
     from jeeves_mcp.pruning import LocalEngine, PruneOptions, Pruner
-    from jeeves_mcp.store import RecoveryStore
+    from jeeves_mcp.pruning.recovery import RecoveryStore
 
     pruner = Pruner(PrunerConfig(), RecoveryStore(60, 1 << 20), LocalEngine())
     text = "".join(f"{i}\n" for i in range(1, 2001))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tracemalloc
 
-from jeeves_mcp.store import RecoveryStore
+from jeeves_mcp.pruning.recovery import RecoveryStore
 
 cost = RecoveryStore.cost
 

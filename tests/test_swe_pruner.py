@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from jeeves_mcp.pruning import EngineError, PruneOptions, PruneOutcome
-from jeeves_mcp.swe_pruner import ExternalEngine, parse_prune_response, service_line_owners
+from jeeves_mcp.pruning.swe_client import ExternalEngine, parse_prune_response, service_line_owners
 from tests._child import Child, running_child
 from tests.fake_swe_pruner import refused_endpoint, running_fake
 from tests.test_http import call
@@ -403,7 +403,7 @@ def test_markers_have_their_own_style() -> None:
     from rich.console import Console
 
     from jeeves_mcp.cli._prune import render_pretty
-    from jeeves_mcp.render import Row
+    from jeeves_mcp.pruning.render import Row
 
     outcome = PruneOutcome(
         prune_id="prn_x",

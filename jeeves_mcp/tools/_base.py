@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from jeeves_mcp.config import PrunerConfig
     from jeeves_mcp.progress import ProgressReporter
     from jeeves_mcp.pruning import Pruner
-    from jeeves_mcp.store import RecoveryStore
+    from jeeves_mcp.pruning.recovery import RecoveryStore
 
 SCHEMA_VERSION = 1
 

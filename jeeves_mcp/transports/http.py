@@ -35,10 +35,11 @@ from jeeves_mcp.protocol import (
     unsupported_version,
 )
 from jeeves_mcp.tools.prune import health_payload
-from jeeves_mcp.transports._asgi import (
+from jeeves_mcp.transports.asgi import (
     BodyTooLarge,
     ClientGone,
     Receive,
+    Routes,
     Send,
     end_stream,
     header,
@@ -56,7 +57,6 @@ LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 MODERN_ERROR_STATUS = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400, -32601: 404}
 
 NOTHING = object()  # no message: the request was already answered (null is a valid JSON body)
-Route = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
 
 
 class HttpSession:
@@ -70,12 +70,14 @@ class HttpSession:
 
 
 class McpHttpApp:
-    def __init__(self, config: PrunerConfig, dispatcher: Dispatcher) -> None:
+    def __init__(
+        self, config: PrunerConfig, dispatcher: Dispatcher, routes: Routes | None = None
+    ) -> None:
         self.config = config
         self.dispatcher = dispatcher
         self.sessions: OrderedDict[str, HttpSession] = OrderedDict()
         self.rpc_session = Session(id="rpc")
-        self.extra_routes: dict[tuple[str, str], Route] = {}
+        self.extra_routes: Routes = dict(routes or {})
         self._token = config.token.encode() if config.token else None
         self._loopback = _is_local_host(config.host)
 
@@ -119,7 +121,7 @@ class McpHttpApp:
             elif await self.guard(scope, send):
                 await self._rpc(receive, send)
         elif (method, path) in self.extra_routes:
-            await self.extra_routes[(method, path)](scope, receive, send)
+            await self.extra_routes[(method, path)](self, scope, receive, send)
         else:
             await _status(send, 404, f"no route {method} {path}")
 

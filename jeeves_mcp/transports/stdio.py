@@ -20,7 +20,7 @@ from jeeves_mcp.protocol import (
     request_version,
     unsupported_version,
 )
-from jeeves_mcp.transports._asgi import dumps
+from jeeves_mcp.transports.asgi import dumps
 
 log = logging.getLogger("jeeves_mcp.stdio")
 

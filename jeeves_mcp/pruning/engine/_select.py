@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 
-from jeeves_mcp.render import fill_cheap_gaps, marker_change
+from jeeves_mcp.pruning.contract import Selection, protected_lines
+from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change
 
 from ._code import GENERIC, code_layout
 from ._docs import docs_layout
@@ -19,8 +19,6 @@ from ._units import Layout
 
 __all__ = ["PruneTimeout", "Selection", "select_lines"]
 
-NO_PRUNE_BEGIN = "⟦NO_PRUNE_BEGIN⟧"
-NO_PRUNE_END = "⟦NO_PRUNE_END⟧"
 
 # Share of the characters the ranked units may fill; the best unit is kept even past it.
 BUDGET = 0.25
@@ -65,12 +63,6 @@ COMPLETE_SHARE = 0.2
 CONTEXT_CHEAP = 0.05
 
 
-@dataclass(frozen=True)
-class Selection:
-    keep: list[bool]
-    reasons: list[str | None]
-    # Line indices, most worth showing first: a smaller view keeps a prefix of it.
-    order: list[int] | None = None
 
 
 def _check(deadline: float | None) -> None:
@@ -305,14 +297,9 @@ def _enforce(
     """The invariants: protected blocks, at most max_prune_ratio pruned, min_keep_lines,
     enclosing signatures and headings of every kept line, atoms whole."""
     n = len(lines)
-    inside = False
-    for i, line in enumerate(lines):
-        if NO_PRUNE_BEGIN in line:
-            inside = True
-        if inside:
+    for i, protect in enumerate(protected_lines(lines)):
+        if protect:
             keep[i] = True
-        if NO_PRUNE_END in line:
-            inside = False
     ratio = min(1.0, max(0.0, max_prune_ratio))
     need = max(n - math.floor(n * ratio + 1e-9), min(n, max(0, min_keep_lines)))
     have = sum(keep)

@@ -1,7 +1,7 @@
 """SWE-Pruner's own HTTP API served by a pruner child, backed by its engine.
 
 `POST /prune` takes SWE-Pruner's `PruneRequest` and answers its
-`PruneResponse` (see `jeeves_mcp.swe_pruner` for the protocol and where it
+`PruneResponse` (see `jeeves_mcp.pruning.swe_client` for the protocol and where it
 comes from), so an integration written for SWE-Pruner can point at a child
 and prune on the CPU, without the model. `GET /health` is already answered
 by the transport with {"status": "healthy", "model_loaded": true, ...},
@@ -36,19 +36,17 @@ import json
 import logging
 import math
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jeeves_mcp import _log
-from jeeves_mcp.pruning import PruneOptions, estimate_tokens
-from jeeves_mcp.transports._asgi import Receive, Send, send_json
+from jeeves_mcp.config import PrunerConfig
+from jeeves_mcp.pruning.contract import PruneOptions, estimate_tokens
+from jeeves_mcp.pruning.pruner import Pruner
+from jeeves_mcp.transports.asgi import Receive, RouteHost, Routes, Send, send_json
 
-if TYPE_CHECKING:
-    from jeeves_mcp.server import PrunerServer
-    from jeeves_mcp.transports.http import McpHttpApp
+__all__ = ["BadRequest", "parse_request", "prune_response", "routes"]
 
-__all__ = ["BadRequest", "install_routes", "parse_request", "prune_response"]
-
-log = logging.getLogger("jeeves_mcp.swe_compat")
+log = logging.getLogger("jeeves_mcp.pruning.swe_server")
 
 DEFAULTS: dict[str, Any] = {"threshold": 0.5, "always_keep_first_frags": False, "chunk_overlap_tokens": 50}
 FILTERED = "(filtered {} lines)"
@@ -93,7 +91,7 @@ def prune_response(
     code: str, query: str, keep: list[bool], error_msg: str | None
 ) -> dict[str, Any]:
     """SWE-Pruner's PruneResponse for `code.splitlines()` and a keep-mask over it."""
-    from jeeves_mcp.engine._text import query_terms, terms
+    from jeeves_mcp.pruning.engine import query_terms, terms
 
     lines = code.splitlines()
     rendered: list[str] = []
@@ -123,22 +121,22 @@ def prune_response(
     }
 
 
-async def prune_swe(server: PrunerServer, request: dict[str, Any]) -> dict[str, Any]:
-    """Answer one parsed PruneRequest with the server's pruner."""
-    from jeeves_mcp.engine import guess_source_type
+async def prune_swe(pruner: Pruner, config: PrunerConfig, request: dict[str, Any]) -> dict[str, Any]:
+    """Answer one parsed PruneRequest with `pruner`."""
+    from jeeves_mcp.pruning.engine import guess_source_type
 
     code, query = request["code"], request["query"]
     lines = code.splitlines()
     if not lines or request["threshold"] == 0:
         return prune_response(code, query, [True] * len(lines), None)
-    if not server.config.pruning_enabled:
+    if not config.pruning_enabled:
         return prune_response(code, query, [True] * len(lines), "disabled_or_unconfigured")
-    outcome = await server.pruner.prune(
+    outcome = await pruner.prune(
         "\n".join(lines),  # the pruner numbers lines by "\n"; SWE-Pruner by splitlines()
         query,
         guess_source_type(None, code),
         PruneOptions(
-            timeout_ms=server.config.prune_timeout_ms, annotate_lines=False, include_markers=False
+            timeout_ms=config.prune_timeout_ms, annotate_lines=False, include_markers=False
         ),
     )
     keep = [True] * len(lines)
@@ -151,10 +149,10 @@ async def prune_swe(server: PrunerServer, request: dict[str, Any]) -> dict[str, 
     return prune_response(code, query, keep, error_msg or None)
 
 
-def install_routes(app: McpHttpApp, server: PrunerServer) -> None:
-    """Serve `POST /prune` in SWE-Pruner's format on `app`."""
+def routes(pruner: Pruner, config: PrunerConfig) -> Routes:
+    """`POST /prune` in SWE-Pruner's format, for the child's HTTP app to serve."""
 
-    async def prune_route(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+    async def prune_route(app: RouteHost, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         # The app's guard (Host/Origin, bearer token) and bounded body reader
         # (413, 408), as for /rpc.
         if not await app.guard(scope, send):
@@ -170,7 +168,7 @@ def install_routes(app: McpHttpApp, server: PrunerServer) -> None:
             _log.event(log, "swe_compat.bad_request", logging.WARNING, problem=message)
             await send_json(send, 400, {"error": {"code": 400, "message": message}, "detail": message})
             return
-        answer = await app.watching(receive, prune_swe(server, request))
+        answer = await app.watching(receive, prune_swe(pruner, config, request))
         _log.event(
             log,
             "swe_compat.prune",
@@ -181,11 +179,12 @@ def install_routes(app: McpHttpApp, server: PrunerServer) -> None:
         )
         await send_json(send, 200, answer)
 
-    async def wrong_method(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+    async def wrong_method(app: RouteHost, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         message = "use POST"
         await send_json(send, 405, {"error": {"code": 405, "message": message}, "detail": message},
                         [("allow", "POST")])
 
-    app.extra_routes[("POST", "/prune")] = prune_route
+    served: Routes = {("POST", "/prune"): prune_route}
     for method in ("GET", "PUT", "DELETE", "PATCH"):
-        app.extra_routes[(method, "/prune")] = wrong_method
+        served[(method, "/prune")] = wrong_method
+    return served

@@ -4,10 +4,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class RouteHost(Protocol):
+    """What an extra route may use of the app that serves it."""
+
+    async def guard(self, scope: dict[str, Any], send: Send) -> bool: ...
+
+    async def read_body(self, receive: Receive, send: Send) -> bytes | None: ...
+
+    async def watching(self, receive: Receive, work: Awaitable[Any]) -> Any: ...
+
+
+# An extra route: the app serving it, then the ASGI call.
+Route = Callable[[RouteHost, dict[str, Any], Receive, Send], Awaitable[None]]
+Routes = dict[tuple[str, str], Route]
 
 
 class BodyTooLarge(Exception):

@@ -57,11 +57,11 @@ import httpx
 import trio
 
 from jeeves_mcp import _log
-from jeeves_mcp.pruning import EngineError, PruneOptions, Selection, protected_lines
+from jeeves_mcp.pruning.contract import EngineError, PruneOptions, Selection, protected_lines
 
 __all__ = ["DEFAULT_THRESHOLD", "ExternalEngine", "parse_prune_response", "service_line_owners"]
 
-log = logging.getLogger("jeeves_mcp.swe_pruner")
+log = logging.getLogger("jeeves_mcp.pruning.swe_client")
 
 DEFAULT_THRESHOLD = 0.5  # SWE-Pruner's PruneRequest default
 DEFAULT_CHUNK_OVERLAP_TOKENS = 50  # idem

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from jeeves_mcp.pruning import estimate_tokens
+from jeeves_mcp.pruning.contract import estimate_tokens
 
 
 @dataclass

@@ -7,5 +7,6 @@ question with BM25F, and the best ones are kept whole with what encloses them.
 
 from ._select import PruneTimeout, Selection, select_lines
 from ._sniff import guess_source_type
+from ._text import query_terms, terms
 
-__all__ = ["PruneTimeout", "Selection", "guess_source_type", "select_lines"]
+__all__ = ["PruneTimeout", "Selection", "guess_source_type", "query_terms", "select_lines", "terms"]

@@ -9,72 +9,38 @@ with a warning code, so a broken engine can never cost the agent its output.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 
 from jeeves_mcp import _log
 from jeeves_mcp.config import PrunerConfig
-from jeeves_mcp.render import BUDGET_REASON, Row, pruned_rows, raw_rows, rows_text, trim_by_order
-from jeeves_mcp.store import RecoveryStore
+from jeeves_mcp.pruning.recovery import RecoveryStore
+from jeeves_mcp.pruning.render import (
+    BUDGET_REASON,
+    Row,
+    pruned_rows,
+    raw_rows,
+    rows_text,
+    trim_by_order,
+)
+
+from .contract import (
+    Engine,
+    EngineError,
+    PruneOptions,
+    Selection,
+    check_selection,
+    estimate_tokens,
+)
 
 log = logging.getLogger("jeeves_mcp.pruning")
 
-NO_PRUNE_BEGIN = "⟦NO_PRUNE_BEGIN⟧"
-NO_PRUNE_END = "⟦NO_PRUNE_END⟧"
-SOURCE_TYPES = ("code", "logs", "docs")
-
-
-@dataclass(frozen=True)
-class PruneOptions:
-    max_prune_ratio: float = 0.9
-    min_keep_lines: int = 0
-    timeout_ms: int = 3000
-    annotate_lines: bool = True
-    include_markers: bool = True
-    # Bytes the pruned view may take in the response (not a seed 001 option: the
-    # response budget of seed 002); None for no bound.
-    max_bytes: int | None = None
-
-
-@dataclass(frozen=True)
-class Selection:
-    keep: list[bool]
-    reasons: list[str | None]
-    # Line indices, most worth showing first, when the engine ranks lines: a view
-    # over budget then drops the lines that come last instead of its middle.
-    order: list[int] | None = None
-
-
-class EngineError(Exception):
-    """An engine could not prune; `kind` is seed 000's `pruning.error` value."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind  # "timeout" | "http_error" | "invalid_response" | "internal_error"
-
-
-class Engine(Protocol):
-    name: str
-
-    async def select(
-        self,
-        lines: list[str],
-        question: str,
-        source_type: str,
-        *,
-        options: PruneOptions,
-        path: str | None,
-    ) -> Selection: ...
-
-    async def aclose(self) -> None: ...
-
 
 class LocalEngine:
-    """The built-in engine (`jeeves_mcp.engine`), run in a worker thread."""
+    """The built-in engine (`jeeves_mcp.pruning.engine`), run in a worker thread."""
 
     name = "builtin"
 
@@ -87,7 +53,7 @@ class LocalEngine:
         options: PruneOptions,
         path: str | None,
     ) -> Selection:
-        from jeeves_mcp import engine  # imported on first use: keeps child start-up light
+        from jeeves_mcp.pruning import engine  # imported on first use: keeps child start-up light
 
         timeout_s = options.timeout_ms / 1000
         deadline = time.monotonic() + timeout_s
@@ -143,42 +109,6 @@ class PruneOutcome:
             "stats": self.stats,
             "warnings": self.warnings,
         }
-
-
-def estimate_tokens(text: str) -> int:
-    # Four characters a token is the usual rule of thumb for code and English.
-    return math.ceil(len(text) / 4)
-
-
-def protected_lines(lines: list[str]) -> list[bool]:
-    """Lines inside ⟦NO_PRUNE_BEGIN⟧ ... ⟦NO_PRUNE_END⟧, directive lines included."""
-    protected = [False] * len(lines)
-    inside = False
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        if stripped.endswith(NO_PRUNE_BEGIN) or stripped == NO_PRUNE_BEGIN:
-            inside = True
-        if inside:
-            protected[i] = True
-        if NO_PRUNE_END in stripped:
-            inside = False
-    return protected
-
-
-def check_selection(selection: Selection, lines: list[str], options: PruneOptions) -> str | None:
-    """The first broken invariant, or None."""
-    n = len(lines)
-    if len(selection.keep) != n or len(selection.reasons) != n:
-        return "engine returned a selection of the wrong length"
-    kept = sum(selection.keep)
-    if n - kept > math.floor(options.max_prune_ratio * n + 1e-9):
-        return f"pruned {n - kept} of {n} lines, above max_prune_ratio {options.max_prune_ratio}"
-    if kept < min(options.min_keep_lines, n):
-        return f"kept {kept} lines, fewer than min_keep_lines {options.min_keep_lines}"
-    for keep, protect in zip(selection.keep, protected_lines(lines), strict=True):
-        if protect and not keep:
-            return "pruned a line inside a NO_PRUNE block"
-    return None
 
 
 class Pruner:
@@ -327,7 +257,7 @@ def _fit_by_order(
 
 def make_engine(config: PrunerConfig) -> Engine:
     if config.pruner_endpoint:
-        from jeeves_mcp.swe_pruner import ExternalEngine
+        from jeeves_mcp.pruning.swe_client import ExternalEngine
 
         return ExternalEngine(
             config.pruner_endpoint,

@@ -18,7 +18,7 @@ import heapq
 import math
 from collections.abc import Iterator, Sequence
 
-from jeeves_mcp.render import marker_change, numbered_line_bytes
+from jeeves_mcp.pruning.render import marker_change, numbered_line_bytes
 
 from ._units import Layout
 
