@@ -19,13 +19,13 @@ import trio
 
 from jeeves_mcp import _log
 from jeeves_mcp.config import PrunerConfig
-from jeeves_mcp.errors import INVALID_PARAMS, McpError, ToolError
-from jeeves_mcp.progress import ProgressReporter
+from jeeves_mcp.mcp.errors import INVALID_PARAMS, McpError, ToolError
+from jeeves_mcp.mcp.progress import ProgressReporter
+from jeeves_mcp.mcp.schema import validate
 from jeeves_mcp.pruning import PruneOptions, Pruner
 from jeeves_mcp.pruning.counters import SavingsStats
 from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.pruning.render import Row, fit_lines, fit_rows, rows_text, text_bytes
-from jeeves_mcp.schema import validate
 from jeeves_mcp.tools._base import CallContext, TextOutput, Tool, ToolOutput
 
 log = logging.getLogger("jeeves_mcp.tools")

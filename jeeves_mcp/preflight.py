@@ -21,7 +21,7 @@ import trio
 # What `jeeves-mcp pruner` and the fork server import, then every other module of the core.
 CHILD_ENTRY_MODULES = (
     "jeeves_mcp.cli._pruner",
-    "jeeves_mcp.server",
+    "jeeves_mcp.mcp.server",
     "jeeves_mcp.pruning.engine",
     "jeeves_mcp.pruning.swe_client",
     "jeeves_mcp.zygote",

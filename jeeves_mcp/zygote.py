@@ -72,7 +72,7 @@ def _child(request: dict[str, Any], stdout_fd: int, control: socket.socket) -> N
 
         from jeeves_mcp import _log
         from jeeves_mcp.config import load_config
-        from jeeves_mcp.server import run_pruner
+        from jeeves_mcp.mcp.server import run_pruner
 
         _log.configure(logging.INFO, file=request["log_file"], file_bytes=request["log_bytes"])
         config = load_config(os.environ, root=request["root"], port=request["port"])

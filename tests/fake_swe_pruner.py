@@ -32,7 +32,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from jeeves_mcp.transports.asgi import Receive, Send, read_body, send_bytes, send_json
+from jeeves_mcp.mcp.transports.asgi import Receive, Send, read_body, send_bytes, send_json
 
 MODES = ("normal", "slow", "500", "malformed", "missing", "mistyped", "out_of_range", "cannot_prune")
 REQUEST_FIELDS = {

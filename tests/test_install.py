@@ -28,7 +28,7 @@ from jeeves_mcp.client import ControlError
 from jeeves_mcp.preflight import child_start_problem
 from tests._daemon import running_daemon
 
-MISSING = "No module named 'jeeves_mcp.transports'"
+MISSING = "No module named 'jeeves_mcp.mcp.transports'"
 
 
 def installed_copy(tmp: Path) -> tuple[str, Path]:
@@ -47,12 +47,12 @@ def installed_copy(tmp: Path) -> tuple[str, Path]:
 
 
 def break_it(package: Path) -> None:
-    """The defect of issue 10: a wheel without jeeves_mcp/transports."""
-    shutil.move(str(package / "transports"), str(package.parent / "transports.removed"))
+    """The defect of issue 10: a wheel without jeeves_mcp/mcp/transports."""
+    shutil.move(str(package / "mcp" / "transports"), str(package.parent / "transports.removed"))
 
 
 def repair(package: Path) -> None:
-    shutil.move(str(package.parent / "transports.removed"), str(package / "transports"))
+    shutil.move(str(package.parent / "transports.removed"), str(package / "mcp" / "transports"))
 
 
 async def run(argv: list[str], tmp: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -69,8 +69,8 @@ async def test_preflight_passes_on_this_installation() -> None:
 
 async def test_the_copy_is_the_installation_its_python_uses(tmp_path: Path) -> None:
     python, package = installed_copy(tmp_path)
-    done = await run([python, "-I", "-c", "import jeeves_mcp.transports.http as m; print(m.__file__)"], tmp_path)
-    assert done.stdout.decode().strip() == str(package / "transports" / "http.py")
+    done = await run([python, "-I", "-c", "import jeeves_mcp.mcp.transports.http as m; print(m.__file__)"], tmp_path)
+    assert done.stdout.decode().strip() == str(package / "mcp" / "transports" / "http.py")
     break_it(package)
     done = await run([python, "-I", "-m", "jeeves_mcp.preflight"], tmp_path)
     assert done.returncode == 1 and MISSING in done.stderr.decode()

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import trio
 
-from jeeves_mcp.progress import ProgressReporter
+from jeeves_mcp.mcp.progress import ProgressReporter
 from tests._child import Child, running_child
 from tests.test_http import INIT, call, headers, rpc
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from jeeves_mcp.errors import ToolError
+from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import (
     TAG_VAR,
     TREE_VAR,

@@ -22,7 +22,7 @@ from typing import Any
 
 import trio
 
-from jeeves_mcp.errors import ToolError
+from jeeves_mcp.mcp.errors import ToolError
 
 from .tree import KILL_WAIT_S, TAG_VAR, TREE_VAR, kill_tree
 

@@ -40,9 +40,9 @@ from typing import Any
 
 from jeeves_mcp import _log
 from jeeves_mcp.config import PrunerConfig
+from jeeves_mcp.mcp.transports.asgi import Receive, RouteHost, Routes, Send, send_json
 from jeeves_mcp.pruning.contract import PruneOptions, estimate_tokens
 from jeeves_mcp.pruning.pruner import Pruner
-from jeeves_mcp.transports.asgi import Receive, RouteHost, Routes, Send, send_json
 
 __all__ = ["BadRequest", "parse_request", "prune_response", "routes"]
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jeeves_mcp.errors import INVALID_PARAMS, McpError, ToolError
+from jeeves_mcp.mcp.errors import INVALID_PARAMS, McpError, ToolError
 
 if TYPE_CHECKING:
     from jeeves_mcp.config import PrunerConfig
-    from jeeves_mcp.progress import ProgressReporter
+    from jeeves_mcp.mcp.progress import ProgressReporter
     from jeeves_mcp.pruning import Pruner
     from jeeves_mcp.pruning.recovery import RecoveryStore
 

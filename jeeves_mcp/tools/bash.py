@@ -7,7 +7,7 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
-from jeeves_mcp.errors import ToolError
+from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import TAG_VAR, TREE_VAR, command_user, run_command
 from jeeves_mcp.tools._base import (
     FOCUS_PROPERTY,

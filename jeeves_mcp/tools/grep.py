@@ -18,7 +18,7 @@ from typing import Any
 
 import trio
 
-from jeeves_mcp.errors import ToolError
+from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import command_user, run_command
 from jeeves_mcp.tools import _grep_builtin
 from jeeves_mcp.tools._base import (

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from jeeves_mcp import __version__
-from jeeves_mcp.errors import INVALID_RANGE, PRUNE_ID_NOT_FOUND, McpError
+from jeeves_mcp.mcp.errors import INVALID_RANGE, PRUNE_ID_NOT_FOUND, McpError
 from jeeves_mcp.pruning import SOURCE_TYPES, EngineError, PruneOptions
 from jeeves_mcp.pruning.render import Row, fit_rows, rows_text, text_bytes
 from jeeves_mcp.tools._base import READ_ONLY, CallContext, Tool, ToolOutput, clip_summary

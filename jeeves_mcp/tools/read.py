@@ -9,7 +9,7 @@ from typing import Any, BinaryIO
 
 import trio
 
-from jeeves_mcp.errors import ToolError
+from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.tools._base import (
     FOCUS_PROPERTY,
     READ_ONLY,

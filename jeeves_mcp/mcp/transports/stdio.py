@@ -8,8 +8,8 @@ from typing import Any
 
 import trio
 
-from jeeves_mcp.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError
-from jeeves_mcp.protocol import (
+from jeeves_mcp.mcp.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError
+from jeeves_mcp.mcp.protocol import (
     MODERN_VERSIONS,
     Dispatcher,
     Session,
@@ -20,7 +20,7 @@ from jeeves_mcp.protocol import (
     request_version,
     unsupported_version,
 )
-from jeeves_mcp.transports.asgi import dumps
+from jeeves_mcp.mcp.transports.asgi import dumps
 
 log = logging.getLogger("jeeves_mcp.stdio")
 

@@ -20,9 +20,9 @@ import trio
 
 from jeeves_mcp import _log
 from jeeves_mcp.config import PrunerConfig
-from jeeves_mcp.errors import HEADER_MISMATCH, INVALID_REQUEST, PARSE_ERROR, McpError
-from jeeves_mcp.progress import Notify
-from jeeves_mcp.protocol import (
+from jeeves_mcp.mcp.errors import HEADER_MISMATCH, INVALID_REQUEST, PARSE_ERROR, McpError
+from jeeves_mcp.mcp.progress import Notify
+from jeeves_mcp.mcp.protocol import (
     HANDSHAKE_VERSIONS,
     MODERN_VERSIONS,
     Dispatcher,
@@ -34,8 +34,7 @@ from jeeves_mcp.protocol import (
     request_version,
     unsupported_version,
 )
-from jeeves_mcp.tools.prune import health_payload
-from jeeves_mcp.transports.asgi import (
+from jeeves_mcp.mcp.transports.asgi import (
     BodyTooLarge,
     ClientGone,
     Receive,
@@ -49,6 +48,7 @@ from jeeves_mcp.transports.asgi import (
     send_sse_event,
     start_sse,
 )
+from jeeves_mcp.tools.prune import health_payload
 
 log = logging.getLogger("jeeves_mcp.http")
 

@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from jeeves_mcp import __version__, _log
-from jeeves_mcp.errors import (
+from jeeves_mcp.mcp.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -29,8 +29,8 @@ from jeeves_mcp.errors import (
     McpError,
     ToolError,
 )
+from jeeves_mcp.mcp.progress import Notify, ProgressReporter
 from jeeves_mcp.pipeline import ToolRunner, error_result
-from jeeves_mcp.progress import Notify, ProgressReporter
 from jeeves_mcp.tools.prune import health_payload
 
 log = logging.getLogger("jeeves_mcp.protocol")
