@@ -250,6 +250,18 @@ async def test_request_errors_and_usage_errors(daemon: Daemon, run_root: Path) -
     assert (await cli(daemon.socket, "ls", "--json")).json() == {"slots": []}
 
 
+async def test_reacquire_with_another_root_is_one_line_conflict(daemon: Daemon, run_root: Path, tmp_path: Path) -> None:
+    await acquired(daemon, "twice", run_root)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    result = await cli(daemon.socket, "acquire", "twice", "--root", str(other))
+    assert result.code == 1 and result.out == ""
+    line, = result.err.splitlines()
+    assert line.startswith("jeeves-mcp acquire: ") and line.endswith(" [CONFLICT]")
+    assert f"root {run_root} (not {other})" in line
+    assert (await cli(daemon.socket, "release", "twice")).code == 0
+
+
 async def test_help_documents_exit_codes(tmp_path: Path) -> None:
     result = await cli(tmp_path / "x.sock", "--help")
     assert result.code == 0
