@@ -262,6 +262,27 @@ async def test_reacquire_with_another_root_is_one_line_conflict(daemon: Daemon, 
     assert (await cli(daemon.socket, "release", "twice")).code == 0
 
 
+USAGE_ERRORS = [
+    (["acquire", "r"], "jeeves-mcp acquire: bad usage: --root is required"),
+    (["acquire", "r", "--root", "/nonexistent/run"], "--root: directory '/nonexistent/run' does not exist"),
+    (["acquire", "r", "--root", "/tmp", "--ttl", "-5"], "jeeves-mcp acquire: bad usage: --ttl must be more than 0, not -5"),
+    (["ls", "--bogus"], "jeeves-mcp ls: bad usage: unknown option --bogus"),
+    (["logs", "r", "--tail", "-1"], "jeeves-mcp logs: bad usage: --tail must be from 0 to 10000, not -1"),
+    (["events", "--count=0"], "jeeves-mcp events: bad usage: --count must be at least 1, not 0"),
+    (["nosuchcommand"], "jeeves-mcp: bad usage: no such command 'nosuchcommand'"),
+]
+
+
+async def test_usage_errors_are_one_line_in_our_words(tmp_path: Path) -> None:
+    for args, expected in USAGE_ERRORS:
+        result = await cli(tmp_path / "none.sock", *args)
+        assert (result.code, result.out) == (2, ""), (args, result)
+        line, = result.err.splitlines()
+        assert line.startswith("jeeves-mcp") and line.endswith(" [USAGE]"), line
+        assert expected in line, (expected, line)
+        assert "Input should" not in line and "╭" not in line
+
+
 async def test_help_documents_exit_codes(tmp_path: Path) -> None:
     result = await cli(tmp_path / "x.sock", "--help")
     assert result.code == 0
