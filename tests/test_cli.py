@@ -365,6 +365,18 @@ async def test_config_agent_sdk(daemon: Daemon, run_root: Path, tmp_path: Path) 
     assert stat.S_IMODE(target.stat().st_mode) == 0o600  # it holds the token
 
 
+async def test_config_write_into_a_missing_directory_is_an_error(daemon: Daemon, run_root: Path, tmp_path: Path) -> None:
+    await acquired(daemon, "run-w", run_root)
+    for client in ("claude", "codex", "agent-sdk"):
+        target = tmp_path / "absent" / "dir" / "x.json"
+        result = await cli(daemon.socket, "config", client, "run-w", "--write", str(target))
+        assert (result.code, result.out) == (2, ""), result
+        assert result.err.splitlines() == [
+            f"jeeves-mcp config {client}: cannot write {target}: no directory {target.parent} "
+            "(create it first) [USAGE]"]
+        assert not (tmp_path / "absent").exists()
+
+
 async def test_config_of_a_slot_without_endpoint_fails(daemon: Daemon, run_root: Path) -> None:
     async with daemon.client() as control:
         off = await control.acquire("run-off", run_root, enabled=False)
@@ -396,6 +408,15 @@ async def test_doctor_with_a_daemon_and_a_pruner_service(daemon: Daemon) -> None
     assert "0600" in checks["socket"]["detail"]
     assert checks["ripgrep"]["status"] in ("pass", "warn") and checks["systemd unit"]["status"] in ("pass", "warn")
     assert result.json()["ok"] is True and result.code == 0
+
+
+async def test_doctor_asks_the_daemon_for_its_state_dir_and_socket(daemon: Daemon, tmp_path: Path) -> None:
+    # The CLI's own guess (state under HOME) differs from the daemon's private state dir.
+    result = await cli(daemon.socket, "doctor", "--json", env={"HOME": str(tmp_path / "home")})
+    checks = checks_by_name(result)
+    assert checks["state dir"]["status"] == "pass", checks["state dir"]
+    assert checks["state dir"]["detail"] == f"{daemon.state_dir} is writable (the running daemon's)"
+    assert checks["daemon"]["detail"].endswith(f"answers on {daemon.socket} (0 slots)")
 
 
 async def test_doctor_reports_failures(tmp_path: Path) -> None:
