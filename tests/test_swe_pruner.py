@@ -399,6 +399,37 @@ async def test_cli_errors_exit_2_with_one_line(tmp_path: Path) -> None:
     assert b"no such file" in missing.stderr and b"directory" in directory.stderr
 
 
+# Peak memory of the pruning process while 300 MB stream through its stdin, from a
+# wrapper that waits for it (RUSAGE_CHILDREN: the largest of yes, head and the CLI).
+PEAK_RSS_OF_PIPE = """
+import resource, subprocess, sys
+pipe = subprocess.Popen(["sh", "-c", 'yes "2026-11-23 12:00:00 INFO worker 7: step ok" | head -c 300000000'],
+                        stdout=subprocess.PIPE)
+done = subprocess.run([sys.executable, "-m", "jeeves_mcp", "prune", "-", "-q", "where did it fail?", "--json"],
+                      stdin=pipe.stdout, capture_output=True)
+pipe.stdout.close(); pipe.wait()
+sys.stdout.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) + "\\n")
+sys.stdout.write(done.stderr.decode() + "\\n" + done.stdout.decode())
+"""
+
+
+async def test_cli_streams_an_input_over_its_bound_in_bounded_memory() -> None:
+    done = await trio.run_process([sys.executable, "-c", PEAK_RSS_OF_PIPE], capture_stdout=True, check=True)
+    peak_kib, warning, body = done.stdout.decode().split("\n", 2)
+    assert int(peak_kib) < 150 * 1024, f"peak RSS {int(peak_kib) // 1024} MiB for a 300 MB input"
+    assert warning.startswith("jeeves-mcp prune: -: not pruned: the input is 286.1 MiB, above the 16.0 MiB bound")
+    assert warning.endswith("[input_too_large]")
+    result = json.loads(body)
+    assert result["warnings"] == ["input_too_large"] and result["stats"]["used_fallback"] is True
+    assert result["stats"]["original_bytes"] == 300_000_000
+    rows = result["pruned_text"].split("\n")
+    assert len(result["pruned_text"].encode()) < 10_000  # its two ends, not the whole
+    marker, = [row for row in rows if row.startswith("⟦PRUNÉ")]
+    assert marker == result["annotations"][0]["marker"]
+    lines = result["stats"]["original_lines"]
+    assert rows[-1].startswith(f"{lines}│ ") and rows[0].startswith("1│ 2026-11-23")
+
+
 def test_markers_have_their_own_style() -> None:
     from rich.console import Console
 

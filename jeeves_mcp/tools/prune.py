@@ -82,10 +82,15 @@ async def prune_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     )
     contract = outcome.contract()
     stats = outcome.stats
-    summary = clip_summary(
-        f"prune_text: kept {stats['kept_lines']} of {plural(stats['original_lines'], 'line')}"
-        + (" (fallback)" if outcome.used_fallback else "")
-    )
+    if outcome.used_fallback:  # say why, in the summary an agent reads first
+        reason = outcome.warnings[0] if outcome.warnings else "fallback"
+        summary = clip_summary(
+            f"prune_text: not pruned ({reason}), {plural(stats['original_lines'], 'line')} as given"
+        )
+    else:
+        summary = clip_summary(
+            f"prune_text: kept {stats['kept_lines']} of {plural(stats['original_lines'], 'line')}"
+        )
 
     def fit(budget: int) -> dict[str, Any]:
         result = {"summary": summary, **contract}
