@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 
 from jeeves_mcp import __version__
@@ -205,20 +204,9 @@ def get_app() -> typer.Typer:
     return app
 
 
-def _click_errors() -> tuple[type[Exception], ...]:
-    """click's exception base, and the vendored copy's in typer releases that vendor click."""
-    found: list[type[Exception]] = [click.ClickException]
-    try:
-        from typer._click.exceptions import ClickException  # typer >= 0.25
-    except ImportError:
-        pass
-    else:
-        found.append(ClickException)
-    return tuple(found)
-
-
-def _is(exc: Exception, kind: str) -> bool:
-    """By class name: click's and typer's vendored classes are not the same classes."""
+def _is(exc: BaseException, kind: str) -> bool:
+    """By class name: typer releases that vendor click raise their own copies of click's
+    exceptions, older ones click's (which is not our dependency to import)."""
     return any(cls.__name__ == kind for cls in type(exc).__mro__)
 
 
@@ -296,13 +284,14 @@ def main() -> None:
         # Not standalone: click's usage errors come here to be printed as one line
         # in our words, not as a box in typer's (and pydantic's).
         code = app(standalone_mode=False, prog_name="jeeves-mcp")
-    except _click_errors() as exc:
-        typer.echo(usage_line(exc), err=True)
-        raise SystemExit(EXIT_USAGE if _is(exc, "UsageError") else EXIT_FAILURE) from None
-    except (click.exceptions.Abort, typer.Abort):
+    except typer.Abort:
         typer.echo("jeeves-mcp: aborted", err=True)
         raise SystemExit(EXIT_INTERRUPTED) from None
-    except Exception as exc:  # a bug: one line unless --debug (typer's own errors never get here)
+    except Exception as exc:
+        if _is(exc, "ClickException"):  # bad usage: our one line
+            typer.echo(usage_line(exc), err=True)
+            raise SystemExit(EXIT_USAGE if _is(exc, "UsageError") else EXIT_FAILURE) from None
+        # A bug: one line unless --debug.
         if _debug_requested(sys.argv[1:]):
             raise
         typer.echo(f"jeeves-mcp: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
