@@ -10,6 +10,7 @@ one line on stderr and one of the exit codes below.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
 from collections.abc import Iterator
@@ -23,6 +24,9 @@ import typer
 from jeeves_mcp import __version__
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
     from jeeves_mcp.client import AsyncControlClient, ControlClient
 
 EXIT_OK = 0
@@ -80,6 +84,20 @@ class Settings:
 
     def where(self) -> str:
         return self.url or str(self.control_socket())
+
+
+# Spaces rich pads a table's last column with, before any closing style codes.
+_TRAILING_PAD = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
+
+
+def print_table(console: Console, table: Table) -> None:
+    """A rich table without the spaces rich leaves at the end of its lines (they
+    show up in copies, diffs and `grep ' $'`); styles are kept."""
+    with console.capture() as captured:
+        console.print(table)
+    lines = [_TRAILING_PAD.sub(r"\1", line) for line in captured.get().splitlines()]
+    console.file.write("".join(line + "\n" for line in lines))
+    console.file.flush()
 
 
 def settings(ctx: typer.Context) -> Settings:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from jeeves_mcp import __version__
-from jeeves_mcp.cli._app import EXIT_FAILURE, Settings, settings
+from jeeves_mcp.cli._app import EXIT_FAILURE, Settings, print_table, settings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -270,7 +270,7 @@ def render_checks(checks: list[Check], console: Console) -> None:
     table.add_column("detail", overflow="fold")
     for check in checks:
         table.add_row(check.name, Text(check.status, style=STYLES[check.status]), check.detail)
-    console.print(table)
+    print_table(console, table)
 
 
 def doctor(
