@@ -102,6 +102,8 @@ def check_fork_server(health: dict | None) -> Check:
     if health is None:
         return Check("fork server", "warn", "unknown: the daemon does not answer")
     fork = health.get("fork_server")
+    if fork is None and health.get("enabled") is False:
+        return Check("fork server", "pass", "not started: pruning is disabled (enabled = false), slots get no child")
     if fork is None:
         return Check("fork server", "warn", "disabled (fork_server = false): every child starts cold")
     if not fork.get("up"):

@@ -159,7 +159,8 @@ class SlotManager:
         self._spawning = trio.Semaphore(config.spawn_concurrency)
         self.fork_server = (
             ForkServer(children.inherited_environment() | self._marker_env(), events)
-            if config.fork_server else None
+            # With pruning disabled no slot gets a child: nothing to fork for.
+            if config.fork_server and config.enabled else None
         )
 
     def _marker_env(self) -> dict[str, str]:

@@ -128,6 +128,9 @@ async def test_disabled_slots_have_no_child(tmp_path: Path, run_root: Path) -> N
         slot = await control.acquire("off", run_root)
         assert (slot["state"], slot["mcp"], slot["reason"]) == ("disabled", None, "config_disabled")
         assert daemon.our_processes() == []
+        health = await control.healthz()
+        assert health["enabled"] is False and health["fork_server"] is None  # nothing to fork for
+        assert daemon.fork_server_pids() == set()
         assert (await control.release("off"))["state"] == "shutdown"
 
 
