@@ -253,10 +253,12 @@ class ToolRunner:
             zip(output.texts, pruned.rows, budgets, sizes, strict=True)
         ):
             prune_id = pruned.ids[index]
+            # A final newline ends the last line; cut, it would number a phantom one after it.
+            whole = text.text.removesuffix("\n") if size > budget else text.text
             if size > budget and prune_id is None:  # it will be cut: store the whole text first
-                prune_id = pruned.ids[index] = self.store.put(text.text, first_line=text.first_line)
+                prune_id = pruned.ids[index] = self.store.put(whole, first_line=text.first_line)
             if rows is None:
-                fitted, cut = fit_lines(text.text.split("\n"), text.first_line, budget, prune_id or "")
+                fitted, cut = fit_lines(whole.split("\n"), text.first_line, budget, prune_id or "")
             else:
                 kept, cut = fit_rows(rows, budget, prune_id or "")
                 fitted = rows_text(kept)

@@ -112,3 +112,18 @@ async def test_summaries_count_in_good_english(child: Child, workspace: Path) ->
     assert read.structured_content["summary"].startswith("read one.txt: 1 line, ")
     assert bash.structured_content["summary"].endswith(", 1 line")
     assert grep.structured_content["summary"] == "grep 'single': 1 match in 1 file"
+
+
+async def test_a_cut_output_has_no_phantom_last_line(child: Child) -> None:
+    async with http_client(child) as client:
+        result = await client.call_tool("bash", {"cmd": "seq 1 20000"})
+        body = result.structured_content
+        start, end = body["truncated"]["stdout"]["lines"]
+        shown = body["stdout"].split("\n")
+        marker = next(i for i, line in enumerate(shown) if line.startswith("⟦PRUNÉ"))
+        assert shown[-1] == "20000" and shown[marker + 1 :] == [str(n) for n in range(end + 1, 20001)]
+        assert shown[:marker] == [str(n) for n in range(1, start)]
+        back = await client.call_tool("recover_text", {
+            "prune_id": body["truncated"]["stdout"]["prune_id"],
+            "ranges": [{"start_line": 19999, "end_line": 20005}], "include_line_numbers": True})
+        assert back.structured_content["raw_text"] == "19999│ 19999\n20000│ 20000"
