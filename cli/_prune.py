@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, BinaryIO
 import typer
 
 from jeeves_mcp.render import Row, annotation
-from jeeves_mcp.tools._base import human_bytes
+from jeeves_mcp.tools._base import human_bytes, plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -168,8 +168,8 @@ def summary(outcome: PruneOutcome) -> str:
     saved = stats["tokens_est_before"] - stats["tokens_est_after"]
     tokens = f"~{saved} tokens saved" if saved >= 0 else f"~{-saved} tokens added by markers"
     text = (
-        f"kept {stats['kept_lines']} of {stats['original_lines']} lines "
-        f"({stats['pruned_lines']} pruned in {len(outcome.annotations)} blocks, "
+        f"kept {stats['kept_lines']} of {plural(stats['original_lines'], 'line')} "
+        f"({stats['pruned_lines']} pruned in {plural(len(outcome.annotations), 'block')}, "
         f"{stats['pruned_ratio']:.0%}); {tokens} "
         f"({stats['tokens_est_before']} → {stats['tokens_est_after']} est.)"
     )

@@ -386,7 +386,7 @@ async def test_cli_pretty_view_from_stdin(tmp_path: Path) -> None:
     out = done.stdout.decode().rstrip("\n").split("\n")
     assert any(MARKER.match(line) for line in out)
     assert any(re.match(r"^\s*\d+│ +config = handle.read\(\)$", line) for line in out)
-    assert re.match(r"^kept \d+ of \d+ lines \(\d+ pruned in \d+ blocks, \d+%\); ~\d+ tokens saved", out[-1])
+    assert re.match(r"^kept \d+ of \d+ lines \(\d+ pruned in \d+ blocks?, \d+%\); ~\d+ tokens saved", out[-1])
 
 
 async def test_cli_errors_exit_2_with_one_line(tmp_path: Path) -> None:
@@ -453,6 +453,17 @@ def test_markers_have_their_own_style() -> None:
     assert plain.getvalue().split("\n")[:3] == [
         "1│ a",
         "⟦PRUNÉ: prune_id=prn_x lignes 2-3 (2) raison=hors focus⟧",
-        "kept 1 of 3 lines (2 pruned in 1 blocks, 67%); ~10 tokens saved (40 → 30 est.)",
+        "kept 1 of 3 lines (2 pruned in 1 block, 67%); ~10 tokens saved (40 → 30 est.)",
     ]
 
+
+
+def test_cli_summary_counts_in_good_english() -> None:
+    from jeeves_mcp.cli._prune import summary
+
+    outcome = PruneOutcome(
+        prune_id="prn_x", text="a\nb", rows=[], annotations=[{"kind": "pruned_block"}],
+        stats={"original_lines": 2, "kept_lines": 1, "pruned_lines": 1, "pruned_ratio": 0.5,
+               "tokens_est_before": 1, "tokens_est_after": 1, "elapsed_ms": 1, "used_fallback": False},
+    )
+    assert summary(outcome).startswith("kept 1 of 2 lines (1 pruned in 1 block, 50%)")
