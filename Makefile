@@ -71,8 +71,9 @@ fuzz: dev
 	JEEVES_FUZZ_EXAMPLES=10000 $(BIN)/pytest -q -s -p no:cacheprovider tests/test_fuzz.py
 
 # The main job: the supervisor daemon with the built-in pruning engine.
+# ARGS: daemon flags, e.g. ARGS="--state-dir /tmp/jm --socket /tmp/jm/control.sock" (README).
 run: dev
-	$(BIN)/jeeves-mcp daemon
+	$(BIN)/jeeves-mcp daemon $(ARGS)
 
 # One pruner child by hand, rooted at the current directory.
 pruner: dev

@@ -10,19 +10,23 @@ one line on stderr and one of the exit codes below.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from jeeves_mcp import __version__
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
     from jeeves_mcp.client import AsyncControlClient, ControlClient
 
 EXIT_OK = 0
@@ -80,6 +84,20 @@ class Settings:
 
     def where(self) -> str:
         return self.url or str(self.control_socket())
+
+
+# Spaces rich pads a table's last column with, before any closing style codes.
+_TRAILING_PAD = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
+
+
+def print_table(console: Console, table: Table) -> None:
+    """A rich table without the spaces rich leaves at the end of its lines (they
+    show up in copies, diffs and `grep ' $'`); styles are kept."""
+    with console.capture() as captured:
+        console.print(table)
+    lines = [_TRAILING_PAD.sub(r"\1", line) for line in captured.get().splitlines()]
+    console.file.write("".join(line + "\n" for line in lines))
+    console.file.flush()
 
 
 def settings(ctx: typer.Context) -> Settings:
@@ -204,13 +222,97 @@ def get_app() -> typer.Typer:
     return app
 
 
+def _is(exc: BaseException, kind: str) -> bool:
+    """By class name: typer releases that vendor click raise their own copies of click's
+    exceptions, older ones click's (which is not our dependency to import)."""
+    return any(cls.__name__ == kind for cls in type(exc).__mro__)
+
+
+def _command_of(ctx: Any) -> str:
+    if ctx is None:
+        return "jeeves-mcp"
+    command = ctx.command_path.removeprefix(ctx.find_root().info_name or "").strip()
+    return f"jeeves-mcp {command}".rstrip()
+
+
+def _is_option(param: Any) -> bool:
+    return getattr(param, "param_type_name", None) == "option"
+
+
+def _param_name(param: Any) -> str:
+    if param is None:
+        return "an argument"
+    opts = [opt for opt in param.opts if opt.startswith("--")] or param.opts
+    return opts[0] if _is_option(param) and opts else (param.name or "").upper()
+
+
+def _bounds(param: Any) -> str | None:
+    """"at least 1", "from 0 to 10000": a range in our words (typer's are pydantic's)."""
+    low, high = getattr(param, "min", None), getattr(param, "max", None)
+    if low is not None and high is not None:
+        return f"from {low} to {high}"
+    if low is not None:
+        return "more than 0" if 0 < low < 0.01 else f"at least {low}"
+    if high is not None:
+        return f"at most {high}"
+    return None
+
+
+def _given(param: Any) -> str | None:
+    """The value the command line gave option `param` (the error does not keep it)."""
+    if not _is_option(param):
+        return None
+    args = sys.argv[1:]
+    for index, arg in enumerate(args):
+        for opt in param.opts:
+            if arg == opt and index + 1 < len(args):
+                return args[index + 1]
+            if arg.startswith(opt + "="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def usage_line(exc: Exception) -> str:
+    """A usage error as the README's one line: `jeeves-mcp COMMAND: what failed: why [USAGE]`."""
+    command = _command_of(getattr(exc, "ctx", None))
+    param = getattr(exc, "param", None)
+    message = str(getattr(exc, "message", exc)).rstrip(".")
+    if _is(exc, "MissingParameter"):
+        why = f"{_param_name(param)} is required"
+    elif _is(exc, "NoSuchOption"):
+        why = f"unknown option {getattr(exc, 'option_name', '')}"
+        possibilities = getattr(exc, "possibilities", None)
+        if possibilities:
+            why += f" (did you mean {', '.join(sorted(possibilities))}?)"
+    elif _is(exc, "BadParameter"):
+        bounds, value = _bounds(param), _given(param)
+        if bounds is not None and "should be" in message:
+            why = f"{_param_name(param)} must be {bounds}" + (f", not {value}" if value else "")
+        else:
+            why = f"{_param_name(param)}: {message}".replace("dir '", "directory '")
+    else:
+        why = message[:1].lower() + message[1:]
+    what = "bad usage" if _is(exc, "UsageError") else "failed"
+    return f"{command}: {what}: {why} (see `{command} --help`) [USAGE]"
+
+
 def main() -> None:
     get_app()
     try:
-        app()
-    except Exception as exc:  # a bug: one line unless --debug (typer's own errors never get here)
+        # Not standalone: click's usage errors come here to be printed as one line
+        # in our words, not as a box in typer's (and pydantic's).
+        code = app(standalone_mode=False, prog_name="jeeves-mcp")
+    except typer.Abort:
+        typer.echo("jeeves-mcp: aborted", err=True)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        if _is(exc, "ClickException"):  # bad usage: our one line
+            typer.echo(usage_line(exc), err=True)
+            raise SystemExit(EXIT_USAGE if _is(exc, "UsageError") else EXIT_FAILURE) from None
+        # A bug: one line unless --debug.
         if _debug_requested(sys.argv[1:]):
             raise
         typer.echo(f"jeeves-mcp: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
                    err=True)
         raise SystemExit(EXIT_FAILURE) from None
+    raise SystemExit(code if isinstance(code, int) and not isinstance(code, bool) else EXIT_OK)

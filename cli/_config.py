@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 import typer
 
-from jeeves_mcp.cli._app import EXIT_FAILURE, control_errors, fail, settings
+from jeeves_mcp.cli._app import EXIT_FAILURE, EXIT_USAGE, control_errors, fail, settings
 
 DEFAULT_NAME = "jeeves"
 DEFAULT_TOKEN_ENV = "JEEVES_MCP_TOKEN"
@@ -74,10 +74,22 @@ def export_line(token_env: str, token: str) -> str:
 # -- writing files -------------------------------------------------------------
 
 
-def write_atomically(path: Path, text: str, *, private: bool = False) -> None:
-    """Replace `path` in one step; keeps an existing file's mode, new private files are 0600."""
+def write_atomically(path: Path, text: str, *, private: bool = False, command: str = "config") -> None:
+    """Replace `path` in one step; keeps an existing file's mode, new private files are 0600.
+
+    A missing directory is an error, not created: a typo in --write should not
+    leave a tree of directories behind."""
     path = path.expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.is_dir():
+        raise fail(command, f"cannot write {path}: no directory {path.parent} (create it first) [USAGE]",
+                   EXIT_USAGE)
+    try:
+        _replace(path, text, private)
+    except OSError as exc:
+        raise fail(command, f"cannot write {path}: {exc.strerror or exc} [FAILED]") from None
+
+
+def _replace(path: Path, text: str, private: bool) -> None:
     try:
         mode = path.stat().st_mode & 0o777
     except FileNotFoundError:
@@ -211,7 +223,7 @@ def claude(
         return
     config = claude_config(url, name, token_env)
     if write is not None:
-        write_atomically(write, merge_json(write, ["mcpServers"], config["mcpServers"]))
+        write_atomically(write, merge_json(write, ["mcpServers"], config["mcpServers"]), command="config claude")
         typer.echo(f"# wrote server {name!r} into {write} (no token in it); "
                    f"start Claude Code with {token_env} set:", err=True)
     else:
@@ -257,7 +269,7 @@ def codex(
         merged = merge_codex_toml(existing, name, table)
         parsed = tomllib.loads(merged)  # never write a file Codex cannot read
         assert parsed["mcp_servers"][name] == {"url": url, "bearer_token_env_var": token_env}
-        write_atomically(write, merged)
+        write_atomically(write, merged, command="config codex")
         typer.echo(f"# wrote [mcp_servers.{name}] into {write} (no token in it); "
                    f"start codex with {token_env} set:", err=True)
     else:
@@ -285,7 +297,7 @@ def agent_sdk(
     url, token = slot_endpoint(ctx, run_id)
     config = agent_sdk_config(url, token, name)
     if write is not None:
-        write_atomically(write, merge_json(write, [], config), private=True)
+        write_atomically(write, merge_json(write, [], config), private=True, command="config agent-sdk")
         typer.echo(f"# wrote server {name!r} into {write} (mode 0600: it holds the slot's token)", err=True)
     else:
         typer.echo(json.dumps(config, indent=2))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from jeeves_mcp import __version__
-from jeeves_mcp.cli._app import EXIT_FAILURE, Settings, settings
+from jeeves_mcp.cli._app import EXIT_FAILURE, Settings, print_table, settings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -89,10 +89,14 @@ def check_daemon(config: Settings) -> Check:
         return Check("daemon", "fail", f"{config.where()} answers but not as expected: {exc}")
     version = health.get("version") if isinstance(health, dict) else None
     slots = health.get("slots") if isinstance(health, dict) else None
+    count = f"{slots} slot{'' if slots == 1 else 's'}"
+    socket = health.get("socket") if isinstance(health, dict) else None
+    if socket and not config.url and Path(socket) != Path(config.where()):
+        count += f", its socket is {socket}"
     if version != __version__:
         return Check("daemon", "warn", f"the daemon runs {version}, this CLI is {__version__}: "
                      "restart the daemon after an upgrade (with live_restore, runs keep going)")
-    return Check("daemon", "pass", f"jeeves-mcp {version} answers on {config.where()} ({slots} slots)")
+    return Check("daemon", "pass", f"jeeves-mcp {version} answers on {config.where()} ({count})")
 
 
 def check_fork_server(health: dict | None) -> Check:
@@ -100,6 +104,8 @@ def check_fork_server(health: dict | None) -> Check:
     if health is None:
         return Check("fork server", "warn", "unknown: the daemon does not answer")
     fork = health.get("fork_server")
+    if fork is None and health.get("enabled") is False:
+        return Check("fork server", "pass", "not started: pruning is disabled (enabled = false), slots get no child")
     if fork is None:
         return Check("fork server", "warn", "disabled (fork_server = false): every child starts cold")
     if not fork.get("up"):
@@ -117,8 +123,13 @@ def daemon_health(config: Settings) -> dict | None:
     return health if isinstance(health, dict) else None
 
 
-def check_state_dir(path: Path) -> Check:
-    """The daemon's state dir is writable (or can be created)."""
+def check_state_dir(path: Path, whose: str = "") -> Check:
+    """The daemon's state dir is writable (or can be created); `whose` says where the path came from."""
+    check = _check_state_dir(path)
+    return Check(check.name, check.status, check.detail + whose) if whose else check
+
+
+def _check_state_dir(path: Path) -> Check:
     probe = path
     while not probe.exists():
         if probe.parent == probe:
@@ -237,9 +248,14 @@ def run_checks(config: Settings, config_file: Path | None, state_dir: Path | Non
     else:
         checks.append(check_socket(Path(config.where())))
     checks.append(check_daemon(config))
-    checks.append(check_fork_server(daemon_health(config)))
-    if daemon is not None:
-        checks.append(check_state_dir(daemon.state_dir))
+    health = daemon_health(config)
+    checks.append(check_fork_server(health))
+    reported = health.get("state_dir") if health is not None else None
+    if state_dir is None and isinstance(reported, str):  # the running daemon's, not a guess
+        checks.append(check_state_dir(Path(reported), " (the running daemon's)"))
+    elif daemon is not None:
+        whose = " (--state-dir)" if state_dir is not None else " (as a daemon started now would use it)"
+        checks.append(check_state_dir(daemon.state_dir, whose))
     checks.append(check_ripgrep())
     checks.append(check_isolation())
     endpoint = os.environ.get("JEEVES_PRUNER_ENDPOINT") or (daemon.pruner_endpoint if daemon else None)
@@ -258,7 +274,7 @@ def render_checks(checks: list[Check], console: Console) -> None:
     table.add_column("detail", overflow="fold")
     for check in checks:
         table.add_row(check.name, Text(check.status, style=STYLES[check.status]), check.detail)
-    console.print(table)
+    print_table(console, table)
 
 
 def doctor(

@@ -5,10 +5,14 @@ from __future__ import annotations
 import enum
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
+
+from jeeves_mcp.pruning.render import Row, annotation
+from jeeves_mcp.tools._base import human_bytes, plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -16,6 +20,11 @@ if TYPE_CHECKING:
     from jeeves_mcp.pruning import PruneOutcome
 
 CLI_TIMEOUT_MS = 60_000  # by hand there is no agent waiting: let big files finish
+# Inputs above the bound are not pruned: an engine pass over hundreds of MB took
+# minutes and gigabytes. Larger than the children's bound: by hand, one can wait.
+DEFAULT_MAX_INPUT_BYTES = 16 * 1024 * 1024
+STREAM_CHUNK = 1024 * 1024
+EDGE_BYTES = 4096  # kept from each end of an input over the bound
 MARKER_STYLE = "bold magenta"
 NUMBER_STYLE = "dim cyan"
 
@@ -31,25 +40,112 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _read_input(file: str) -> tuple[str, str | None]:
-    """The text to prune and its path (None for stdin); errors exit 2."""
+@dataclass
+class Oversized:
+    """An input above the pruning bound: counted while streamed, only its ends kept."""
+
+    size: int
+    lines: int
+    head: bytes
+    tail: bytes
+
+
+def _open_input(file: str) -> tuple[BinaryIO, str | None]:
     if file == "-":
-        data = sys.stdin.buffer.read()
-        path = None
-    else:
-        source = Path(file)
-        try:
-            data = source.read_bytes()
-        except FileNotFoundError:
-            raise _fail(f"{file}: no such file") from None
-        except IsADirectoryError:
-            raise _fail(f"{file}: is a directory") from None
-        except OSError as exc:
-            raise _fail(f"{file}: cannot read: {exc.strerror or exc}") from None
-        path = str(source)
-    if b"\x00" in data[:8192]:
-        raise _fail(f"{file}: looks binary, nothing to prune")
-    return data.decode("utf-8", "replace"), path
+        return sys.stdin.buffer, None
+    source = Path(file)
+    try:
+        handle = source.open("rb")
+    except FileNotFoundError:
+        raise _fail(f"{file}: no such file") from None
+    except IsADirectoryError:
+        raise _fail(f"{file}: is a directory") from None
+    except OSError as exc:
+        raise _fail(f"{file}: cannot read: {exc.strerror or exc}") from None
+    return handle, str(source)
+
+
+def _read_input(file: str, limit: int) -> tuple[str | Oversized, str | None]:
+    """The text to prune, or what is kept of an input above `limit` bytes, and its path.
+
+    At most `limit` + 1 bytes are read before deciding: a larger input is then
+    streamed (counted a chunk at a time, its last bytes kept), never held whole."""
+    handle, path = _open_input(file)
+    try:
+        data = handle.read(limit + 1)
+        if b"\x00" in data[:8192]:
+            raise _fail(f"{file}: looks binary, nothing to prune")
+        if len(data) <= limit:
+            return data.decode("utf-8", "replace"), path
+        size, lines = len(data), data.count(b"\n")
+        head, tail = data[:EDGE_BYTES], data[-EDGE_BYTES:]
+        del data
+        while chunk := handle.read(STREAM_CHUNK):
+            size += len(chunk)
+            lines += chunk.count(b"\n")
+            tail = (tail + chunk)[-EDGE_BYTES:]
+        if not tail.endswith(b"\n"):
+            lines += 1  # a last line without its newline
+        return Oversized(size, lines, head, tail), path
+    except OSError as exc:
+        raise _fail(f"{file}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        if path is not None:
+            handle.close()
+
+
+def oversized_rows(over: Oversized) -> tuple[list[Row], dict]:
+    """Whole lines from both ends of an oversized input around one marker for the rest."""
+    head_lines = over.head.decode("utf-8", "replace").split("\n")[:-1] or [
+        over.head.decode("utf-8", "ignore") + "…"]  # one line longer than the head: clipped
+    tail_text = over.tail.decode("utf-8", "replace").removesuffix("\n")
+    tail_lines = tail_text.split("\n")[1:] if "\n" in tail_text else ["…" + tail_text]
+    tail_lines = tail_lines[: max(0, over.lines - len(head_lines) - 1)]
+    first_tail = over.lines - len(tail_lines) + 1
+    start, end = len(head_lines) + 1, first_tail - 1
+    if start > end:  # one line longer than the bound: the marker stands for part of it
+        start = end = min(start, over.lines)
+    block = annotation("-", start, end, "entrée trop grande (input_too_large)")
+    rows = [Row(n, n, line) for n, line in enumerate(head_lines, 1)]
+    rows.append(Row(start, end, block["marker"], marker=True))
+    rows.extend(Row(n, n, line) for n, line in enumerate(tail_lines, first_tail))
+    return rows, block
+
+
+def oversized_summary(over: Oversized, limit: int, shown: int) -> str:
+    return (
+        f"not pruned: the input is {human_bytes(over.size)}, above the {human_bytes(limit)} bound "
+        f"(--max-input-bytes); showing {shown} of {over.lines} lines from its ends [input_too_large]"
+    )
+
+
+def print_oversized(over: Oversized, limit: int, as_json: bool, file: str) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    rows, block = oversized_rows(over)
+    shown = sum(1 for row in rows if not row.marker)
+    line = oversized_summary(over, limit, shown)
+    typer.echo(f"jeeves-mcp prune: {file}: {line}", err=True)  # the fallback, said where it shows
+    if as_json:
+        contract = {
+            "prune_id": None,
+            "pruned_text": "\n".join(row.text if row.marker else f"{row.start}│ {row.text}" for row in rows),
+            "annotations": [block],
+            "stats": {"original_lines": over.lines, "kept_lines": shown, "pruned_lines": over.lines - shown,
+                      "original_bytes": over.size, "used_fallback": True},
+            "warnings": ["input_too_large"],
+        }
+        typer.echo(json.dumps(contract, ensure_ascii=False, indent=2))
+        return
+    console = Console(highlight=False)
+    width = len(str(over.lines))
+    for row in rows:
+        if row.marker:
+            console.print(Text(row.text, style=MARKER_STYLE), soft_wrap=True)
+        else:
+            console.print(Text(f"{row.start:>{width}}│ ", style=NUMBER_STYLE).append(row.text), soft_wrap=True)
+    console.print(Text(line, style="bold"), soft_wrap=True)
 
 
 def render_pretty(outcome: PruneOutcome, console: Console) -> None:
@@ -72,8 +168,8 @@ def summary(outcome: PruneOutcome) -> str:
     saved = stats["tokens_est_before"] - stats["tokens_est_after"]
     tokens = f"~{saved} tokens saved" if saved >= 0 else f"~{-saved} tokens added by markers"
     text = (
-        f"kept {stats['kept_lines']} of {stats['original_lines']} lines "
-        f"({stats['pruned_lines']} pruned in {len(outcome.annotations)} blocks, "
+        f"kept {stats['kept_lines']} of {plural(stats['original_lines'], 'line')} "
+        f"({stats['pruned_lines']} pruned in {plural(len(outcome.annotations), 'block')}, "
         f"{stats['pruned_ratio']:.0%}); {tokens} "
         f"({stats['tokens_est_before']} → {stats['tokens_est_after']} est.)"
     )
@@ -135,6 +231,10 @@ def prune(
     min_keep_lines: Annotated[
         int, typer.Option(min=0, help="Never keep fewer lines than this.")
     ] = 0,
+    max_input_bytes: Annotated[
+        int, typer.Option(min=1, help="Larger inputs are not pruned: their two ends are shown, "
+                          "the rest streamed past and counted (memory stays bounded).")
+    ] = DEFAULT_MAX_INPUT_BYTES,
 ) -> None:
     """Prune FILE (or stdin) to the lines that matter for --question, locally.
 
@@ -151,7 +251,10 @@ def prune(
 
     if not question.strip():
         raise _fail("--question is empty")
-    text, path = _read_input(file)
+    text, path = _read_input(file, max_input_bytes)
+    if isinstance(text, Oversized):
+        print_oversized(text, max_input_bytes, as_json, file)
+        return
     kind = source_type.value if source_type is not None else guess_source_type(path, text)
     outcome = trio.run(
         lambda: prune_locally(

@@ -24,6 +24,7 @@ from jeeves_mcp.cli._app import (
     EXIT_NO_DAEMON,
     control_errors,
     fail,
+    print_table,
     settings,
 )
 
@@ -163,7 +164,7 @@ def render_slots(slots: list[dict[str, Any]], console: Console, now: datetime.da
             str(slot.get("restarts", 0)),
             expires(slot, now),
         )
-    console.print(table)
+    print_table(console, table)
 
 
 def render_slot(slot: dict[str, Any], console: Console, now: datetime.datetime | None = None) -> None:
@@ -200,7 +201,7 @@ def render_slot(slot: dict[str, Any], console: Console, now: datetime.datetime |
         rows.append(("labels", ", ".join(f"{k}={v}" for k, v in sorted(slot["labels"].items()))))
     for key, value in rows:
         table.add_row(key, value)
-    console.print(table)
+    print_table(console, table)
 
 
 def format_event(event: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console, JustifyMethod
 from rich.table import Table
 
-from jeeves_mcp.cli._app import control_errors, settings
+from jeeves_mcp.cli._app import control_errors, print_table, settings
 
 BAR_WIDTH = 20
 
@@ -39,7 +39,7 @@ def render(report: dict[str, Any], console: Console, run_id: str | None) -> None
         table.add_row(tool, str(counts["calls"]), str(counts["prunings"]), f"{raw:,}", f"{returned:,}",
                       f"{share:.0%}", f"[green]{saved_bar(share)}[/green]", fallbacks)
     summary = total["summary"]
-    console.print(table)
+    print_table(console, table)
     console.print(
         f"Agents were spared [bold]{summary['saved_tokens']:,}[/bold] of {summary['raw_tokens']:,} estimated "
         f"tokens ({summary['saved_share']:.0%}) over {summary['calls']} calls, {summary['prunings']} pruned."

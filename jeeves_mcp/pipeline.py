@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import trio
@@ -26,12 +27,32 @@ from jeeves_mcp.pruning import PruneOptions, Pruner
 from jeeves_mcp.pruning.counters import SavingsStats
 from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.pruning.render import Row, fit_lines, fit_rows, rows_text, text_bytes
-from jeeves_mcp.tools._base import CallContext, TextOutput, Tool, ToolOutput
+from jeeves_mcp.tools._base import (
+    CallContext,
+    TextOutput,
+    Tool,
+    ToolOutput,
+    clip_summary,
+    text_budget,
+)
 
 log = logging.getLogger("jeeves_mcp.tools")
 
 MIN_PRUNE_BYTES = 512  # smaller outputs are returned whole: a marker would cost as much
 FOCUS = "context_focus_question"
+
+
+@dataclass
+class _Pruned:
+    """What pruning made of a tool's texts: rows (None: raw), prune ids, the `pruning` object."""
+
+    rows: list[list[Row] | None] = field(default_factory=list)
+    ids: list[str | None] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    pruning: dict[str, Any] = field(
+        default_factory=lambda: {"attempted": False, "applied": False, "fallback": False}
+    )
 
 
 class ToolRunner:
@@ -52,6 +73,10 @@ class ToolRunner:
         self._definitions = [tool.definition() for tool in tools]
         self.active_calls = 0
         self.stats = SavingsStats()
+
+    def error_result(self, error: ToolError, tool: str) -> dict[str, Any]:
+        return error_result(error, tool, self.config.response_budget_bytes)
+
 
     def definitions(self, version: str | None = None) -> list[dict[str, Any]]:
         """tools/list's entries for protocol `version` (None: every field)."""
@@ -74,12 +99,13 @@ class ToolRunner:
             # retries, as with the official SDK server (and the conformance suite).
             _log.event(log, "tool.request_invalid", tool=name, request_id=request_id,
                        validation_errors=["unknown tool"])
-            return error_result(
+            return self.error_result(
                 ToolError(
                     "INVALID_REQUEST",
                     f"unknown tool: {name}",
                     tools=[t["name"] for t in self._definitions],
-                )
+                ),
+                name,
             )
         if arguments is None:
             arguments = {}
@@ -93,12 +119,13 @@ class ToolRunner:
                 {"code": "INVALID_REQUEST", "errors": problems},
             )
         if self.active_calls >= self.config.max_concurrent_calls:
-            return error_result(
+            return self.error_result(
                 ToolError(
                     "QUEUE_OVERLOADED",
                     f"{self.active_calls} tool calls already running",
                     hint="retry when one finishes",
-                )
+                ),
+                name,
             )
         self.active_calls += 1
         try:
@@ -118,7 +145,7 @@ class ToolRunner:
             event = "tool.exec_timeout" if exc.code == "TOOL_TIMEOUT" else "tool.exec_failed"
             _log.event(log, event, tool=tool.name, request_id=request_id, error_code=exc.code,
                        error=exc.message, duration_ms=_log.monotonic_ms(started))
-            return error_result(exc)
+            return self.error_result(exc, tool.name)
         except McpError:
             raise
         except trio.Cancelled:
@@ -126,46 +153,67 @@ class ToolRunner:
         except Exception as exc:
             log.error("tool.internal_error", exc_info=exc,
                       extra={"tool": tool.name, "request_id": request_id})
-            return error_result(ToolError("INTERNAL", f"internal error in {tool.name}",
-                                          request_id=request_id))
+            return self.error_result(
+                ToolError("INTERNAL", f"internal error in {tool.name}", request_id=request_id),
+                tool.name,
+            )
         raw_bytes = sum(len(t.text.encode("utf-8", "surrogatepass")) for t in output.texts)
         _log.event(log, "tool.exec_ok", tool=tool.name, request_id=request_id,
                    duration_ms=_log.monotonic_ms(started), bytes=raw_bytes)
-        if output.raw_result is not None:
+        if output.raw_result is not None or output.fit_raw is not None:
+            fit_raw = output.fit_raw
+            if fit_raw is None:
+                fixed = output.raw_result
+                assert fixed is not None
+
+                def fit_raw(budget: int) -> dict[str, Any]:
+                    return fixed
+
+            result = self._fit(lambda budget: (fit_raw(budget), False))
+            structured = result["structuredContent"]
             if tool.name == "prune_text":
                 self.stats.record(
-                    tool.name, args["text"], output.raw_result["pruned_text"],
-                    pruned=bool(output.raw_result["annotations"]),
-                    fallback=(output.raw_result["warnings"] or [None])[0]
-                    if output.raw_result["stats"]["used_fallback"] else None,
+                    tool.name, args["text"], structured["pruned_text"],
+                    pruned=bool(structured["annotations"]),
+                    fallback=(structured["warnings"] or [None])[0]
+                    if structured["stats"]["used_fallback"] else None,
                 )
-            result = _result(output.raw_result, is_error=False)
             _log.event(log, "tool.respond_ok", tool=tool.name, request_id=request_id, mode="raw")
             return result
-        structured, mode = await self._shape(tool, args, output, request_id)
+        pruned = await self._prune(args, output, request_id)
+        result = self._fit(lambda budget: (self._shape(output, pruned, budget), output.error is not None))
+        structured = result["structuredContent"]
+        applied = structured["pruning"]["applied"]
+        self.stats.record(
+            tool.name,
+            "\n".join(text.text for text in output.texts),
+            "\n".join(structured[text.name] for text in output.texts),
+            pruned=applied,
+            fallback=structured["pruning"].get("error") if structured["pruning"]["fallback"] else None,
+        )
+        mode = "pruned" if applied else "raw"
         _log.event(log, "tool.respond_ok", tool=tool.name, request_id=request_id, mode=mode)
-        return _result(structured, is_error=output.error is not None)
+        return result
 
-    async def _shape(
-        self, tool: Tool, args: dict[str, Any], output: ToolOutput, request_id: str
-    ) -> tuple[dict[str, Any], str]:
-        """Prune (when asked) and fit every output text into the response budget."""
+    def _fit(self, build: Callable[[int], tuple[dict[str, Any], bool]]) -> dict[str, Any]:
+        """The result `build(text_budget)` makes, with the budget lowered until it fits."""
+        return fit_result(build, self.config.response_budget_bytes, text_budget(self.config))
+
+    async def _prune(self, args: dict[str, Any], output: ToolOutput, request_id: str) -> _Pruned:
+        """Prune the texts when a question asks for it (once; fitting may try several budgets)."""
         question = args.get(FOCUS)
-        pruning: dict[str, Any] = {"attempted": False, "applied": False, "fallback": False}
-        # Pruned texts as rows; raw ones stay lines (`None` rows): most outputs
-        # fit the budget whole, and a row per line would cost more than the call.
-        rows_per_text: list[list[Row] | None] = []
-        ids: list[str | None] = []
-        reasons: list[str] = []
-        errors: list[str] = []
+        pruned = _Pruned()
+        pruning = pruned.pruning
         # Texts pruned together share the response budget.
-        share = self.config.response_budget_bytes // max(1, len(output.texts))
+        share = text_budget(self.config) // max(1, len(output.texts))
         for text in output.texts:
             reason = self._prune_check(text, question)
             if reason is not None:
-                reasons.append(reason)
-                rows_per_text.append(None)
-                ids.append(None)
+                pruned.reasons.append(reason)
+                # Raw texts stay lines (`None` rows): most outputs fit the budget
+                # whole, and a row per line would cost more than the call.
+                pruned.rows.append(None)
+                pruned.ids.append(None)
                 continue
             pruning["attempted"] = True
             assert isinstance(question, str)  # _prune_check refuses anything else
@@ -174,41 +222,47 @@ class ToolRunner:
                 PruneOptions(timeout_ms=self.config.prune_timeout_ms, max_bytes=share),
                 path=text.path_hint, request_id=request_id, first_line=text.first_line,
             )
-            rows_per_text.append(outcome.rows)
-            ids.append(outcome.prune_id)
+            pruned.rows.append(outcome.rows)
+            pruned.ids.append(outcome.prune_id)
             if outcome.used_fallback:
                 pruning["fallback"] = outcome.error is not None or pruning["fallback"]
                 if outcome.error:
-                    errors.append(outcome.error)
-                reasons.extend(outcome.warnings)
+                    pruned.errors.append(outcome.error)
+                pruned.reasons.extend(outcome.warnings)
             elif outcome.annotations:
                 pruning["applied"] = True
             else:
-                reasons.append("nothing_to_prune")
-        if not pruning["applied"] and reasons:
-            pruning["reason"] = reasons[0]
-        if errors:
-            pruning["error"] = errors[0]
+                pruned.reasons.append("nothing_to_prune")
+        if not pruning["applied"] and pruned.reasons:
+            pruning["reason"] = pruned.reasons[0]
+        if pruned.errors:
+            pruning["error"] = pruned.errors[0]
         if pruning["applied"] or pruning["attempted"]:
             pruning["engine"] = self.pruner.engine.name
+        return pruned
 
+    def _shape(self, output: ToolOutput, pruned: _Pruned, total: int) -> dict[str, Any]:
+        """The result's JSON with every output text fitted into `total` bytes together."""
         sizes = [
             text_bytes(text.text if rows is None else rows_text(rows))
-            for text, rows in zip(output.texts, rows_per_text, strict=True)
+            for text, rows in zip(output.texts, pruned.rows, strict=True)
         ]
-        budgets = share_budget(sizes, self.config.response_budget_bytes)
+        budgets = share_budget(sizes, total)
         structured: dict[str, Any] = {"summary": output.summary}
         if output.error is not None:
             structured.update(output.error.payload())
         structured.update(output.fields)
         truncated: dict[str, Any] = {}
-        for text, rows, prune_id, budget, size in zip(
-            output.texts, rows_per_text, ids, budgets, sizes, strict=True
+        for index, (text, rows, budget, size) in enumerate(
+            zip(output.texts, pruned.rows, budgets, sizes, strict=True)
         ):
+            prune_id = pruned.ids[index]
+            # A final newline ends the last line; cut, it would number a phantom one after it.
+            whole = text.text.removesuffix("\n") if size > budget else text.text
             if size > budget and prune_id is None:  # it will be cut: store the whole text first
-                prune_id = self.store.put(text.text, first_line=text.first_line)
+                prune_id = pruned.ids[index] = self.store.put(whole, first_line=text.first_line)
             if rows is None:
-                fitted, cut = fit_lines(text.text.split("\n"), text.first_line, budget, prune_id or "")
+                fitted, cut = fit_lines(whole.split("\n"), text.first_line, budget, prune_id or "")
             else:
                 kept, cut = fit_rows(rows, budget, prune_id or "")
                 fitted = rows_text(kept)
@@ -221,15 +275,8 @@ class ToolRunner:
             structured[text.name] = fitted
         if truncated:
             structured["truncated"] = truncated
-        structured["pruning"] = pruning
-        self.stats.record(
-            tool.name,
-            "\n".join(text.text for text in output.texts),
-            "\n".join(structured[text.name] for text in output.texts),
-            pruned=pruning["applied"],
-            fallback=pruning.get("error") if pruning["fallback"] else None,
-        )
-        return structured, "pruned" if pruning["applied"] else "raw"
+        structured["pruning"] = pruned.pruning
+        return structured
 
     def _prune_check(self, text: TextOutput, question: Any) -> str | None:
         """Why `text` is not pruned (seed 000's `pruning.reason`), or None to prune it."""
@@ -264,13 +311,82 @@ def share_budget(sizes: list[int], total: int) -> list[int]:
     return budgets
 
 
+def result_bytes(result: dict[str, Any]) -> int:
+    """A tool result's size as seed 002 measures it (`JSON.stringify(result)`), in UTF-8 bytes."""
+    return text_bytes(_dumps(result))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def fit_result(
+    build: Callable[[int], tuple[dict[str, Any], bool]], limit: int, budget: int
+) -> dict[str, Any]:
+    """The first result `build(budget)` makes that serializes under `limit` bytes.
+
+    Output text is counted twice (content and structuredContent) and escaped
+    twice over in content[0].text, so the budget is lowered by half of what is
+    over (less when the texts kept fewer bytes than they could) and tried again;
+    what still does not fit after that loses long strings and lists (seed 002's
+    500 characters and 10 items), then the fields besides the summary.
+    """
+    target = limit - 1 - PROTOCOL_RESERVE  # seed 002: strictly less than the limit
+    for _ in range(MAX_FIT_TRIES):
+        structured, is_error = build(budget)
+        result = _result(structured, is_error=is_error)
+        over = result_bytes(result) - target
+        if over <= 0:
+            return result
+        if budget == 0:
+            break
+        # A byte of text costs 2 serialized bytes (one per copy) or more when escaped
+        # ("\t" is 2 bytes, then 3 inside content[0].text): measured on what was kept.
+        texts = [v for v in structured.values() if isinstance(v, str)]
+        kept = sum(text_bytes(v) for v in texts)
+        cost = sum(text_bytes(_dumps(v)) + text_bytes(_dumps(_dumps(v))) for v in texts)
+        slope = max(2.0, cost / max(kept, 1))
+        budget = max(0, int(min(budget, kept) - over / slope) - 16)
+    result = _result(_clip_values(structured), is_error=is_error)
+    if result_bytes(result) <= target:
+        return result
+    keep: dict[str, Any] = {key: structured[key] for key in ("summary", "code") if key in structured}
+    return _result({**keep, "message": "result over the response budget"}, is_error=is_error)
+
+
+MAX_FIT_TRIES = 8
+# Room for what the protocol layer adds to a result (`resultType`, `_meta` with
+# the server's name and version in the stateless revision).
+PROTOCOL_RESERVE = 256
+MAX_STRING_CHARS = 500
+MAX_LIST_ITEMS = 10
+
+
+def _clip_values(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= MAX_STRING_CHARS else value[: MAX_STRING_CHARS - 1] + "…"
+    if isinstance(value, list):
+        return [_clip_values(item) for item in value[:MAX_LIST_ITEMS]]
+    if isinstance(value, dict):
+        return {key: _clip_values(item) for key, item in value.items()}
+    return value
+
+
 def _result(structured: dict[str, Any], *, is_error: bool) -> dict[str, Any]:
     return {
-        "content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
+        "content": [{"type": "text", "text": _dumps(structured)}],
         "structuredContent": structured,
         "isError": is_error,
     }
 
 
-def error_result(error: ToolError) -> dict[str, Any]:
-    return _result(error.payload(), is_error=True)
+def error_result(error: ToolError, tool: str, limit: int) -> dict[str, Any]:
+    """An `isError` result: seed 004's `{message, code, ...}` with a summary, within `limit`."""
+    payload = {"summary": error_summary(tool, error), **error.payload()}
+    return fit_result(lambda budget: (payload, True), limit, 0)
+
+
+def error_summary(tool: str, error: ToolError) -> str:
+    """`read: no such file: x.py [NOT_FOUND]`, the message clipped so the code stays."""
+    tail = f" [{error.code}]"
+    return clip_summary(f"{tool}: {error.message}", 100 - len(tail)) + tail

@@ -84,6 +84,11 @@ def iso(timestamp: float | None) -> str | None:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _keys_differing(old: dict[str, str], new: dict[str, str]) -> str:
+    """The keys whose values differ (never the values: env may hold secrets)."""
+    return ", ".join(sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)))
+
+
 class Slot:
     def __init__(self, record: SlotRecord) -> None:
         self.record = record
@@ -155,7 +160,8 @@ class SlotManager:
         self._spawning = trio.Semaphore(config.spawn_concurrency)
         self.fork_server = (
             ForkServer(children.inherited_environment() | self._marker_env(), events)
-            if config.fork_server else None
+            # With pruning disabled no slot gets a child: nothing to fork for.
+            if config.fork_server and config.enabled else None
         )
 
     def _marker_env(self) -> dict[str, str]:
@@ -210,6 +216,16 @@ class SlotManager:
             if not existing.scope.cancel_called:
                 await existing.ready.wait()
                 if not existing.scope.cancel_called and existing.state != SlotState.SHUTDOWN:
+                    differences = self._conflicts(existing.record, request)
+                    if differences:
+                        # Idempotent only for the same run: another root (or env, ...) under
+                        # this id is a runner's mistake, not a slot to hand back silently.
+                        raise SlotError(
+                            "CONFLICT",
+                            f"run {request.run_id!r} is already acquired with {'; '.join(differences)}; "
+                            "release it first or use another run id",
+                            409,
+                        )
                     return existing.view(), False
             # Being released (or its lease ran out): that slot's endpoint is going away.
             # Wait for the release to finish, then this acquire starts the run anew.
@@ -253,6 +269,22 @@ class SlotManager:
         if slot.state == SlotState.SHUTDOWN:
             raise SlotError("RELEASED", f"run {request.run_id!r} was released while its slot was starting", 409)
         return slot.view(), True
+
+    def _conflicts(self, record: SlotRecord, request: AcquireRequest) -> list[str]:
+        """How `request` differs from the slot it would re-acquire: the root always counts;
+        env, labels and pruner endpoint when the request gives them. A lease is renewed
+        with `renew`, so a different ttl is no conflict."""
+        found = []
+        if str(request.root) != record.root:
+            found.append(f"root {record.root} (not {request.root})")
+        if request.env and request.env != record.env:
+            found.append(f"other env ({_keys_differing(record.env, request.env)} differ)")
+        if request.labels and request.labels != record.labels:
+            found.append(f"other labels ({_keys_differing(record.labels, request.labels)} differ)")
+        endpoint = request.pruner_endpoint
+        if endpoint and endpoint != record.pruner_endpoint:
+            found.append(f"pruner endpoint {record.pruner_endpoint or 'none'} (not {endpoint})")
+        return found
 
     async def renew(self, run_id: str, ttl_s: float | None) -> dict[str, Any]:
         slot = self.get(run_id)

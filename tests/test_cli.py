@@ -252,6 +252,39 @@ async def test_request_errors_and_usage_errors(daemon: Daemon, run_root: Path) -
     assert (await cli(daemon.socket, "ls", "--json")).json() == {"slots": []}
 
 
+async def test_reacquire_with_another_root_is_one_line_conflict(daemon: Daemon, run_root: Path, tmp_path: Path) -> None:
+    await acquired(daemon, "twice", run_root)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    result = await cli(daemon.socket, "acquire", "twice", "--root", str(other))
+    assert result.code == 1 and result.out == ""
+    line, = result.err.splitlines()
+    assert line.startswith("jeeves-mcp acquire: ") and line.endswith(" [CONFLICT]")
+    assert f"root {run_root} (not {other})" in line
+    assert (await cli(daemon.socket, "release", "twice")).code == 0
+
+
+USAGE_ERRORS = [
+    (["acquire", "r"], "jeeves-mcp acquire: bad usage: --root is required"),
+    (["acquire", "r", "--root", "/nonexistent/run"], "--root: directory '/nonexistent/run' does not exist"),
+    (["acquire", "r", "--root", "/tmp", "--ttl", "-5"], "jeeves-mcp acquire: bad usage: --ttl must be more than 0, not -5"),
+    (["ls", "--bogus"], "jeeves-mcp ls: bad usage: unknown option --bogus"),
+    (["logs", "r", "--tail", "-1"], "jeeves-mcp logs: bad usage: --tail must be from 0 to 10000, not -1"),
+    (["events", "--count=0"], "jeeves-mcp events: bad usage: --count must be at least 1, not 0"),
+    (["nosuchcommand"], "jeeves-mcp: bad usage: no such command 'nosuchcommand'"),
+]
+
+
+async def test_usage_errors_are_one_line_in_our_words(tmp_path: Path) -> None:
+    for args, expected in USAGE_ERRORS:
+        result = await cli(tmp_path / "none.sock", *args)
+        assert (result.code, result.out) == (2, ""), (args, result)
+        line, = result.err.splitlines()
+        assert line.startswith("jeeves-mcp") and line.endswith(" [USAGE]"), line
+        assert expected in line, (expected, line)
+        assert "Input should" not in line and "╭" not in line
+
+
 async def test_help_documents_exit_codes(tmp_path: Path) -> None:
     result = await cli(tmp_path / "x.sock", "--help")
     assert result.code == 0
@@ -357,6 +390,18 @@ async def test_config_agent_sdk(daemon: Daemon, run_root: Path, tmp_path: Path) 
     assert stat.S_IMODE(target.stat().st_mode) == 0o600  # it holds the token
 
 
+async def test_config_write_into_a_missing_directory_is_an_error(daemon: Daemon, run_root: Path, tmp_path: Path) -> None:
+    await acquired(daemon, "run-w", run_root)
+    for client in ("claude", "codex", "agent-sdk"):
+        target = tmp_path / "absent" / "dir" / "x.json"
+        result = await cli(daemon.socket, "config", client, "run-w", "--write", str(target))
+        assert (result.code, result.out) == (2, ""), result
+        assert result.err.splitlines() == [
+            f"jeeves-mcp config {client}: cannot write {target}: no directory {target.parent} "
+            "(create it first) [USAGE]"]
+        assert not (tmp_path / "absent").exists()
+
+
 async def test_config_of_a_slot_without_endpoint_fails(daemon: Daemon, run_root: Path) -> None:
     async with daemon.client() as control:
         off = await control.acquire("run-off", run_root, enabled=False)
@@ -388,6 +433,15 @@ async def test_doctor_with_a_daemon_and_a_pruner_service(daemon: Daemon) -> None
     assert "0600" in checks["socket"]["detail"]
     assert checks["ripgrep"]["status"] in ("pass", "warn") and checks["systemd unit"]["status"] in ("pass", "warn")
     assert result.json()["ok"] is True and result.code == 0
+
+
+async def test_doctor_asks_the_daemon_for_its_state_dir_and_socket(daemon: Daemon, tmp_path: Path) -> None:
+    # The CLI's own guess (state under HOME) differs from the daemon's private state dir.
+    result = await cli(daemon.socket, "doctor", "--json", env={"HOME": str(tmp_path / "home")})
+    checks = checks_by_name(result)
+    assert checks["state dir"]["status"] == "pass", checks["state dir"]
+    assert checks["state dir"]["detail"] == f"{daemon.state_dir} is writable (the running daemon's)"
+    assert checks["daemon"]["detail"].endswith(f"answers on {daemon.socket} (0 slots)")
 
 
 async def test_doctor_reports_failures(tmp_path: Path) -> None:
@@ -454,7 +508,7 @@ def test_ls_table_rendering() -> None:
     ]
     out = io.StringIO()
     render_slots(slots, Console(file=out, width=100, color_system=None), now)
-    assert [line.rstrip() for line in out.getvalue().splitlines()] == [
+    assert out.getvalue().splitlines() == [  # no trailing spaces
         "run    state     pid  port    age  restarts  expires",
         "run-b  degraded    —  4101  2h05m         2  never",
         "run-a  running   321  4100  1m30s         0  in 30m00s",
@@ -465,7 +519,7 @@ def test_doctor_table_rendering() -> None:
     out = io.StringIO()
     render_checks([Check("python", "pass", "Python 3.11"), Check("ripgrep", "warn", "rg not found")],
                   Console(file=out, width=60, color_system=None))
-    assert [line.rstrip() for line in out.getvalue().splitlines()] == [
+    assert out.getvalue().splitlines() == [
         "check    status  detail",
         "python   pass    Python 3.11",
         "ripgrep  warn    rg not found",

@@ -66,6 +66,24 @@ async def test_acquire_read_release_leaves_nothing(daemon: Daemon, run_root: Pat
         assert (missing.value.code, missing.value.status) == ("NOT_FOUND", 404)
 
 
+async def test_reacquire_with_another_root_is_a_conflict(daemon: Daemon, run_root: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    async with daemon.client() as control:
+        slot = await control.acquire("same", run_root, env={"A": "1"})
+        with pytest.raises(ControlError) as root_differs:
+            await control.acquire("same", other)
+        assert (root_differs.value.code, root_differs.value.status) == ("CONFLICT", 409)
+        assert f"root {run_root}" in root_differs.value.message and str(other) in root_differs.value.message
+        with pytest.raises(ControlError) as env_differs:
+            await control.acquire("same", run_root, env={"A": "2"})
+        assert env_differs.value.code == "CONFLICT" and "env (A differ)" in env_differs.value.message
+        assert "2" not in env_differs.value.message.split("differ")[0].split("env")[1]  # no values
+        again = await control.acquire("same", run_root, ttl_s=60)  # same run: the same slot
+        assert again["pid"] == slot["pid"]
+        await control.release("same")
+
+
 async def test_the_other_slots_token_is_refused(daemon: Daemon, run_root: Path) -> None:
     async with daemon.client() as control:
         first = await control.acquire("a", run_root)
@@ -113,6 +131,9 @@ async def test_disabled_slots_have_no_child(tmp_path: Path, run_root: Path) -> N
         slot = await control.acquire("off", run_root)
         assert (slot["state"], slot["mcp"], slot["reason"]) == ("disabled", None, "config_disabled")
         assert daemon.our_processes() == []
+        health = await control.healthz()
+        assert health["enabled"] is False and health["fork_server"] is None  # nothing to fork for
+        assert daemon.fork_server_pids() == set()
         assert (await control.release("off"))["state"] == "shutdown"
 
 

@@ -103,8 +103,15 @@ async def test_input_too_large_is_reported(workspace: Path, tmp_path: Path) -> N
         result = (await call(http, child, "read", {
             "path": "big.log", "context_focus_question": "any errors?",
         }))["structuredContent"]
+        tool = (await call(http, child, "prune_text", {
+            "text": "line of log output\n" * 2000, "goal_hint": "any errors?", "source_type": "logs",
+            "options": {"max_prune_ratio": 0.9, "min_keep_lines": 0, "timeout_ms": 2000,
+                        "annotate_lines": True, "include_markers": True},
+        }))["structuredContent"]
     assert result["pruning"] == {"attempted": False, "applied": False, "fallback": False, "reason": "input_too_large"}
     assert result["truncated"]["content"]["prune_id"].startswith("prn_")
+    assert tool["summary"] == "prune_text: not pruned (input_too_large), 2000 lines as given"
+    assert tool["warnings"][0] == "input_too_large" and tool["stats"]["used_fallback"] is True
 
 
 async def test_prune_text_contract(child: Child) -> None:

@@ -32,6 +32,18 @@ def test_rows_get_the_same_cut():
     assert (cut["original_start_line"], cut["original_end_line"]) == (2, 2)
 
 
+def test_a_text_of_one_long_line_shows_its_head_and_tail():
+    # read of a minified JSON file: one 64 KiB line and nothing else.
+    blob = '{"items": [' + ", ".join(f'{{"id": {i}}}' for i in range(6000)) + "]}"
+    for text, cut in (fit_lines([blob], 1, 4096, "prn_test"),
+                      (lambda r: (rows_text(r[0]), r[1]))(fit_rows(raw_rows([blob]), 4096, "prn_test"))):
+        assert cut is not None and text_bytes(text) <= 4096
+        head, marker, tail = text.split("\n")
+        assert blob.startswith(head.removesuffix("…")) and blob.endswith(tail.removeprefix("…"))
+        assert len(head) > 1500 and len(tail) > 1000 and MARKER.match(marker)
+        assert (cut["original_start_line"], cut["original_end_line"]) == (1, 1)
+
+
 def test_short_lines_are_cut_whole_as_before():
     lines = [f"line {i}" for i in range(5000)]
     text, cut = fit_lines(lines, 1, 4096, "prn_test")

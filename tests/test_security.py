@@ -20,6 +20,7 @@ import trio
 from jeeves_mcp.client import AsyncControlClient, ControlError
 from tests._child import Child, running_child
 from tests._daemon import Daemon, running_daemon
+from tests._rg import needs_rg
 
 SECRET = "s3cr3t-canary-7f1c9a"
 BODY_TIMEOUT_S = 6.0  # body_timeout_s of the child and the daemon here (30 s by default)
@@ -169,7 +170,7 @@ async def test_read_cannot_leave_the_root(escape_root: Path, tmp_path: Path) -> 
         assert not inside["isError"] and inside["content"] == "x = 1"
 
 
-@pytest.mark.parametrize("engine", ["rg", "builtin"])
+@pytest.mark.parametrize("engine", [pytest.param("rg", marks=needs_rg), "builtin"])
 async def test_grep_cannot_leave_the_root(escape_root: Path, tmp_path: Path, engine: str) -> None:
     env: dict[str, str] = {}
     if engine == "builtin":

@@ -386,7 +386,7 @@ async def test_cli_pretty_view_from_stdin(tmp_path: Path) -> None:
     out = done.stdout.decode().rstrip("\n").split("\n")
     assert any(MARKER.match(line) for line in out)
     assert any(re.match(r"^\s*\d+│ +config = handle.read\(\)$", line) for line in out)
-    assert re.match(r"^kept \d+ of \d+ lines \(\d+ pruned in \d+ blocks, \d+%\); ~\d+ tokens saved", out[-1])
+    assert re.match(r"^kept \d+ of \d+ lines \(\d+ pruned in \d+ blocks?, \d+%\); ~\d+ tokens saved", out[-1])
 
 
 async def test_cli_errors_exit_2_with_one_line(tmp_path: Path) -> None:
@@ -397,6 +397,37 @@ async def test_cli_errors_exit_2_with_one_line(tmp_path: Path) -> None:
         assert done.returncode == 2 and done.stdout == b""
         assert len(done.stderr.decode().strip().split("\n")) == 1
     assert b"no such file" in missing.stderr and b"directory" in directory.stderr
+
+
+# Peak memory of the pruning process while 300 MB stream through its stdin, from a
+# wrapper that waits for it (RUSAGE_CHILDREN: the largest of yes, head and the CLI).
+PEAK_RSS_OF_PIPE = """
+import resource, subprocess, sys
+pipe = subprocess.Popen(["sh", "-c", 'yes "2026-11-23 12:00:00 INFO worker 7: step ok" | head -c 300000000'],
+                        stdout=subprocess.PIPE)
+done = subprocess.run([sys.executable, "-m", "jeeves_mcp", "prune", "-", "-q", "where did it fail?", "--json"],
+                      stdin=pipe.stdout, capture_output=True)
+pipe.stdout.close(); pipe.wait()
+sys.stdout.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) + "\\n")
+sys.stdout.write(done.stderr.decode() + "\\n" + done.stdout.decode())
+"""
+
+
+async def test_cli_streams_an_input_over_its_bound_in_bounded_memory() -> None:
+    done = await trio.run_process([sys.executable, "-c", PEAK_RSS_OF_PIPE], capture_stdout=True, check=True)
+    peak_kib, warning, body = done.stdout.decode().split("\n", 2)
+    assert int(peak_kib) < 150 * 1024, f"peak RSS {int(peak_kib) // 1024} MiB for a 300 MB input"
+    assert warning.startswith("jeeves-mcp prune: -: not pruned: the input is 286.1 MiB, above the 16.0 MiB bound")
+    assert warning.endswith("[input_too_large]")
+    result = json.loads(body)
+    assert result["warnings"] == ["input_too_large"] and result["stats"]["used_fallback"] is True
+    assert result["stats"]["original_bytes"] == 300_000_000
+    rows = result["pruned_text"].split("\n")
+    assert len(result["pruned_text"].encode()) < 10_000  # its two ends, not the whole
+    marker, = [row for row in rows if row.startswith("⟦PRUNÉ")]
+    assert marker == result["annotations"][0]["marker"]
+    lines = result["stats"]["original_lines"]
+    assert rows[-1].startswith(f"{lines}│ ") and rows[0].startswith("1│ 2026-11-23")
 
 
 def test_markers_have_their_own_style() -> None:
@@ -422,6 +453,17 @@ def test_markers_have_their_own_style() -> None:
     assert plain.getvalue().split("\n")[:3] == [
         "1│ a",
         "⟦PRUNÉ: prune_id=prn_x lignes 2-3 (2) raison=hors focus⟧",
-        "kept 1 of 3 lines (2 pruned in 1 blocks, 67%); ~10 tokens saved (40 → 30 est.)",
+        "kept 1 of 3 lines (2 pruned in 1 block, 67%); ~10 tokens saved (40 → 30 est.)",
     ]
 
+
+
+def test_cli_summary_counts_in_good_english() -> None:
+    from jeeves_mcp.cli._prune import summary
+
+    outcome = PruneOutcome(
+        prune_id="prn_x", text="a\nb", rows=[], annotations=[{"kind": "pruned_block"}],
+        stats={"original_lines": 2, "kept_lines": 1, "pruned_lines": 1, "pruned_ratio": 0.5,
+               "tokens_est_before": 1, "tokens_est_after": 1, "elapsed_ms": 1, "used_fallback": False},
+    )
+    assert summary(outcome).startswith("kept 1 of 2 lines (1 pruned in 1 block, 50%)")

@@ -30,7 +30,7 @@ from jeeves_mcp.mcp.errors import (
     ToolError,
 )
 from jeeves_mcp.mcp.progress import Notify, ProgressReporter
-from jeeves_mcp.pipeline import ToolRunner, error_result
+from jeeves_mcp.pipeline import ToolRunner
 from jeeves_mcp.tools.prune import health_payload
 
 log = logging.getLogger("jeeves_mcp.protocol")
@@ -292,5 +292,8 @@ class Dispatcher:
             raise failure
         if result is None:  # the scope was cancelled by the client
             _log.event(log, "tool.cancelled", request_id=key)
-            return error_result(ToolError("CANCELLED", "request cancelled by the client"))
+            tool = params.get("name") if isinstance(params, dict) else None
+            return self.runner.error_result(
+                ToolError("CANCELLED", "request cancelled by the client"), str(tool or "tools/call")
+            )
         return result

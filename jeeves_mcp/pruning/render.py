@@ -265,9 +265,15 @@ def _clip_cut(texts: list[str], head: int, tail: int, max_bytes: int) -> tuple[s
 def _cut_inside_line(
     first: Row, end: int, max_bytes: int, prune_id: str
 ) -> tuple[list[Row], dict[str, Any] | None]:
-    room = max(max_bytes - MARKER_OVERHEAD, 16)
-    text = first.text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+    room = max(max_bytes - MARKER_OVERHEAD - 2 * (len("…".encode()) + 1), 16)
+    data = first.text.encode("utf-8", "surrogatepass")
     block = annotation(prune_id, first.start, end, BUDGET_REASON)
-    clipped = Row(first.start, first.end, text + "…")
     marker = Row(first.start, end, block["marker"], marker=True, reason=BUDGET_REASON)
-    return [clipped, marker], block
+    if end != first.end:  # more lines follow: the first one's head, the rest behind the marker
+        text = data[:room].decode("utf-8", "ignore")
+        return [Row(first.start, first.end, text + "…"), marker], block
+    # The one line of the text (a minified JSON file): its head and its tail, as in the middle.
+    front = room * 6 // 10
+    head = data[:front].decode("utf-8", "ignore") + "…"
+    tail = "…" + data[-(room - front):].decode("utf-8", "ignore")
+    return [Row(first.start, first.end, head), marker, Row(first.start, first.end, tail)], block

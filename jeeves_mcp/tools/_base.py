@@ -72,8 +72,10 @@ class ToolOutput:
     # (a command that exited non-zero): answered with isError and the texts.
     error: ToolError | None = None
     # A tool whose whole result is its own contract (prune_text) skips the
-    # shared pruning step and formatting.
+    # shared pruning step and formatting: `raw_result` as it is, or `fit_raw`
+    # called with a text budget (bytes) until the serialized result fits.
     raw_result: dict[str, Any] | None = None
+    fit_raw: Callable[[int], dict[str, Any]] | None = None
 
 
 ToolHandler = Callable[[CallContext, dict[str, Any]], Awaitable[ToolOutput]]
@@ -145,8 +147,32 @@ def display_path(config: PrunerConfig, path: Path) -> str:
         return str(path)
 
 
-def clip_summary(text: str) -> str:
-    return text if len(text) <= 100 else text[:99] + "…"
+# What a result holds besides its texts (summary, fields, pruning, a marker),
+# per copy; the texts get half of the rest, since content[0].text and
+# structuredContent carry the same JSON.
+ENVELOPE_BYTES = 1024
+
+
+def text_budget(config: PrunerConfig) -> int:
+    """Bytes of output text one result starts with; the pipeline lowers it until
+    the serialized result fits `response_budget_bytes`."""
+    return max(256, (config.response_budget_bytes - 2 * ENVELOPE_BYTES) // 2)
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """"1 line", "2 lines"."""
+    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"
+
+
+def line_count(text: str) -> int:
+    """Lines of `text`; a final newline ends the last line, it does not start one."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def clip_summary(text: str, limit: int = 100) -> str:
+    """One line of at most `limit` characters (seed 002: summaries up to 100)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def human_bytes(size: int) -> str:

@@ -19,6 +19,8 @@ from jeeves_mcp.tools._base import (
     clip_summary,
     display_path,
     invalid_argument,
+    line_count,
+    plural,
     resolve_in_root,
     timeout_ms_arg,
 )
@@ -88,12 +90,12 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     )
     stdout = result.stdout.decode("utf-8", "replace")
     stderr = result.stderr.decode("utf-8", "replace")
-    lines = stdout.count("\n") + stderr.count("\n")
+    lines = line_count(stdout) + line_count(stderr)
     if result.signal is not None:
         status, status_word = f"signal {result.signal}", f"killed by signal {result.signal}"
     else:
         status, status_word = f"exit {result.exit_code}", f"exited with status {result.exit_code}"
-    tail = f": {status} in {_seconds(result.duration_ms)}, {lines} lines"
+    tail = f": {status} in {_seconds(result.duration_ms)}, {plural(lines, 'line')}"
     summary = clip_summary(f'bash "{_quote(cmd, max(10, 100 - len(tail) - 7))}"{tail}')
     fields: dict[str, Any] = {
         "exit_code": result.exit_code,

@@ -30,6 +30,7 @@ from jeeves_mcp.tools._base import (
     ToolOutput,
     clip_summary,
     display_path,
+    plural,
     resolve_in_root,
     timeout_ms_arg,
 )
@@ -93,7 +94,10 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         engine = "builtin"
     files = len(result.files)
     more = "+" if result.truncated else ""
-    summary = clip_summary(f"grep {pattern!r}: {result.match_count}{more} matches in {files} files")
+    matches = "match" if result.match_count == 1 and not more else "matches"
+    summary = clip_summary(
+        f"grep {pattern!r}: {result.match_count}{more} {matches} in {plural(files, 'file')}"
+    )
     fields: dict[str, Any] = {
         "match_count": result.match_count,
         "files_with_matches": files,

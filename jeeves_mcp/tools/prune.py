@@ -10,7 +10,15 @@ from jeeves_mcp import __version__
 from jeeves_mcp.mcp.errors import INVALID_RANGE, PRUNE_ID_NOT_FOUND, McpError
 from jeeves_mcp.pruning import SOURCE_TYPES, EngineError, PruneOptions
 from jeeves_mcp.pruning.render import Row, fit_rows, rows_text, text_bytes
-from jeeves_mcp.tools._base import READ_ONLY, CallContext, Tool, ToolOutput, clip_summary
+from jeeves_mcp.tools._base import (
+    READ_ONLY,
+    CallContext,
+    Tool,
+    ToolOutput,
+    clip_summary,
+    plural,
+    text_budget,
+)
 
 PRUNE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -75,23 +83,33 @@ async def prune_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         timeout_ms=int(raw_options["timeout_ms"]),
         annotate_lines=raw_options["annotate_lines"],
         include_markers=raw_options["include_markers"],
-        max_bytes=ctx.config.response_budget_bytes,
+        max_bytes=text_budget(ctx.config),
     )
     outcome = await ctx.pruner.prune(
         args["text"], args["goal_hint"], args["source_type"], options, request_id=ctx.request_id
     )
-    result = outcome.contract()
-    rows, cut = fit_rows(outcome.rows, ctx.config.response_budget_bytes, outcome.prune_id)
-    if cut is not None:
-        result["pruned_text"] = rows_text(rows)
-        result["annotations"] = _merge_annotation(result["annotations"], cut)
-        result["warnings"] = [*result["warnings"], "response_budget"]
+    contract = outcome.contract()
     stats = outcome.stats
-    result["summary"] = clip_summary(
-        f"prune_text: kept {stats['kept_lines']} of {stats['original_lines']} lines"
-        + (" (fallback)" if outcome.used_fallback else "")
-    )
-    return ToolOutput(summary=result["summary"], raw_result=result)
+    if outcome.used_fallback:  # say why, in the summary an agent reads first
+        reason = outcome.warnings[0] if outcome.warnings else "fallback"
+        summary = clip_summary(
+            f"prune_text: not pruned ({reason}), {plural(stats['original_lines'], 'line')} as given"
+        )
+    else:
+        summary = clip_summary(
+            f"prune_text: kept {stats['kept_lines']} of {plural(stats['original_lines'], 'line')}"
+        )
+
+    def fit(budget: int) -> dict[str, Any]:
+        result = {"summary": summary, **contract}
+        rows, cut = fit_rows(outcome.rows, budget, outcome.prune_id)
+        if cut is not None:
+            result["pruned_text"] = rows_text(rows)
+            result["annotations"] = _merge_annotation(result["annotations"], cut)
+            result["warnings"] = [*result["warnings"], "response_budget"]
+        return result
+
+    return ToolOutput(summary=summary, fit_raw=fit)
 
 
 def _merge_annotation(annotations: list[dict[str, Any]], cut: dict[str, Any]) -> list[dict[str, Any]]:
@@ -132,19 +150,23 @@ async def recover_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         line = entry.line(n)
         return Row(n, n, f"{n}│ {line}" if numbered else line)
 
-    budget = ctx.config.response_budget_bytes
     total = sum(end - start + 1 for start, end in spans)
-    rows, cut = fit_rows(_bounded_rows(spans, total, row, budget), budget, prune_id)
-    result: dict[str, Any] = {
-        "raw_text": rows_text(rows),
-        "metadata": {"prune_id": prune_id, "ranges": ranges, "line_numbering": "original"},
-    }
-    if cut is not None:
-        result["metadata"]["truncated"] = cut
-    result["summary"] = clip_summary(
-        f"recover_text {prune_id}: {total} of {len(entry.lines)} lines"
+    summary = clip_summary(
+        f"recover_text {prune_id}: {total} of {plural(len(entry.lines), 'line')}"
     )
-    return ToolOutput(summary=result["summary"], raw_result=result)
+
+    def fit(budget: int) -> dict[str, Any]:
+        rows, cut = fit_rows(_bounded_rows(spans, total, row, budget), budget, prune_id)
+        result: dict[str, Any] = {
+            "summary": summary,
+            "raw_text": rows_text(rows),
+            "metadata": {"prune_id": prune_id, "ranges": ranges, "line_numbering": "original"},
+        }
+        if cut is not None:
+            result["metadata"]["truncated"] = cut
+        return result
+
+    return ToolOutput(summary=summary, fit_raw=fit)
 
 
 def _bounded_rows(spans: list[tuple[int, int]], total: int, row: Any, budget: int) -> list[Row]:

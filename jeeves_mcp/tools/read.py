@@ -20,6 +20,7 @@ from jeeves_mcp.tools._base import (
     clip_summary,
     display_path,
     human_bytes,
+    plural,
     resolve_in_root,
 )
 
@@ -114,6 +115,13 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     total = len(lines)
     offset = int(args.get("offset", 1))
     limit = int(args["limit"]) if "limit" in args else None
+    if offset > max(total, 1):
+        raise ToolError(
+            "INVALID_REQUEST",
+            f"offset {offset} is past the end of {shown} ({plural(total, 'line')})",
+            total_lines=total,
+            hint=f"use an offset from 1 to {max(total, 1)}",
+        )
     window = lines[offset - 1 : None if limit is None else offset - 1 + limit]
     fields: dict[str, Any] = {
         "path": shown,
@@ -125,7 +133,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         fields["encoding_note"] = "not valid UTF-8: undecodable bytes shown as U+FFFD"
     size = len(text.encode("utf-8", "surrogatepass"))
     span = "" if len(window) == total else f" (lines {offset}-{offset + len(window) - 1})"
-    summary = clip_summary(f"read {shown}: {total} lines, {human_bytes(size)}{span}")
+    summary = clip_summary(f"read {shown}: {plural(total, 'line')}, {human_bytes(size)}{span}")
     return ToolOutput(
         summary=summary,
         fields=fields,
