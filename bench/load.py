@@ -13,6 +13,7 @@ errors. Loopback only, stops by itself.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import tempfile
@@ -72,7 +73,7 @@ async def one_call(http: httpx.AsyncClient, url: str, headers: dict[str, str], n
         errors[f"no result: {response.text[:80]}"] += 1
         return None
     if result.get("isError"):
-        errors[f"tool error {result['structuredContent'].get('code')}"] += 1
+        errors[f"tool error {json.loads(result['content'][0]['text']).get('code')}"] += 1
         return None
     return elapsed
 

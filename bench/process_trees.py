@@ -14,6 +14,7 @@ RSS (VmHWM) after each case. `tests/test_process_trees.py` asserts the same.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import secrets
 import shutil
@@ -102,7 +103,7 @@ async def run_case(http: httpx.AsyncClient, base: str, headers: dict[str, str], 
     )
     duration = time.monotonic() - started
     result = response.json()["result"]
-    data = result["structuredContent"]
+    data = json.loads(result["content"][0]["text"])
     left = probed(probe)
     kill_all(left)  # counted, never leaked
     return {

@@ -26,7 +26,7 @@ class PrunerConfig(BaseModel):
     token: str | None = Field(None, description="Bearer token required on /mcp and /rpc when set.")
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Larger request bodies get 413.")
     body_timeout_s: float = Field(30.0, gt=0, description="A request body slower than this gets 408 (slowloris).")
-    response_budget_bytes: int = Field(10 * 1024, ge=2048, description="A serialized tool result (content and structuredContent together) stays under this many bytes (seed 002).")
+    response_budget_bytes: int = Field(10 * 1024, ge=2048, description="A serialized tool result stays under this many bytes (seed 002).")
     max_concurrent_calls: int = Field(8, ge=1, description="Tool calls running at once; more get QUEUE_OVERLOADED.")
     max_sessions: int = Field(256, ge=1, description="Streamable HTTP sessions kept; the least recently used is dropped.")
     store_ttl_s: float = Field(3600.0, gt=0, description="Lifetime of a prune_id / output id in the recovery store.")

@@ -170,7 +170,7 @@ class ToolRunner:
                     return fixed
 
             result = self._fit(lambda budget: (fit_raw(budget), False))
-            structured = result["structuredContent"]
+            structured = payload(result)
             if tool.name == "prune_text":
                 self.stats.record(
                     tool.name, args["text"], structured["pruned_text"],
@@ -182,7 +182,7 @@ class ToolRunner:
             return result
         pruned = await self._prune(args, output, request_id)
         result = self._fit(lambda budget: (self._shape(output, pruned, budget), output.error is not None))
-        structured = result["structuredContent"]
+        structured = payload(result)
         applied = structured["pruning"]["applied"]
         self.stats.record(
             tool.name,
@@ -325,9 +325,9 @@ def fit_result(
 ) -> dict[str, Any]:
     """The first result `build(budget)` makes that serializes under `limit` bytes.
 
-    Output text is counted twice (content and structuredContent) and escaped
-    twice over in content[0].text, so the budget is lowered by half of what is
-    over (less when the texts kept fewer bytes than they could) and tried again;
+    Output text is escaped twice over in content[0].text (a JSON string inside
+    the result's JSON), so the budget is lowered by what is over, divided by what
+    a kept byte costs serialized, and tried again;
     what still does not fit after that loses long strings and lists (seed 002's
     500 characters and 10 items), then the fields besides the summary.
     """
@@ -340,12 +340,12 @@ def fit_result(
             return result
         if budget == 0:
             break
-        # A byte of text costs 2 serialized bytes (one per copy) or more when escaped
-        # ("\t" is 2 bytes, then 3 inside content[0].text): measured on what was kept.
+        # A byte of text costs a serialized byte or more when escaped ("\n" is 2
+        # bytes, then 3 inside content[0].text): measured on what was kept.
         texts = [v for v in structured.values() if isinstance(v, str)]
         kept = sum(text_bytes(v) for v in texts)
-        cost = sum(text_bytes(_dumps(v)) + text_bytes(_dumps(_dumps(v))) for v in texts)
-        slope = max(2.0, cost / max(kept, 1))
+        cost = sum(text_bytes(_dumps(_dumps(v))) for v in texts)
+        slope = max(1.0, cost / max(kept, 1))
         budget = max(0, int(min(budget, kept) - over / slope) - 16)
     result = _result(_clip_values(structured), is_error=is_error)
     if result_bytes(result) <= target:
@@ -373,11 +373,15 @@ def _clip_values(value: Any) -> Any:
 
 
 def _result(structured: dict[str, Any], *, is_error: bool) -> dict[str, Any]:
-    return {
-        "content": [{"type": "text", "text": _dumps(structured)}],
-        "structuredContent": structured,
-        "isError": is_error,
-    }
+    # The JSON once, in content[0].text: no structuredContent (the tools declare no
+    # outputSchema), since a second copy would halve what fits in the response budget.
+    return {"content": [{"type": "text", "text": _dumps(structured)}], "isError": is_error}
+
+
+def payload(result: dict[str, Any]) -> dict[str, Any]:
+    """The JSON a tool result carries (content[0].text)."""
+    value: dict[str, Any] = json.loads(result["content"][0]["text"])
+    return value
 
 
 def error_result(error: ToolError, tool: str, limit: int) -> dict[str, Any]:

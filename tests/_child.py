@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -40,6 +41,13 @@ class Child:
             except ValueError:
                 continue
         return events
+
+
+def tool_json(result: dict[str, Any]) -> dict[str, Any]:
+    """The JSON a tool result carries: content[0].text (there is no structuredContent)."""
+    assert "structuredContent" not in result, result
+    value: dict[str, Any] = json.loads(result["content"][0]["text"])
+    return value
 
 
 def processes_whose(field: str, holds: Callable[[bytes], bool]) -> list[int]:

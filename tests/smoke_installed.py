@@ -107,8 +107,9 @@ def main() -> None:
                 fail(f"pruner printed no ready line (exit {pruner.poll()})")
             result = mcp_call(f"{ready['url']}/mcp" if not ready["url"].endswith("/mcp") else ready["url"], {},
                               "read", {"path": "module.py", "context_focus_question": "where is the config parsed?"})
-            content = result["structuredContent"]["content"]
-            if "def parse_config(path):" not in content or not result["structuredContent"]["pruning"]["applied"]:
+            shown = json.loads(result["content"][0]["text"])
+            content = shown["content"]
+            if "def parse_config(path):" not in content or not shown["pruning"]["applied"]:
                 fail(f"read over /mcp did not return the pruned function: {content[:300]!r}")
             step(f"pruner ready on port {ready['port']}, read over /mcp pruned to {len(content)} bytes")
         finally:

@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from jeeves_mcp import __version__
 from jeeves_mcp.client import AsyncControlClient, ControlClient, ControlError, DaemonUnavailable
 from jeeves_mcp.proc import process_alive
+from tests._child import tool_json
 from tests._daemon import Daemon, running_daemon, stop_group, watch_events
 
 
@@ -32,7 +33,7 @@ async def read_through(slot: dict[str, Any], path: str = "hello.py") -> dict[str
                   "params": {"name": "read", "arguments": {"path": path}}},
         )
     response.raise_for_status()
-    return response.json()["result"]["structuredContent"]
+    return tool_json(response.json()["result"])
 
 
 def process_name(pid: int) -> str:

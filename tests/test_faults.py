@@ -23,6 +23,7 @@ import trio
 
 from jeeves_mcp.client import ControlError
 from tests._child import stop_process_group as stop_group
+from tests._child import tool_json
 from tests._daemon import running_daemon, watch_events
 
 
@@ -199,14 +200,14 @@ async def test_a_catastrophic_regex_neither_freezes_nor_kills_the_child(workspac
                     reply = await rpc("grep", {"pattern": "(a+)+$", "timeout_ms": 1000})
                     result = reply["result"]
                     if result.get("isError"):
-                        assert result["structuredContent"]["error"]["code"] == "TOOL_TIMEOUT", result
+                        assert tool_json(result)["error"]["code"] == "TOOL_TIMEOUT", result
                     else:
-                        assert result["structuredContent"]["match_count"] == 0, result
+                        assert tool_json(result)["match_count"] == 0, result
                 assert (await http.get(f"{child.base}/health")).status_code == 200
                 read = await rpc("read", {"path": "evil.txt"})
-                assert "aaaa" in read["result"]["structuredContent"]["content"]
+                assert "aaaa" in tool_json(read["result"])["content"]
                 found = await rpc("grep", {"pattern": "(a+)+!", "paths": ["evil.txt"]})
-                assert found["result"]["structuredContent"]["match_count"] == 1
+                assert tool_json(found["result"])["match_count"] == 1
         assert child.process.returncode is None
 
 
@@ -225,21 +226,21 @@ async def test_recovering_a_huge_output_is_bounded_and_start_line_zero_is_invali
                     "params": {"name": name, "arguments": arguments}}
             return (await http.post(f"{child.base}/rpc", json=body, headers=child.headers())).json()
 
-        ran = (await rpc("bash", {"cmd": "seq 1 1500000"}))["result"]["structuredContent"]
+        ran = tool_json((await rpc("bash", {"cmd": "seq 1 1500000"}))["result"])
         (cut,) = [value for value in ran["truncated"].values() if "prune_id" in value]
         prune_id, start = cut["prune_id"], cut["lines"][0]
         whole = {"start_line": 1, "end_line": 1_500_000}
         with trio.fail_after(20):  # the whole list was ~1 s a range, and the loop froze meanwhile
-            back = (await rpc("recover_text", {"prune_id": prune_id, "ranges": [whole] * 10,
-                                               "include_line_numbers": True}))["result"]["structuredContent"]
+            back = tool_json((await rpc("recover_text", {"prune_id": prune_id, "ranges": [whole] * 10,
+                                               "include_line_numbers": True}))["result"])
         text = back["raw_text"]
         assert len(text.encode()) <= 64 * 1024
         assert text.startswith("1│ 1\n2│ 2\n") and text.endswith("1499999│ 1499999\n1500000│ 1500000")
         assert back["metadata"]["truncated"]["original_start_line"] >= 1
         assert back["metadata"]["ranges"] == [whole] * 10
         assert "15000000 of 1500001 lines" in back["summary"]
-        middle = (await rpc("recover_text", {"prune_id": prune_id, "ranges": [{"start_line": start, "end_line": start + 1}],
-                                             "include_line_numbers": False}))["result"]["structuredContent"]
+        middle = tool_json((await rpc("recover_text", {"prune_id": prune_id, "ranges": [{"start_line": start, "end_line": start + 1}],
+                                             "include_line_numbers": False}))["result"])
         assert middle["raw_text"] == f"{start}\n{start + 1}"
         for bad in ({"start_line": 0, "end_line": 5}, {"start_line": 3, "end_line": 0},
                     {"start_line": -1, "end_line": 2}, {"start_line": 1_500_002, "end_line": 1_500_003}):
@@ -274,7 +275,7 @@ async def test_tool_arguments_out_of_range_are_invalid_params(workspace: Path, t
             assert "error" in reply, (name, arguments, reply)
             assert reply["error"]["code"] == -32602 and reply["error"]["data"]["code"] == "INVALID_REQUEST", reply
         fine = await rpc("tools/call", {"name": "bash", "arguments": {"cmd": "echo $A", "env": {"A": "1"}, "timeout_ms": 5000}})
-        assert fine["result"]["structuredContent"]["stdout"] == "1\n"
+        assert tool_json(fine["result"])["stdout"] == "1\n"
         bad_level = await rpc("logging/setLevel", {"level": "nope"})
         assert bad_level["error"]["code"] == -32602, bad_level
         assert (await rpc("logging/setLevel", {"level": "warning"}))["result"] == {}

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import trio
 
-from tests._child import Child, pruner_argv, running_child
+from tests._child import Child, pruner_argv, running_child, tool_json
 
 JSON_AND_SSE = "application/json, text/event-stream"
 INIT = {
@@ -207,7 +207,7 @@ async def call(http: httpx.AsyncClient, child: Child, name: str, arguments: dict
         await http.post(f"{child.base}/rpc", json=rpc("tools/call", {"name": name, "arguments": arguments}, request_id))
     ).json()
     result = reply["result"]
-    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+    tool_json(result)  # the JSON once, in content[0].text
     return result
 
 
@@ -226,8 +226,8 @@ async def test_tool_errors_carry_their_code(child: Child, tool: str, arguments: 
     async with httpx.AsyncClient(headers=child.headers()) as http:
         result = await call(http, child, tool, arguments)
     assert result["isError"] is True
-    assert result["structuredContent"]["code"] == code
-    assert result["structuredContent"]["message"]
+    assert tool_json(result)["code"] == code
+    assert tool_json(result)["message"]
 
 
 async def test_symlink_out_of_root_is_refused(child: Child, workspace: Path, tmp_path: Path) -> None:
@@ -236,7 +236,7 @@ async def test_symlink_out_of_root_is_refused(child: Child, workspace: Path, tmp
     (workspace / "link.txt").symlink_to(secret)
     async with httpx.AsyncClient(headers=child.headers()) as http:
         result = await call(http, child, "read", {"path": "link.txt"})
-    assert result["structuredContent"]["code"] == "FORBIDDEN"
+    assert tool_json(result)["code"] == "FORBIDDEN"
     assert "s3cret" not in json.dumps(result)
 
 
@@ -323,5 +323,5 @@ async def test_read_refuses_a_fifo_instead_of_hanging(child: Child, workspace: P
     async with httpx.AsyncClient(headers=child.headers()) as http:
         with trio.fail_after(10):
             result = await call(http, child, "read", {"path": "pipe"})
-    assert result["isError"] and result["structuredContent"]["code"] == "INVALID_REQUEST"
-    assert "not a regular file" in result["structuredContent"]["message"]
+    assert result["isError"] and tool_json(result)["code"] == "INVALID_REQUEST"
+    assert "not a regular file" in tool_json(result)["message"]

@@ -18,7 +18,7 @@ import httpx
 import pytest
 import trio
 
-from tests._child import kill_all, stop_process_group, with_cmdline
+from tests._child import kill_all, stop_process_group, tool_json, with_cmdline
 from tests._daemon import running_daemon
 
 NOBODY = 65534
@@ -30,7 +30,7 @@ async def bash(slot: dict[str, Any], cmd: str, timeout_ms: int = 30_000) -> dict
             "params": {"name": "bash", "arguments": {"cmd": cmd, "timeout_ms": timeout_ms}}}
     async with httpx.AsyncClient(timeout=60) as http:
         reply = (await http.post(f"{base}/rpc", json=body, headers=slot["mcp"]["headers"])).json()
-    return reply["result"]["structuredContent"]
+    return tool_json(reply["result"])
 
 
 def escapes(marker: str) -> str:

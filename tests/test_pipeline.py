@@ -11,7 +11,7 @@ import httpx
 import trio
 
 from jeeves_mcp.mcp.progress import ProgressReporter
-from tests._child import Child, running_child
+from tests._child import Child, running_child, tool_json
 from tests.test_http import INIT, call, headers, rpc
 
 
@@ -21,7 +21,7 @@ async def test_long_output_keeps_head_and_tail_and_the_middle_is_recoverable(
     lines = [f"line {n:05d} " + "x" * 60 for n in range(1, 2001)]
     (workspace / "big.txt").write_text("\n".join(lines) + "\n")
     async with httpx.AsyncClient(headers=child.headers()) as http:
-        result = (await call(http, child, "read", {"path": "big.txt"}))["structuredContent"]
+        result = tool_json(await call(http, child, "read", {"path": "big.txt"}))
         content = result["content"]
         assert len(content.encode()) <= 10 * 1024
         assert content.startswith(lines[0]) and content.endswith(lines[-1])
@@ -29,13 +29,13 @@ async def test_long_output_keeps_head_and_tail_and_the_middle_is_recoverable(
         cut = result["truncated"]["content"]
         start, end = cut["lines"]
         assert f"prune_id={cut['prune_id']} lignes {start}-{end}" in marker
-        recovered = (
+        recovered = tool_json(
             await call(http, child, "recover_text", {
                 "prune_id": cut["prune_id"],
                 "ranges": [{"start_line": start, "end_line": start + 2}, {"start_line": 1, "end_line": 1}],
                 "include_line_numbers": True,
             })
-        )["structuredContent"]
+        )
         assert recovered["raw_text"].split("\n") == [
             f"{start}│ {lines[start - 1]}", f"{start + 1}│ {lines[start]}",
             f"{start + 2}│ {lines[start + 1]}", f"1│ {lines[0]}",
@@ -57,15 +57,15 @@ async def test_long_output_keeps_head_and_tail_and_the_middle_is_recoverable(
 
 async def test_recover_clamps_the_end_line(child: Child, workspace: Path) -> None:
     async with httpx.AsyncClient(headers=child.headers()) as http:
-        pruned = (await call(http, child, "prune_text", {
+        pruned = tool_json(await call(http, child, "prune_text", {
             "text": "a\nb\nc", "goal_hint": "b", "source_type": "docs",
             "options": {"max_prune_ratio": 0.5, "min_keep_lines": 1, "timeout_ms": 1000,
                         "annotate_lines": True, "include_markers": True},
-        }))["structuredContent"]
-        recovered = (await call(http, child, "recover_text", {
+        }))
+        recovered = tool_json(await call(http, child, "recover_text", {
             "prune_id": pruned["prune_id"], "ranges": [{"start_line": 2, "end_line": 99}],
             "include_line_numbers": False,
-        }))["structuredContent"]
+        }))
     assert recovered["raw_text"] == "b\nc"
     assert recovered["metadata"]["ranges"] == [{"start_line": 2, "end_line": 3}]
 
@@ -138,7 +138,7 @@ async def test_cancel_request_with_a_string_id_stops_a_numeric_request(child: Ch
             assert cancel.status_code == 202
     result = replies["call"]["result"]
     assert result["isError"] is True
-    assert result["structuredContent"]["code"] == "CANCELLED"
+    assert tool_json(result)["code"] == "CANCELLED"
 
 
 async def test_calls_beyond_the_bound_are_refused_at_once(workspace: Path, tmp_path: Path) -> None:
@@ -153,7 +153,7 @@ async def test_calls_beyond_the_bound_are_refused_at_once(workspace: Path, tmp_p
                 while not any(e["event"] == "tool.exec_start" for e in child.log_events()):  # noqa: ASYNC110
                     await trio.sleep(0.05)
             second = await call(http, child, "read", {"path": "notes.md"}, request_id=2)
-            assert second["isError"] and second["structuredContent"]["code"] == "QUEUE_OVERLOADED"
+            assert second["isError"] and tool_json(second)["code"] == "QUEUE_OVERLOADED"
             await http.post(f"{child.base}/rpc", json=rpc("notifications/cancelled", {"requestId": 1}, None))
         third = await call(http, child, "read", {"path": "notes.md"}, request_id=3)
         assert third["isError"] is False

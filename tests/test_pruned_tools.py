@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from tests._child import Child
+from tests._child import Child, tool_json
 from tests.test_http import call
 
 MARKER = re.compile(r"^⟦PRUNÉ: prune_id=(\S+) lignes (\d+)-(\d+) \((\d+)\) raison=(.*)⟧$")
@@ -33,10 +33,10 @@ async def test_read_with_a_question_prunes_and_every_marker_recovers(child: Chil
     (workspace / "module.py").write_text(source)
     original = source.split("\n")[:-1]
     async with httpx.AsyncClient(headers=child.headers()) as http:
-        result = (await call(http, child, "read", {
+        result = tool_json(await call(http, child, "read", {
             "path": "module.py",
             "context_focus_question": "where is the config file parsed and its settings returned?",
-        }))["structuredContent"]
+        }))
         pruning = result["pruning"]
         assert pruning["attempted"] and pruning["applied"] and not pruning["fallback"]
         assert pruning["engine"] == "builtin"
@@ -50,10 +50,10 @@ async def test_read_with_a_question_prunes_and_every_marker_recovers(child: Chil
         for match in markers:
             prune_id, start, end, count = match.group(1), int(match.group(2)), int(match.group(3)), int(match.group(4))
             assert count == end - start + 1
-            back = (await call(http, child, "recover_text", {
+            back = tool_json(await call(http, child, "recover_text", {
                 "prune_id": prune_id, "ranges": [{"start_line": start, "end_line": end}],
                 "include_line_numbers": False,
-            }))["structuredContent"]
+            }))
             assert back["raw_text"].split("\n") == original[start - 1 : end]
             covered.update(range(start, end + 1))
         kept = {int(line.split("│", 1)[0]) for line in lines if "│" in line and not line.startswith("⟦")}
@@ -70,9 +70,9 @@ async def test_bash_output_is_pruned_as_logs(child: Child) -> None:
         "for i in $(seq 301 400); do echo \"INFO request $i served in 2 ms\"; done"
     )
     async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
-        result = (await call(http, child, "bash", {
+        result = tool_json(await call(http, child, "bash", {
             "cmd": script, "context_focus_question": "why did the handler fail?",
-        }))["structuredContent"]
+        }))
     assert result["pruning"]["applied"] is True
     stdout = result["stdout"]
     assert "KeyError: 'user_id'" in stdout
@@ -83,10 +83,10 @@ async def test_bash_output_is_pruned_as_logs(child: Child) -> None:
 
 async def test_small_outputs_and_missing_questions_are_not_pruned(child: Child) -> None:
     async with httpx.AsyncClient(headers=child.headers()) as http:
-        small = (await call(http, child, "read", {
+        small = tool_json(await call(http, child, "read", {
             "path": "notes.md", "context_focus_question": "what notes?",
-        }))["structuredContent"]
-        plain = (await call(http, child, "read", {"path": "notes.md"}))["structuredContent"]
+        }))
+        plain = tool_json(await call(http, child, "read", {"path": "notes.md"}))
     assert small["pruning"] == {"attempted": False, "applied": False, "fallback": False, "reason": "below_threshold"}
     assert plain["pruning"]["reason"] == "no_question"
     assert small["content"] == plain["content"] == "# Notes\n\nSome text."
@@ -100,14 +100,14 @@ async def test_input_too_large_is_reported(workspace: Path, tmp_path: Path) -> N
     async with running_child(workspace, tmp_path, env=env) as child, httpx.AsyncClient(
         headers=child.headers()
     ) as http:
-        result = (await call(http, child, "read", {
+        result = tool_json(await call(http, child, "read", {
             "path": "big.log", "context_focus_question": "any errors?",
-        }))["structuredContent"]
-        tool = (await call(http, child, "prune_text", {
+        }))
+        tool = tool_json(await call(http, child, "prune_text", {
             "text": "line of log output\n" * 2000, "goal_hint": "any errors?", "source_type": "logs",
             "options": {"max_prune_ratio": 0.9, "min_keep_lines": 0, "timeout_ms": 2000,
                         "annotate_lines": True, "include_markers": True},
-        }))["structuredContent"]
+        }))
     assert result["pruning"] == {"attempted": False, "applied": False, "fallback": False, "reason": "input_too_large"}
     assert result["truncated"]["content"]["prune_id"].startswith("prn_")
     assert tool["summary"] == "prune_text: not pruned (input_too_large), 2000 lines as given"
@@ -122,9 +122,9 @@ async def test_prune_text_contract(child: Child) -> None:
     options = {"max_prune_ratio": 0.5, "min_keep_lines": 3, "timeout_ms": 2000,
                "annotate_lines": True, "include_markers": True}
     async with httpx.AsyncClient(headers=child.headers()) as http:
-        result = (await call(http, child, "prune_text", {
+        result = tool_json(await call(http, child, "prune_text", {
             "text": text, "goal_hint": "how do I install it?", "source_type": "docs", "options": options,
-        }))["structuredContent"]
+        }))
     assert set(result) >= {"prune_id", "pruned_text", "annotations", "stats", "warnings"}
     stats = result["stats"]
     assert stats["original_lines"] == 14 and stats["pruned_lines"] <= 7
@@ -146,10 +146,10 @@ async def test_a_window_of_a_file_keeps_the_files_line_numbers(child: Child, wor
     original = source.split("\n")
     first = 100
     async with httpx.AsyncClient(headers=child.headers()) as http:
-        result = (await call(http, child, "read", {
+        result = tool_json(await call(http, child, "read", {
             "path": "module.py", "offset": first, "limit": 110,
             "context_focus_question": "where is the config file parsed and its settings returned?",
-        }))["structuredContent"]
+        }))
         assert result["pruning"]["applied"]
         lines = result["content"].split("\n")
         kept = [line for line in lines if "│" in line and not line.startswith("⟦")]
@@ -160,10 +160,10 @@ async def test_a_window_of_a_file_keeps_the_files_line_numbers(child: Child, wor
         match = next(MARKER.match(line) for line in lines if line.startswith("⟦"))
         prune_id, start, end = match.group(1), int(match.group(2)), int(match.group(3))
         assert start >= first
-        back = (await call(http, child, "recover_text", {
+        back = tool_json(await call(http, child, "recover_text", {
             "prune_id": prune_id, "ranges": [{"start_line": start, "end_line": end}],
             "include_line_numbers": False,
-        }))["structuredContent"]
+        }))
         assert back["raw_text"].split("\n") == original[start - 1 : end]
         before = (await http.post(f"{child.base}/rpc", json={
             "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "recover_text", "arguments": {
@@ -193,12 +193,12 @@ async def test_prune_text_over_the_response_budget_keeps_what_was_asked_about(ch
     source = large_module()
     assert len(source) > 3 * 10240  # three response budgets
     async with httpx.AsyncClient(headers=child.headers()) as http:
-        result = (await call(http, child, "prune_text", {
+        result = tool_json(await call(http, child, "prune_text", {
             "text": source, "goal_hint": "where is the config file parsed and its settings returned?",
             "source_type": "code",
             "options": {"max_prune_ratio": 0.9, "min_keep_lines": 0, "timeout_ms": 5000,
                         "annotate_lines": True, "include_markers": True},
-        }))["structuredContent"]
+        }))
     text = result["pruned_text"]
     assert len(text.encode()) <= 10240
     assert "def parse_config_file(path):" in text and "return data['settings']" in text
@@ -211,10 +211,10 @@ async def test_read_of_a_large_file_keeps_the_asked_function_not_its_head_and_ta
 ) -> None:
     (workspace / "large.py").write_text(large_module())
     async with httpx.AsyncClient(headers=child.headers()) as http:
-        result = (await call(http, child, "read", {
+        result = tool_json(await call(http, child, "read", {
             "path": "large.py",
             "context_focus_question": "where is the config file parsed and its settings returned?",
-        }))["structuredContent"]
+        }))
     assert result["pruning"]["applied"]
     assert "def parse_config_file(path):" in result["content"]
     assert "return data['settings']" in result["content"]

@@ -1,5 +1,5 @@
 """Seed 002's response contract over every tool, errors included, through the official
-SDK client: the serialized result (content and structuredContent together) stays under
+SDK client: the serialized result stays under
 10,240 bytes, and every result has a one-line summary of at most 100 characters."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests._child import Child
-from tests.test_sdk_client import http_client
+from tests.test_sdk_client import http_client, payload
 
 LIMIT = 10240  # INV-MCP-RESP-001: JSON.stringify(result) < 10 KB
 FOCUS = "context_focus_question"
@@ -66,7 +66,7 @@ async def test_every_result_fits_seed_002(child: Child, workspace: Path) -> None
         pruned = await client.call_tool("prune_text", {
             "text": text, "goal_hint": "function_345", "source_type": "code", "options": OPTIONS})
         results.append(("prune_text", pruned))
-        prune_id = pruned.structured_content["prune_id"]
+        prune_id = payload(pruned)["prune_id"]
         results.append(("recover_text", await client.call_tool("recover_text", {
             "prune_id": prune_id, "ranges": [{"start_line": 1, "end_line": 2100}],
             "include_line_numbers": True})))
@@ -75,8 +75,7 @@ async def test_every_result_fits_seed_002(child: Child, workspace: Path) -> None
         size = len(serialized(result))
         sizes[label] = size
         assert size < LIMIT, (label, size)
-        body = result.structured_content
-        assert json.loads(result.content[0].text) == body, label
+        body = payload(result)
         summary = body["summary"]
         assert 0 < len(summary) <= 100 and "\n" not in summary, (label, summary)
         assert not re.search(r"\b1 (lines|matches|files|slots)\b", summary), (label, summary)
@@ -85,8 +84,8 @@ async def test_every_result_fits_seed_002(child: Child, workspace: Path) -> None
     print(json.dumps(sizes))  # the figures the issue asks for, with `pytest -s`
     by_label = dict(results)
     # The budget cuts recoverably, and still shows something of what it cut.
-    assert by_label["bash seq"].structured_content["truncated"]["stdout"]["prune_id"]
-    assert by_label["read big"].structured_content["content"].startswith("1│ ") is False
+    assert payload(by_label["bash seq"])["truncated"]["stdout"]["prune_id"]
+    assert payload(by_label["read big"])["content"].startswith("1│ ") is False
     assert by_label["read past the end"].is_error
 
 
@@ -95,12 +94,12 @@ async def test_read_past_the_end_is_an_error_naming_the_line_count(child: Child,
         result = await client.call_tool("read", {"path": "src/app.py", "offset": 99999})
         one = await client.call_tool("read", {"path": "notes.md", "offset": 3, "limit": 1})
     assert result.is_error
-    body = result.structured_content
+    body = payload(result)
     assert body["code"] == "INVALID_REQUEST" and body["total_lines"] == 9
     assert "9 lines" in body["message"] and "99999" in body["message"]
     assert body["summary"] == "read: offset 99999 is past the end of src/app.py (9 lines) [INVALID_REQUEST]"
     assert not one.is_error
-    assert one.structured_content["summary"] == "read notes.md: 3 lines, 20 B (lines 3-3)"
+    assert payload(one)["summary"] == "read notes.md: 3 lines, 20 B (lines 3-3)"
 
 
 async def test_summaries_count_in_good_english(child: Child, workspace: Path) -> None:
@@ -109,15 +108,15 @@ async def test_summaries_count_in_good_english(child: Child, workspace: Path) ->
         read = await client.call_tool("read", {"path": "one.txt"})
         bash = await client.call_tool("bash", {"cmd": "printf x"})
         grep = await client.call_tool("grep", {"pattern": "single"})
-    assert read.structured_content["summary"].startswith("read one.txt: 1 line, ")
-    assert bash.structured_content["summary"].endswith(", 1 line")
-    assert grep.structured_content["summary"] == "grep 'single': 1 match in 1 file"
+    assert payload(read)["summary"].startswith("read one.txt: 1 line, ")
+    assert payload(bash)["summary"].endswith(", 1 line")
+    assert payload(grep)["summary"] == "grep 'single': 1 match in 1 file"
 
 
 async def test_a_cut_output_has_no_phantom_last_line(child: Child) -> None:
     async with http_client(child) as client:
         result = await client.call_tool("bash", {"cmd": "seq 1 20000"})
-        body = result.structured_content
+        body = payload(result)
         start, end = body["truncated"]["stdout"]["lines"]
         shown = body["stdout"].split("\n")
         marker = next(i for i, line in enumerate(shown) if line.startswith("⟦PRUNÉ"))
@@ -126,4 +125,4 @@ async def test_a_cut_output_has_no_phantom_last_line(child: Child) -> None:
         back = await client.call_tool("recover_text", {
             "prune_id": body["truncated"]["stdout"]["prune_id"],
             "ranges": [{"start_line": 19999, "end_line": 20005}], "include_line_numbers": True})
-        assert back.structured_content["raw_text"] == "19999│ 19999\n20000│ 20000"
+        assert payload(back)["raw_text"] == "19999│ 19999\n20000│ 20000"

@@ -20,9 +20,9 @@ from tests._child import Child, pruner_argv, with_cmdline
 
 
 def payload(result: Any) -> dict[str, Any]:
-    """The JSON a tool returned; content[0].text and structuredContent must agree."""
-    text = json.loads(result.content[0].text)
-    assert result.structured_content == text
+    """The JSON a tool returned, once, in content[0].text (no structuredContent)."""
+    assert result.structured_content is None
+    text: dict[str, Any] = json.loads(result.content[0].text)
     return text
 
 

@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from jeeves_mcp.client import AsyncControlClient, ControlError
-from tests._child import Child, running_child
+from tests._child import Child, running_child, tool_json
 from tests._daemon import Daemon, running_daemon
 from tests._rg import needs_rg
 
@@ -40,7 +40,7 @@ async def call_tool(http: httpx.AsyncClient, base: str, headers: dict[str, str],
     assert response.status_code == 200, response.text
     reply = response.json()
     assert "result" in reply, reply
-    return {**reply["result"]["structuredContent"], "isError": reply["result"].get("isError", False)}
+    return {**tool_json(reply["result"]), "isError": reply["result"].get("isError", False)}
 
 
 @pytest.fixture

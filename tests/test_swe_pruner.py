@@ -16,7 +16,7 @@ import trio
 
 from jeeves_mcp.pruning import EngineError, PruneOptions, PruneOutcome
 from jeeves_mcp.pruning.swe_client import ExternalEngine, parse_prune_response, service_line_owners
-from tests._child import Child, running_child
+from tests._child import Child, running_child, tool_json
 from tests.fake_swe_pruner import refused_endpoint, running_fake
 from tests.test_http import call
 
@@ -203,9 +203,9 @@ async def test_child_prunes_through_the_service(workspace: Path, tmp_path: Path)
     async with running_fake() as fake, running_child(
         workspace, tmp_path, env={"JEEVES_PRUNER_ENDPOINT": fake.endpoint, **env}
     ) as child, httpx.AsyncClient(headers=child.headers()) as http:
-        result = (await call(http, child, "read", {
+        result = tool_json(await call(http, child, "read", {
             "path": "mod.py", "context_focus_question": "where is the config parsed"
-        }))["structuredContent"]
+        }))
         assert (fake.requests[0]["threshold"], fake.requests[0]["chunk_overlap_tokens"]) == (0.7, 20)
         assert result["pruning"]["applied"] is True
         assert result["pruning"]["engine"] == "swe-pruner"
@@ -220,10 +220,10 @@ async def test_child_prunes_through_the_service(workspace: Path, tmp_path: Path)
         first = markers[0]
         assert first is not None
         start, end = int(first.group(2)), int(first.group(3))
-        recovered = (await call(http, child, "recover_text", {
+        recovered = tool_json(await call(http, child, "recover_text", {
             "prune_id": first.group(1), "ranges": [{"start_line": start, "end_line": end}],
             "include_line_numbers": False,
-        }))["structuredContent"]
+        }))
         assert recovered["raw_text"] == "\n".join(text.split("\n")[start - 1:end])
 
 
@@ -238,9 +238,9 @@ async def test_child_falls_back_to_raw_output(workspace: Path, tmp_path: Path) -
     ) as child, httpx.AsyncClient(headers=child.headers()) as http:
         for mode, kind in modes.items():
             fake.mode = mode
-            result = (await call(http, child, "read", {
+            result = tool_json(await call(http, child, "read", {
                 "path": "mod.py", "context_focus_question": "where is the config parsed"
-            }))["structuredContent"]
+            }))
             assert result["content"] == text.removesuffix("\n"), mode
             pruning = result["pruning"]
             assert pruning["attempted"] is True and pruning["applied"] is False, mode
@@ -255,16 +255,16 @@ async def test_child_with_no_service_listening(workspace: Path, tmp_path: Path) 
     async with running_child(
         workspace, tmp_path, env={"JEEVES_PRUNER_ENDPOINT": refused_endpoint()}
     ) as child, httpx.AsyncClient(headers=child.headers()) as http:
-        result = (await call(http, child, "read", {
+        result = tool_json(await call(http, child, "read", {
             "path": "mod.py", "context_focus_question": "config"
-        }))["structuredContent"]
+        }))
         assert result["content"] == text.removesuffix("\n")
         assert result["pruning"]["fallback"] is True
         assert result["pruning"]["error"] == "http_error"
         assert result["pruning"]["engine"] == "swe-pruner"
         assert any(e.get("event") == "pruner.call_failed" and e.get("reason") == "http_error"
                    for e in child.log_events())
-        health = (await call(http, child, "health", {}))["structuredContent"]
+        health = tool_json(await call(http, child, "health", {}))
         assert health["engine_status"]["status"] == "unreachable"
         assert health["engine_status"]["error"] == "http_error"
         assert "unreachable" in health["summary"]

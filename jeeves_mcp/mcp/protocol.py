@@ -57,7 +57,6 @@ CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
 # JSON-RPC batches exist in 2025-03-26 only: 2024-11-05's schema has no batch
 # message and 2025-06-18 removed them.
 BATCH_VERSIONS = frozenset({"2025-03-26"})
-STRUCTURED_CONTENT_SINCE = "2025-06-18"
 
 
 @dataclass
@@ -226,11 +225,7 @@ class Dispatcher:
         if method == "tools/list":
             return {"tools": self.runner.definitions(version)}
         if method == "tools/call":
-            result = await self._call_tool(params, request_id, session, notify)
-            if version is not None and version < STRUCTURED_CONTENT_SINCE:
-                # Older revisions have no structuredContent; content[0].text holds the same JSON.
-                result = {k: v for k, v in result.items() if k != "structuredContent"}
-            return result
+            return await self._call_tool(params, request_id, session, notify)
         if method == "resources/list":
             return {"resources": []}
         if method == "resources/templates/list":

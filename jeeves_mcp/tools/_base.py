@@ -147,16 +147,14 @@ def display_path(config: PrunerConfig, path: Path) -> str:
         return str(path)
 
 
-# What a result holds besides its texts (summary, fields, pruning, a marker),
-# per copy; the texts get half of the rest, since content[0].text and
-# structuredContent carry the same JSON.
+# What a result holds besides its texts (summary, fields, pruning, a marker).
 ENVELOPE_BYTES = 1024
 
 
 def text_budget(config: PrunerConfig) -> int:
     """Bytes of output text one result starts with; the pipeline lowers it until
     the serialized result fits `response_budget_bytes`."""
-    return max(256, (config.response_budget_bytes - 2 * ENVELOPE_BYTES) // 2)
+    return max(256, config.response_budget_bytes - ENVELOPE_BYTES)
 
 
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
