@@ -474,6 +474,15 @@ def test_ls_table_rendering() -> None:
     ]
 
 
+def test_doctor_counts_in_good_english() -> None:
+    from jeeves_mcp.cli._doctor import check_fork_server
+
+    one = check_fork_server({"fork_server": {"up": True, "pid": 7, "spawns": 1, "starts": 1}})
+    many = check_fork_server({"fork_server": {"up": True, "pid": 7, "spawns": 3, "starts": 2}})
+    assert one.detail == "pid 7, 1 child forked, started once"
+    assert many.detail == "pid 7, 3 children forked, started 2 times"
+
+
 def test_doctor_table_rendering() -> None:
     out = io.StringIO()
     render_checks([Check("python", "pass", "Python 3.11"), Check("ripgrep", "warn", "rg not found")],
