@@ -76,7 +76,7 @@ async def test_acquire_ls_show_logs_renew_release(daemon: Daemon, run_root: Path
         ("run-1", slot["port"], slot["pid"])]
     table = await cli(daemon.socket, "ls")
     header, row, footer = table.out.splitlines()
-    assert footer.startswith("fork server up (pid ") and footer.endswith("1 children forked")
+    assert footer.startswith("fork server up (pid ") and footer.endswith("1 child forked")
     assert header.split() == ["run", "state", "pid", "port", "age", "restarts", "expires"]
     assert row.split()[:4] == ["run-1", "running", str(slot["pid"]), str(slot["port"])]
     assert row.split()[-2] == "in"  # expires in 9m..s
