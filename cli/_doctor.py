@@ -20,6 +20,7 @@ import typer
 
 from jeeves_mcp import __version__
 from jeeves_mcp.cli._app import EXIT_FAILURE, Settings, print_table, settings
+from jeeves_mcp.pruning.render import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -111,7 +112,8 @@ def check_fork_server(health: dict | None) -> Check:
     if not fork.get("up"):
         return Check("fork server", "warn", "down: children start cold until it is back (see the daemon log)")
     return Check("fork server", "pass",
-                 f"pid {fork['pid']}, {fork['spawns']} children forked, started {fork['starts']} time(s)")
+                 f"pid {fork['pid']}, {plural(fork['spawns'], 'child', 'children')} forked, "
+                 f"started {'once' if fork['starts'] == 1 else plural(fork['starts'], 'time')}")
 
 
 def daemon_health(config: Settings) -> dict | None:

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
 
-from jeeves_mcp.pruning.render import Row, annotation
-from jeeves_mcp.tools._base import human_bytes, plural
+from jeeves_mcp.pruning.render import Row, annotation, human_bytes, plural
 
 if TYPE_CHECKING:
     from rich.console import Console

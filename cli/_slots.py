@@ -27,6 +27,7 @@ from jeeves_mcp.cli._app import (
     print_table,
     settings,
 )
+from jeeves_mcp.pruning.render import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -396,7 +397,7 @@ def ls(
         console.print("[dim]fork server disabled: children start cold[/dim]")
     else:
         state = f"up (pid {fork['pid']})" if fork["up"] else "down: children start cold"
-        console.print(f"[dim]fork server {state}, {fork['spawns']} children forked[/dim]")
+        console.print(f"[dim]fork server {state}, {plural(fork['spawns'], 'child', 'children')} forked[/dim]")
 
 
 def show(

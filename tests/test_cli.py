@@ -78,7 +78,7 @@ async def test_acquire_ls_show_logs_renew_release(daemon: Daemon, run_root: Path
         ("run-1", slot["port"], slot["pid"])]
     table = await cli(daemon.socket, "ls")
     header, row, footer = table.out.splitlines()
-    assert footer.startswith("fork server up (pid ") and footer.endswith("1 children forked")
+    assert footer.startswith("fork server up (pid ") and footer.endswith("1 child forked")
     assert header.split() == ["run", "state", "pid", "port", "age", "restarts", "expires"]
     assert row.split()[:4] == ["run-1", "running", str(slot["pid"]), str(slot["port"])]
     assert row.split()[-2] == "in"  # expires in 9m..s
@@ -513,6 +513,15 @@ def test_ls_table_rendering() -> None:
         "run-b  degraded    —  4101  2h05m         2  never",
         "run-a  running   321  4100  1m30s         0  in 30m00s",
     ]
+
+
+def test_doctor_counts_in_good_english() -> None:
+    from jeeves_mcp.cli._doctor import check_fork_server
+
+    one = check_fork_server({"fork_server": {"up": True, "pid": 7, "spawns": 1, "starts": 1}})
+    many = check_fork_server({"fork_server": {"up": True, "pid": 7, "spawns": 3, "starts": 2}})
+    assert one.detail == "pid 7, 1 child forked, started once"
+    assert many.detail == "pid 7, 3 children forked, started 2 times"
 
 
 def test_doctor_table_rendering() -> None:

@@ -277,3 +277,16 @@ def _cut_inside_line(
     head = data[:front].decode("utf-8", "ignore") + "…"
     tail = "…" + data[-(room - front):].decode("utf-8", "ignore")
     return [Row(first.start, first.end, head), marker, Row(first.start, first.end, tail)], block
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """"1 line", "2 lines"."""
+    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"
+
+
+def human_bytes(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.0f} KiB"
+    return f"{size / (1024 * 1024):.1f} MiB"

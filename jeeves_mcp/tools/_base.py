@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from jeeves_mcp.mcp.errors import INVALID_PARAMS, McpError, ToolError
 
+# Re-exported: the tools import them from here.
+from jeeves_mcp.pruning.render import human_bytes as human_bytes
+from jeeves_mcp.pruning.render import plural as plural
+
 if TYPE_CHECKING:
     from jeeves_mcp.config import PrunerConfig
     from jeeves_mcp.mcp.progress import ProgressReporter
@@ -157,11 +161,6 @@ def text_budget(config: PrunerConfig) -> int:
     return max(256, config.response_budget_bytes - ENVELOPE_BYTES)
 
 
-def plural(count: int, noun: str, plural_form: str | None = None) -> str:
-    """"1 line", "2 lines"."""
-    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"
-
-
 def line_count(text: str) -> int:
     """Lines of `text`; a final newline ends the last line, it does not start one."""
     return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
@@ -171,11 +170,3 @@ def clip_summary(text: str, limit: int = 100) -> str:
     """One line of at most `limit` characters (seed 002: summaries up to 100)."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def human_bytes(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.0f} KiB"
-    return f"{size / (1024 * 1024):.1f} MiB"
