@@ -65,18 +65,24 @@ import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from jeeves_mcp.config import PrunerConfig  # noqa: E402
+from jeeves_mcp.pipeline import fit_result  # noqa: E402
 from jeeves_mcp.pruning.engine import select_lines  # noqa: E402
 from jeeves_mcp.pruning.engine._text import terms  # noqa: E402
 from jeeves_mcp.pruning.render import fit_rows, pruned_rows, rows_text, text_bytes, trim_by_order  # noqa: E402
+from jeeves_mcp.tools._base import text_budget  # noqa: E402
 
-# What prune_text returns: the pruned rows, line-numbered, with markers, fitted to the
-# child's response budget (the budget's head/tail cut drops whatever did not fit).
-RESPONSE_BUDGET = PrunerConfig().response_budget_bytes
+# What a focused `read` returns: the pruned rows, line-numbered, with markers, in a
+# result that serializes under the child's response budget (seed 002's 10,240 bytes,
+# escaping included), fitted the way the pipeline fits it. RESPONSE_BUDGET is the text
+# budget the pipeline starts from; the fit lowers it until the result fits.
+CONFIG = PrunerConfig()
+RESPONSE_BUDGET = text_budget(CONFIG)
 
 SHARED = ROOT.parent / "shared" / "bench"
 SETS = {
@@ -178,17 +184,30 @@ def run_case(c: dict, baseline: bool) -> dict:
 def seen_lines(
     lines: list[str], keep: list[bool], reasons: list[str | None], order: list[int] | None
 ) -> tuple[list[bool], int]:
-    """The original lines prune_text's answer shows, and the size of that answer's text."""
-    if order is not None:
-        keep = trim_by_order(lines, keep, order, RESPONSE_BUDGET) or keep
-    rows, _ = pruned_rows(lines, keep, reasons, "prn_bench", annotate_lines=True,
-                          include_markers=True)
-    rows, _ = fit_rows(rows, RESPONSE_BUDGET, "prn_bench")
+    """The original lines a focused read's result shows, and the size of its text."""
+    shown: dict[str, Any] = {}
+
+    def build(budget: int) -> tuple[dict[str, Any], bool]:
+        chosen = keep
+        if order is not None:
+            chosen = trim_by_order(lines, keep, order, budget) or keep
+        rows, _ = pruned_rows(lines, chosen, reasons, "prn_bench", annotate_lines=True,
+                              include_markers=True)
+        rows, _ = fit_rows(rows, budget, "prn_bench")
+        shown["rows"] = rows
+        text = rows_text(rows)
+        # The fields a focused read's result carries beside its text, at their usual size.
+        return {"summary": "read src/module.py: 1,234 lines, 45.6 KiB (lines 1-1234)",
+                "path": "src/module.py", "content": text, "total_lines": len(lines),
+                "pruning": {"attempted": True, "applied": True, "fallback": False,
+                            "engine": "builtin"}}, False
+
+    fit_result(build, CONFIG.response_budget_bytes, RESPONSE_BUDGET)
     seen = [False] * len(lines)
-    for r in rows:
+    for r in shown["rows"]:
         if not r.marker:
             seen[r.start - 1] = True
-    return seen, text_bytes(rows_text(rows))
+    return seen, text_bytes(rows_text(shown["rows"]))
 
 
 def load(path: Path) -> list[dict]:
