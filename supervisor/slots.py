@@ -13,8 +13,6 @@ time-bounded cleanup. States follow seed 000's runner lifecycle:
 
 from __future__ import annotations
 
-import datetime
-import enum
 import errno
 import logging
 import os
@@ -39,21 +37,13 @@ from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.forkserver import ForkServer, ForkServerUnavailable
 from jeeves_mcp.supervisor.metrics import Metrics
+from jeeves_mcp.supervisor.slot import Slot, SlotState, iso, record_view
 from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
 STATS_EVERY_PINGS = 6  # savings are collected on release anyway; this bounds a crash's loss
 RUN_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")  # \Z: "$" would let a final "\n" in
-
-
-class SlotState(enum.StrEnum):
-    INIT = "init"
-    DISABLED = "disabled"
-    STARTING = "starting"
-    RUNNING = "running"
-    DEGRADED = "degraded"
-    SHUTDOWN = "shutdown"
 
 
 class SlotError(Exception):
@@ -77,66 +67,9 @@ class AcquireRequest:
     enabled: bool = True
 
 
-def iso(timestamp: float | None) -> str | None:
-    if timestamp is None:
-        return None
-    moment = datetime.datetime.fromtimestamp(timestamp, datetime.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _keys_differing(old: dict[str, str], new: dict[str, str]) -> str:
     """The keys whose values differ (never the values: env may hold secrets)."""
     return ", ".join(sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)))
-
-
-class Slot:
-    def __init__(self, record: SlotRecord) -> None:
-        self.record = record
-        self.child: Child | None = None
-        self.scope = trio.CancelScope()
-        self.ready = trio.Event()  # acquire may answer
-        self.done = trio.Event()  # the task is over, the child gone
-        self.lease_changed = trio.Event()
-        self.detach = False  # live restore: leave the child running at daemon exit
-        self.install_problem: str | None = None  # no child of this installation can start
-        self.overloaded: str | None = None  # the daemon ran out of file descriptors starting it
-
-    @property
-    def state(self) -> SlotState:
-        return SlotState(self.record.state)
-
-    @property
-    def run_id(self) -> str:
-        return self.record.run_id
-
-    def view(self) -> dict[str, Any]:
-        record = self.record
-        serving = self.state in (SlotState.RUNNING,) and record.port is not None
-        return {
-            "run_id": record.run_id,
-            "state": record.state,
-            "mcp": {
-                "url": f"http://127.0.0.1:{record.port}/mcp",
-                "headers": {"Authorization": f"Bearer {record.token}"},
-            }
-            if serving
-            else None,
-            "pid": record.pid if self.child is not None else None,
-            "port": record.port,
-            "root": record.root,
-            "labels": record.labels,
-            "restarts": record.restarts,
-            "reason": record.reason,
-            "started_at": iso(record.started_at),
-            "expires_at": iso(record.expires_at),
-            "ended_at": iso(record.ended_at),
-        }
-
-
-def record_view(record: SlotRecord) -> dict[str, Any]:
-    """The view of a slot that is over, from its record alone."""
-    slot = Slot(record)
-    return slot.view()
 
 
 class SlotManager:
