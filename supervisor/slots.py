@@ -19,7 +19,6 @@ from typing import Any
 import httpx
 import trio
 
-from jeeves_mcp.proc import kill_tree, processes_with_env
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.config import DaemonConfig
@@ -27,6 +26,7 @@ from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.forkserver import ForkServer
 from jeeves_mcp.supervisor.lifecycle import SlotLifecycle, marker_env
 from jeeves_mcp.supervisor.metrics import Metrics
+from jeeves_mcp.supervisor.reconcile import reconcile
 from jeeves_mcp.supervisor.slot import Slot, SlotState, iso, record_view
 from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
 
@@ -91,7 +91,7 @@ class SlotManager:
         self.config.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            await self._reconcile()
+            await reconcile(self.lifecycle, nursery)
             if self.fork_server is not None:
                 await nursery.start(self.fork_server.run)
             task_status.started()
@@ -251,64 +251,3 @@ class SlotManager:
 
     def log_path(self, run_id: str) -> Path:
         return self.lifecycle.log_path(run_id)
-
-    # -- a restarted daemon ------------------------------------------------------
-
-    async def _reconcile(self) -> None:
-        """Re-adopt the live children our records name; close the records of dead ones;
-        kill children of ours that no record names (a crash between spawn and save)."""
-        adopted: set[int] = set()
-        for record in await self.store.live():
-            child = None
-            if record.pid and record.pid_start and record.port:
-                child = children.adopt(
-                    record.pid, record.port, record.pid_start, children.tree_mark(record.token)
-                )
-            slot = Slot(record)
-            self.slots[record.run_id] = slot
-            if record.ended_at is not None:  # released, and the daemon died before it was done
-                if child is not None:
-                    await child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
-                    child.close()
-                if record.token:
-                    await kill_tree(None, None, grace_s=0, tree=children.tree_mark(record.token))
-                slot.record.reason = "released; finished after a daemon restart"
-                await self.lifecycle.finish(slot)
-                continue
-            if child is not None and record.state == SlotState.RUNNING:
-                slot.child = child
-                adopted.add(child.pid)
-                await self._nursery_start(self.lifecycle.run_adopted, slot)
-                continue
-            if child is not None:  # alive but the slot was not serving: stop it
-                await child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
-                child.close()
-            if record.state in (SlotState.DISABLED, SlotState.DEGRADED):
-                await self._nursery_start(self.lifecycle.run_idle, slot)
-                continue
-            if record.state in (SlotState.RUNNING, SlotState.STARTING):
-                # The run still holds this endpoint: restart (or degrade) as if the
-                # daemon had seen the child die, rather than drop the slot.
-                await self._nursery_start(self.lifecycle.run_recovered, slot)
-                continue
-            slot.record.reason = "child gone while the daemon was down"
-            await self.lifecycle.finish(slot)
-        await self._kill_strays(adopted)
-
-    async def _nursery_start(self, task: Any, slot: Slot) -> None:
-        assert self._nursery is not None
-        await self._nursery.start(task, slot)
-        slot.ready.set()
-
-    async def _kill_strays(self, adopted: set[int]) -> None:
-        marker = f"JEEVES_MCP_STATE_DIR={self.config.state_dir}".encode()
-        strays = await trio.to_thread.run_sync(processes_with_env, marker)
-        for pid in strays:
-            if pid in adopted:
-                continue
-            start = children.process_start_ticks(pid)
-            stray = children.adopt(pid, 0, start) if start is not None else None
-            if stray is not None:
-                self.events.publish("mcp_pruner.stray_killed", logging.WARNING, pid=pid)
-                await stray.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
-                stray.close()
