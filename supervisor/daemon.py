@@ -23,7 +23,8 @@ from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.metrics import Metrics
 from jeeves_mcp.supervisor.notify import SystemdNotifier
-from jeeves_mcp.supervisor.slots import SlotManager, SlotState
+from jeeves_mcp.supervisor.slot import SlotState
+from jeeves_mcp.supervisor.slots import SlotManager
 from jeeves_mcp.supervisor.store import SlotStore, StateDirInUse, StoreTooNew, lock_state_dir
 
 log = logging.getLogger("jeeves_mcp.supervisor")

@@ -1,0 +1,81 @@
+"""A restarted daemon: re-adopt the children its records name, finish what the
+last daemon left half done, and kill the children of ours no record names."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import trio
+
+from jeeves_mcp.proc import kill_tree, processes_with_env
+from jeeves_mcp.supervisor import child as children
+from jeeves_mcp.supervisor.config import DaemonConfig
+from jeeves_mcp.supervisor.events import EventBus
+from jeeves_mcp.supervisor.lifecycle import SlotLifecycle
+from jeeves_mcp.supervisor.slot import Slot, SlotState
+
+
+async def reconcile(life: SlotLifecycle, nursery: trio.Nursery) -> None:
+    """Re-adopt the live children our records name; close the records of dead ones;
+    kill children of ours that no record names (a crash between spawn and save).
+    The slots' tasks are started in `nursery`."""
+
+    async def start(task: Any, slot: Slot) -> None:
+        await nursery.start(task, slot)
+        slot.ready.set()
+
+    config = life.config
+    adopted: set[int] = set()
+    for record in await life.store.live():
+        child = None
+        if record.pid and record.pid_start and record.port:
+            child = children.adopt(
+                record.pid, record.port, record.pid_start, children.tree_mark(record.token)
+            )
+        slot = Slot(record)
+        life.slots[record.run_id] = slot
+        if record.ended_at is not None:  # released, and the daemon died before it was done
+            if child is not None:
+                await child.stop(grace_s=config.shutdown_timeout_ms / 1000)
+                child.close()
+            if record.token:
+                await kill_tree(None, None, grace_s=0, tree=children.tree_mark(record.token))
+            slot.record.reason = "released; finished after a daemon restart"
+            await life.finish(slot)
+            continue
+        if child is not None and record.state == SlotState.RUNNING:
+            slot.child = child
+            adopted.add(child.pid)
+            await start(life.run_adopted, slot)
+            continue
+        if child is not None:  # alive but the slot was not serving: stop it
+            await child.stop(grace_s=config.shutdown_timeout_ms / 1000)
+            child.close()
+        if record.state in (SlotState.DISABLED, SlotState.DEGRADED):
+            await start(life.run_idle, slot)
+            continue
+        if record.state in (SlotState.RUNNING, SlotState.STARTING):
+            # The run still holds this endpoint: restart (or degrade) as if the
+            # daemon had seen the child die, rather than drop the slot.
+            await start(life.run_recovered, slot)
+            continue
+        slot.record.reason = "child gone while the daemon was down"
+        await life.finish(slot)
+    await kill_strays(config, life.events, adopted)
+
+
+async def kill_strays(config: DaemonConfig, events: EventBus, adopted: set[int]) -> None:
+    """Stop every process marked as this daemon's (its state dir in the environment)
+    that is not one of the `adopted` children."""
+    marker = f"JEEVES_MCP_STATE_DIR={config.state_dir}".encode()
+    strays = await trio.to_thread.run_sync(processes_with_env, marker)
+    for pid in strays:
+        if pid in adopted:
+            continue
+        start = children.process_start_ticks(pid)
+        stray = children.adopt(pid, 0, start) if start is not None else None
+        if stray is not None:
+            events.publish("mcp_pruner.stray_killed", logging.WARNING, pid=pid)
+            await stray.stop(grace_s=config.shutdown_timeout_ms / 1000)
+            stray.close()
