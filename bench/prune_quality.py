@@ -75,7 +75,7 @@ from jeeves_mcp.pipeline import fit_result  # noqa: E402
 from jeeves_mcp.pruning.engine import select_lines  # noqa: E402
 from jeeves_mcp.pruning.engine._text import terms  # noqa: E402
 from jeeves_mcp.pruning.render import fit_rows, pruned_rows, rows_text, text_bytes, trim_by_order  # noqa: E402
-from jeeves_mcp.tools._base import text_budget  # noqa: E402
+from jeeves_mcp.tools.base import text_budget  # noqa: E402
 
 # What a focused `read` returns: the pruned rows, line-numbered, with markers, in a
 # result that serializes under the child's response budget (seed 002's 10,240 bytes,

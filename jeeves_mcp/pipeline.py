@@ -27,7 +27,7 @@ from jeeves_mcp.pruning import PruneOptions, Pruner
 from jeeves_mcp.pruning.counters import SavingsStats
 from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.pruning.render import Row, fit_lines, fit_rows, rows_text, text_bytes
-from jeeves_mcp.tools._base import (
+from jeeves_mcp.tools.base import (
     CallContext,
     TextOutput,
     Tool,

@@ -18,7 +18,7 @@ from jeeves_mcp.mcp.progress import NullProgress
 from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.tools import _grep_builtin, grep
 from jeeves_mcp.tools import bash as bash_tool
-from jeeves_mcp.tools._base import CallContext
+from jeeves_mcp.tools.base import CallContext
 from tests._rg import RG_MISSING, needs_rg
 
 

@@ -29,9 +29,9 @@ from jeeves_mcp.mcp.errors import (
     McpError,
     ToolError,
 )
+from jeeves_mcp.mcp.health import health_payload
 from jeeves_mcp.mcp.progress import Notify, ProgressReporter
 from jeeves_mcp.pipeline import ToolRunner
-from jeeves_mcp.tools.prune import health_payload
 
 log = logging.getLogger("jeeves_mcp.protocol")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jeeves_mcp.tools._base import CallContext, TextOutput, Tool, ToolOutput
+from jeeves_mcp.tools.base import CallContext, TextOutput, Tool, ToolOutput
 from jeeves_mcp.tools.bash import TOOL as BASH
 from jeeves_mcp.tools.grep import TOOL as GREP
 from jeeves_mcp.tools.prune import HEALTH, PRUNE_TEXT, RECOVER_RANGE, RECOVER_TEXT

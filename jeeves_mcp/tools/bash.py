@@ -9,7 +9,7 @@ from typing import Any
 
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import TAG_VAR, TREE_VAR, command_user, run_command
-from jeeves_mcp.tools._base import (
+from jeeves_mcp.tools.base import (
     FOCUS_PROPERTY,
     RUNS_COMMANDS,
     CallContext,

@@ -21,7 +21,7 @@ import trio
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import command_user, run_command
 from jeeves_mcp.tools import _grep_builtin
-from jeeves_mcp.tools._base import (
+from jeeves_mcp.tools.base import (
     FOCUS_PROPERTY,
     READ_ONLY,
     CallContext,

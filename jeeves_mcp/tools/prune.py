@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterator
 from typing import Any
 
-from jeeves_mcp import __version__
 from jeeves_mcp.mcp.errors import INVALID_RANGE, PRUNE_ID_NOT_FOUND, McpError
+from jeeves_mcp.mcp.health import health_payload
 from jeeves_mcp.pruning import SOURCE_TYPES, EngineError, PruneOptions
 from jeeves_mcp.pruning.render import Row, fit_rows, rows_text, text_bytes
-from jeeves_mcp.tools._base import (
+from jeeves_mcp.tools.base import (
     READ_ONLY,
     CallContext,
     Tool,
@@ -208,16 +207,6 @@ def _bounded_rows(spans: list[tuple[int, int]], total: int, row: Any, budget: in
         position += end - start + 1
     assert low is not None and high is not None
     return [*head, Row(low, high, "x" * (budget + 1)), *tail]
-
-
-def health_payload() -> dict[str, Any]:
-    return {
-        "status": "healthy",
-        "server": "mcp-pruner",
-        "version": __version__,
-        "capabilities": ["prune_text", "recover_text", "annotations", "markers"],
-        "timestamp": datetime.datetime.now(datetime.UTC).astimezone().isoformat(timespec="seconds"),
-    }
 
 
 async def health(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:

@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 import trio
 
 from jeeves_mcp.mcp.errors import ToolError
-from jeeves_mcp.tools._base import (
+from jeeves_mcp.tools.base import (
     FOCUS_PROPERTY,
     READ_ONLY,
     CallContext,

@@ -8,19 +8,17 @@ pays for its own child).
 from __future__ import annotations
 
 import hmac
-import ipaddress
-import json
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 import trio
 
 from jeeves_mcp import _log
 from jeeves_mcp.config import PrunerConfig
-from jeeves_mcp.mcp.errors import HEADER_MISMATCH, INVALID_REQUEST, PARSE_ERROR, McpError
+from jeeves_mcp.mcp.errors import HEADER_MISMATCH, INVALID_REQUEST, McpError
+from jeeves_mcp.mcp.health import health_payload
 from jeeves_mcp.mcp.progress import Notify
 from jeeves_mcp.mcp.protocol import (
     HANDSHAKE_VERSIONS,
@@ -48,11 +46,18 @@ from jeeves_mcp.mcp.transports.asgi import (
     send_sse_event,
     start_sse,
 )
-from jeeves_mcp.tools.prune import health_payload
+from jeeves_mcp.mcp.transports.checks import (
+    is_local_host,
+    is_local_origin,
+    is_request,
+    parse,
+    routing_header_mismatch,
+    status,
+    wants_stream,
+)
 
 log = logging.getLogger("jeeves_mcp.http")
 
-LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 # Errors of the stateless era carry an HTTP status, as the official SDK server does.
 MODERN_ERROR_STATUS = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400, -32601: 404}
 
@@ -79,7 +84,7 @@ class McpHttpApp:
         self.rpc_session = Session(id="rpc")
         self.extra_routes: Routes = dict(routes or {})
         self._token = config.token.encode() if config.token else None
-        self._loopback = _is_local_host(config.host)
+        self._loopback = is_local_host(config.host)
 
     # -- ASGI entry ---------------------------------------------------------
 
@@ -117,13 +122,13 @@ class McpHttpApp:
                 await self._mcp(scope, receive, send)
         elif path == "/rpc":
             if method != "POST":
-                await _status(send, 405, "use POST", allow="POST")
+                await status(send, 405, "use POST", allow="POST")
             elif await self.guard(scope, send):
                 await self._rpc(receive, send)
         elif (method, path) in self.extra_routes:
             await self.extra_routes[(method, path)](self, scope, receive, send)
         else:
-            await _status(send, 404, f"no route {method} {path}")
+            await status(send, 404, f"no route {method} {path}")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -141,14 +146,14 @@ class McpHttpApp:
     async def guard(self, scope: dict[str, Any], send: Send) -> bool:
         """Host and Origin (DNS rebinding), then the bearer token; False once refused."""
         host = header(scope, b"host")
-        if self._loopback and host is not None and not _is_local_host(host):
+        if self._loopback and host is not None and not is_local_host(host):
             _log.event(log, "http.host_rejected", logging.WARNING, host=host)
-            await _status(send, 421, "host not allowed: this server answers only to localhost")
+            await status(send, 421, "host not allowed: this server answers only to localhost")
             return False
         origin = header(scope, b"origin")
-        if origin is not None and not _is_local_origin(origin):
+        if origin is not None and not is_local_origin(origin):
             _log.event(log, "http.origin_rejected", logging.WARNING, origin=origin)
-            await _status(send, 403, "origin not allowed")
+            await status(send, 403, "origin not allowed")
             return False
         if self._token is not None:
             supplied = header(scope, b"authorization") or ""
@@ -156,7 +161,7 @@ class McpHttpApp:
             if scheme.lower() != "bearer" or not hmac.compare_digest(
                 credential.strip().encode(), self._token
             ):
-                await _status(
+                await status(
                     send, 401, "missing or wrong bearer token", www_authenticate='Bearer realm="jeeves-mcp"'
                 )
                 return False
@@ -167,7 +172,7 @@ class McpHttpApp:
         body = await self.read_body(receive, send)
         if body is None:
             return NOTHING
-        message = _parse(body)
+        message = parse(body)
         if isinstance(message, McpError):
             await send_json(send, 400, error_response(None, message))
             return NOTHING
@@ -178,9 +183,9 @@ class McpHttpApp:
             with trio.fail_after(self.config.body_timeout_s):
                 return await read_body(receive, self.config.max_body_bytes)
         except BodyTooLarge:
-            await _status(send, 413, f"body larger than {self.config.max_body_bytes} bytes")
+            await status(send, 413, f"body larger than {self.config.max_body_bytes} bytes")
         except trio.TooSlowError:
-            await _status(send, 408, "request body too slow")
+            await status(send, 408, "request body too slow")
         return None
 
     # -- /rpc -------------------------------------------------------------------
@@ -211,12 +216,12 @@ class McpHttpApp:
                 _log.event(log, "mcp.session_closed", session=entry.session.id)
                 await send_bytes(send, 200, b"", None)
         else:
-            await _status(send, 405, "use POST, GET or DELETE", allow="POST, GET, DELETE")
+            await status(send, 405, "use POST, GET or DELETE", allow="POST, GET, DELETE")
 
     async def _mcp_post(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
         if content_type != "application/json":
-            await _status(send, 415, "Content-Type must be application/json")
+            await status(send, 415, "Content-Type must be application/json")
             return
         message = await self._read_message(receive, send)
         if message is NOTHING:
@@ -250,7 +255,7 @@ class McpHttpApp:
         if isinstance(message, list) and not batches_allowed(session.protocol_version):
             await send_json(send, 400, error_response(None, batch_refused(session.protocol_version)))
             return
-        if not any(_is_request(m) for m in messages):
+        if not any(is_request(m) for m in messages):
             # Notifications and responses get 202; malformed items still get their errors.
             errors = await self._batch(message, session, None, False)
             if errors is None:
@@ -258,7 +263,7 @@ class McpHttpApp:
             else:
                 await send_json(send, 400, errors, response_headers)
             return
-        if _wants_stream(scope, messages):
+        if wants_stream(scope, messages):
             await self._stream(
                 receive, send, response_headers, lambda notify: self._batch(message, session, notify, False)
             )
@@ -291,18 +296,18 @@ class McpHttpApp:
         elif body_version not in MODERN_VERSIONS:
             problem = unsupported_version(body_version)
         else:
-            problem = _routing_header_mismatch(scope, message)
+            problem = routing_header_mismatch(scope, message)
         if problem is not None:
             status = MODERN_ERROR_STATUS.get(problem.code, 200)
             await send_json(send, status, error_response(request_id, problem))
             return
-        if not _is_request(message):
+        if not is_request(message):
             # A notification, or a client's response to a server request: nothing to answer.
             await self.dispatcher.handle(message, Session(), None, modern=True)
             await send_bytes(send, 202, b"", None)
             return
         session = Session(protocol_version=body_version)
-        if _wants_stream(scope, [message]):
+        if wants_stream(scope, [message]):
             await self._stream(
                 receive, send, [], lambda notify: self.dispatcher.handle(message, session, notify, modern=True)
             )
@@ -316,7 +321,7 @@ class McpHttpApp:
     async def _mcp_get(self, scope: dict[str, Any], send: Send) -> None:
         accept = header(scope, b"accept") or ""
         if "text/event-stream" not in accept or header(scope, b"mcp-protocol-version") in MODERN_VERSIONS:
-            await _status(send, 405, "GET /mcp serves only a session's text/event-stream", allow="POST, DELETE")
+            await status(send, 405, "GET /mcp serves only a session's text/event-stream", allow="POST, DELETE")
             return
         entry = await self._session_for(scope, send)
         if entry is None:
@@ -360,11 +365,11 @@ class McpHttpApp:
     async def _session_for(self, scope: dict[str, Any], send: Send) -> HttpSession | None:
         session_id = header(scope, b"mcp-session-id")
         if session_id is None:
-            await _status(send, 400, "missing Mcp-Session-Id header; send initialize first")
+            await status(send, 400, "missing Mcp-Session-Id header; send initialize first")
             return None
         entry = self.sessions.get(session_id)
         if entry is None:
-            await _status(send, 404, "unknown or ended session; initialize again")
+            await status(send, 404, "unknown or ended session; initialize again")
             return None
         self.sessions.move_to_end(session_id)
         return entry
@@ -407,74 +412,3 @@ class McpHttpApp:
         if gone:
             raise ClientGone
         return result
-
-
-def _is_request(message: Any) -> bool:
-    """A message the dispatcher answers: an id, and not a client's response ("method"
-    absent or null with "result" or "error"), as `Dispatcher.handle` decides."""
-    return isinstance(message, dict) and "id" in message and not (
-        message.get("method") is None and ("result" in message or "error" in message)
-    )
-
-
-def _parse(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        return McpError(PARSE_ERROR, f"parse error: {exc}"[:200])
-
-
-def _routing_header_mismatch(scope: dict[str, Any], message: dict[str, Any]) -> McpError | None:
-    method_header = header(scope, b"mcp-method")
-    if method_header is not None and method_header != message.get("method"):
-        return McpError(HEADER_MISMATCH, "Mcp-Method header does not match the body",
-                        {"header": method_header, "body": message.get("method")})
-    name_header = header(scope, b"mcp-name")
-    params = message.get("params")
-    name = params.get("name") if isinstance(params, dict) else None
-    if name_header is not None and name is not None and name_header != name:
-        return McpError(HEADER_MISMATCH, "Mcp-Name header does not match params.name",
-                        {"header": name_header, "body": name})
-    return None
-
-
-def _wants_stream(scope: dict[str, Any], messages: list[Any]) -> bool:
-    """SSE only when there is something to stream: progress for a tools/call."""
-    accept = header(scope, b"accept") or ""
-    if "text/event-stream" not in accept:
-        return False
-    if "application/json" not in accept:
-        return True
-    for message in messages:
-        params = message.get("params") if isinstance(message, dict) else None
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        if isinstance(meta, dict) and meta.get("progressToken") is not None:
-            return True
-    return False
-
-
-def _is_local_host(host: str) -> bool:
-    """A Host header (or bind address) naming this machine's loopback, port optional."""
-    try:
-        name = urlsplit(f"//{host}").hostname
-    except ValueError:
-        return False
-    if name in LOCAL_HOSTS:
-        return True
-    try:  # 127.0.0.2 is loopback; 127.0.0.1.evil.example is a name anyone can point at us
-        return ipaddress.ip_address(name or "").is_loopback
-    except ValueError:
-        return False
-
-
-def _is_local_origin(origin: str) -> bool:
-    try:
-        host = urlsplit(origin).hostname
-    except ValueError:
-        return False
-    return host in LOCAL_HOSTS
-
-
-async def _status(send: Send, status: int, message: str, **headers: str) -> None:
-    extra = [(key.replace("_", "-"), value) for key, value in headers.items()]
-    await send_json(send, status, {"error": {"code": status, "message": message}}, extra)
