@@ -10,40 +10,21 @@ one line on stderr and one of the exit codes below.
 from __future__ import annotations
 
 import os
-import re
 import sys
-import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from jeeves_mcp import __version__
-
-if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.table import Table
-
-    from jeeves_mcp.client import AsyncControlClient, ControlClient
-
-EXIT_OK = 0
-EXIT_FAILURE = 1  # the daemon refused or failed a request, a check failed
-EXIT_USAGE = 2  # bad arguments or configuration (also click's own usage errors)
-EXIT_NO_DAEMON = 3  # nothing answers on the control socket
-EXIT_INTERRUPTED = 130
-
-# Where jeeves-mcp.socket puts the control socket of the system service (%t = /run).
-
-EXIT_CODES = (
-    "Exit codes: 0 ok; 1 the daemon refused or failed the request (or a doctor check failed); "
-    "2 bad usage or configuration; 3 the daemon is not running (start it with `jeeves-mcp daemon` "
-    "or `systemctl start jeeves-mcp`); 130 interrupted."
-    "\n\n"
-    "Environment: JEEVES_MCP_SOCKET (control socket), JEEVES_MCP_URL and JEEVES_MCP_TCP_TOKEN "
-    "(control API over loopback TCP), JEEVES_MCP_DEBUG=1 (tracebacks)."
+from jeeves_mcp.cli import _config, _daemon, _doctor, _prune, _pruner, _slots, _stats
+from jeeves_mcp.cli._common import (
+    EXIT_CODES,
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    Settings,
 )
 
 app = typer.Typer(
@@ -53,111 +34,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What every command that talks to the daemon needs; lives in `ctx.obj`."""
-
-    socket: Path | None = None
-    url: str | None = None
-    token: str | None = None
-    debug: bool = False
-
-    def control_socket(self) -> Path:
-        """--socket, else the client's default (which knows the system service's socket)."""
-        from jeeves_mcp.client import default_socket
-
-        return self.socket or default_socket()
-
-    def client(self, timeout: float = 120.0) -> ControlClient:
-        from jeeves_mcp.client import ControlClient
-
-        socket = None if self.url else self.control_socket()
-        return ControlClient(socket, url=self.url, token=self.token, timeout=timeout)
-
-    def async_client(self, timeout: float = 120.0) -> AsyncControlClient:
-        from jeeves_mcp.client import AsyncControlClient
-
-        socket = None if self.url else self.control_socket()
-        return AsyncControlClient(socket, url=self.url, token=self.token, timeout=timeout)
-
-    def where(self) -> str:
-        return self.url or str(self.control_socket())
-
-
-# Spaces rich pads a table's last column with, before any closing style codes.
-_TRAILING_PAD = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
-
-
-def print_table(console: Console, table: Table) -> None:
-    """A rich table without the spaces rich leaves at the end of its lines (they
-    show up in copies, diffs and `grep ' $'`); styles are kept."""
-    with console.capture() as captured:
-        console.print(table)
-    lines = [_TRAILING_PAD.sub(r"\1", line) for line in captured.get().splitlines()]
-    console.file.write("".join(line + "\n" for line in lines))
-    console.file.flush()
-
-
-def settings(ctx: typer.Context) -> Settings:
-    """The root callback's settings (defaults when a command runs without it, as in tests)."""
-    obj = ctx.find_root().obj
-    return obj if isinstance(obj, Settings) else Settings()
-
-
-def fail(command: str, message: str, code: int = EXIT_FAILURE) -> typer.Exit:
-    """One line on stderr; `raise fail(...)`."""
-    typer.echo(f"jeeves-mcp {command}: {message}", err=True)
-    return typer.Exit(code)
-
-
-def _describe(exc: Exception) -> str:
-    from jeeves_mcp.client import ControlError
-
-    if not isinstance(exc, ControlError):
-        return f"{type(exc).__name__}: {exc}"
-    message = exc.message
-    fields = exc.detail.get("fields") if isinstance(exc.detail, dict) else None
-    if fields:
-        message += ": " + "; ".join(f"{f.get('field')}: {f.get('message')}" for f in fields)
-    return f"{message} [{exc.code}]"
-
-
-@contextmanager
-def control_errors(ctx: typer.Context, what: str) -> Iterator[None]:
-    """Translate the client's errors into one stderr line and an exit code.
-
-    DaemonUnavailable -> 3 (its message says how to start the daemon), a 400
-    INVALID_REQUEST -> 2, any other ControlError or a timeout -> 1. With --debug
-    the traceback is printed first.
-    """
-    import httpx
-
-    from jeeves_mcp.client import ControlError, DaemonUnavailable
-
-    command = ctx.command_path.removeprefix(ctx.find_root().info_name or "").strip() or "jeeves-mcp"
-    try:
-        yield
-    except DaemonUnavailable as exc:
-        _traceback(ctx)
-        raise fail(command, f"{what}: {exc.message}", EXIT_NO_DAEMON) from None
-    except ControlError as exc:
-        _traceback(ctx)
-        code = EXIT_USAGE if exc.code == "INVALID_REQUEST" and exc.status == 400 else EXIT_FAILURE
-        raise fail(command, f"{what}: {_describe(exc)}", code) from None
-    except httpx.TimeoutException as exc:  # the client maps connection errors, not timeouts
-        _traceback(ctx)
-        raise fail(command, f"{what}: the daemon did not answer in time ({type(exc).__name__}); "
-                   "see `journalctl -u jeeves-mcp` or the daemon's log", EXIT_FAILURE) from None
-    except httpx.TransportError as exc:
-        _traceback(ctx)
-        raise fail(command, f"{what}: {type(exc).__name__}: {exc}", EXIT_FAILURE) from None
-
-
-def _traceback(ctx: typer.Context) -> None:
-    if settings(ctx).debug:
-        traceback.print_exc(file=sys.stderr)
 
 
 def _debug_requested(argv: list[str]) -> bool:
@@ -198,28 +74,19 @@ def version() -> None:
     typer.echo(__version__)
 
 
-def _register() -> None:
-    from jeeves_mcp.cli import _config, _daemon, _doctor, _prune, _pruner, _slots, _stats
-
-    _daemon.register(app)
-    _pruner.register(app)
-    _prune.register(app)
-    _slots.register(app)
-    _config.register(app)
-    _doctor.register(app)
-    _stats.register(app)
-
-
-_registered = False
-
-
-def get_app() -> typer.Typer:
-    """The app with every command registered (for tests with typer's CliRunner)."""
-    global _registered
-    if not _registered:
-        _register()
-        _registered = True
-    return app
+app.command()(_daemon.daemon)
+app.command()(_pruner.pruner)
+app.command()(_prune.prune)
+app.command()(_slots.acquire)
+app.command()(_slots.release)
+app.command()(_slots.renew)
+app.command("ls")(_slots.ls)
+app.command()(_slots.show)
+app.command()(_slots.logs)
+app.command()(_slots.events)
+app.add_typer(_config.config_app)
+app.command()(_doctor.doctor)
+app.command()(_stats.stats)
 
 
 def _is(exc: BaseException, kind: str) -> bool:
@@ -297,7 +164,6 @@ def usage_line(exc: Exception) -> str:
 
 
 def main() -> None:
-    get_app()
     try:
         # Not standalone: click's usage errors come here to be printed as one line
         # in our words, not as a box in typer's (and pydantic's).

@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 import typer
 
-from jeeves_mcp.cli._app import EXIT_FAILURE, EXIT_USAGE, control_errors, fail, settings
+from jeeves_mcp.cli._common import EXIT_FAILURE, EXIT_USAGE, control_errors, fail, settings
 
 DEFAULT_NAME = "jeeves"
 DEFAULT_TOKEN_ENV = "JEEVES_MCP_TOKEN"
@@ -302,6 +302,3 @@ def agent_sdk(
     else:
         typer.echo(json.dumps(config, indent=2))
 
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(config_app)

@@ -62,6 +62,3 @@ def daemon(
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
 
-
-def register(app: typer.Typer) -> None:
-    app.command()(daemon)

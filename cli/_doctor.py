@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from jeeves_mcp import __version__
-from jeeves_mcp.cli._app import EXIT_FAILURE, Settings, print_table, settings
+from jeeves_mcp.cli._common import EXIT_FAILURE, Settings, print_table, settings
 from jeeves_mcp.pruning.render import plural
 
 if TYPE_CHECKING:
@@ -305,9 +305,6 @@ def doctor(
     if not ok:
         raise typer.Exit(EXIT_FAILURE)
 
-
-def register(app: typer.Typer) -> None:
-    app.command()(doctor)
 
 
 __all__ = ["Check", "render_checks", "run_checks"]

@@ -271,6 +271,3 @@ def prune(
         return
     render_pretty(outcome, Console(highlight=False))
 
-
-def register(app: typer.Typer) -> None:
-    app.command()(prune)

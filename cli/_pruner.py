@@ -57,6 +57,3 @@ def pruner(
         raise typer.Exit(2) from exc
     trio.run(lambda: run_pruner(config, stdio=stdio))
 
-
-def register(app: typer.Typer) -> None:
-    app.command()(pruner)

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console, JustifyMethod
 from rich.table import Table
 
-from jeeves_mcp.cli._app import control_errors, print_table, settings
+from jeeves_mcp.cli._common import control_errors, print_table, settings
 
 BAR_WIDTH = 20
 
@@ -71,6 +71,3 @@ def stats(
         return
     render(report, Console(), run_id)
 
-
-def register(app: typer.Typer) -> None:
-    app.command()(stats)

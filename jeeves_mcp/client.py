@@ -24,6 +24,8 @@ from typing import Any
 
 import httpx
 
+from jeeves_mcp import paths
+
 __all__ = ["AsyncControlClient", "ControlClient", "ControlError", "DaemonUnavailable", "default_socket"]
 
 
@@ -51,10 +53,7 @@ def default_socket() -> Path:
     A root shell has no XDG_RUNTIME_DIR, so its default names the state dir,
     while the system units listen under /run.
     """
-    from jeeves_mcp.supervisor.config import default_socket as resolve
-    from jeeves_mcp.supervisor.config import default_state_dir
-
-    configured = resolve(os.environ, default_state_dir(os.environ))
+    configured = paths.default_socket(os.environ, paths.default_state_dir(os.environ))
     if not configured.exists() and SYSTEM_SOCKET.exists():
         return SYSTEM_SOCKET
     return configured

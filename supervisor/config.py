@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from jeeves_mcp.config import ConfigError, validation_problems
+from jeeves_mcp.paths import default_socket, default_state_dir
 
 
 def _is_loopback(host: str) -> bool:
@@ -22,25 +23,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def default_state_dir(env: Mapping[str, str]) -> Path:
-    if env.get("STATE_DIRECTORY"):  # systemd's StateDirectory=
-        return Path(env["STATE_DIRECTORY"].split(":")[0])
-    if os.geteuid() == 0:
-        return Path("/var/lib/jeeves-mcp")
-    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "jeeves-mcp"
-
-
-def default_socket(env: Mapping[str, str], state_dir: Path) -> Path:
-    if env.get("JEEVES_MCP_SOCKET"):
-        return Path(env["JEEVES_MCP_SOCKET"])
-    if env.get("RUNTIME_DIRECTORY"):  # systemd's RuntimeDirectory=
-        return Path(env["RUNTIME_DIRECTORY"].split(":")[0]) / "control.sock"
-    if env.get("XDG_RUNTIME_DIR"):
-        return Path(env["XDG_RUNTIME_DIR"]) / "jeeves-mcp" / "control.sock"
-    return state_dir / "control.sock"
 
 
 class DaemonConfig(BaseModel):

@@ -22,7 +22,7 @@ from rich.console import Console
 
 from jeeves_mcp.cli._config import codex_table, merge_codex_toml
 from jeeves_mcp.cli._doctor import Check, render_checks
-from jeeves_mcp.cli._slots import format_event, new_lines, render_slots
+from jeeves_mcp.cli._render import format_event, new_lines, render_slots
 from tests._daemon import Daemon
 from tests.fake_swe_pruner import refused_endpoint, running_fake
 
