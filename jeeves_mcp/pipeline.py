@@ -169,8 +169,7 @@ class ToolRunner:
                 def fit_raw(budget: int) -> dict[str, Any]:
                     return fixed
 
-            result = self._fit(lambda budget: (fit_raw(budget), False))
-            structured = payload(result)
+            result, structured = self._fit(lambda budget: (fit_raw(budget), False))
             if tool.name == "prune_text":
                 self.stats.record(
                     tool.name, args["text"], structured["pruned_text"],
@@ -181,8 +180,9 @@ class ToolRunner:
             _log.event(log, "tool.respond_ok", tool=tool.name, request_id=request_id, mode="raw")
             return result
         pruned = await self._prune(args, output, request_id)
-        result = self._fit(lambda budget: (self._shape(output, pruned, budget), output.error is not None))
-        structured = payload(result)
+        result, structured = self._fit(
+            lambda budget: (self._shape(output, pruned, budget), output.error is not None)
+        )
         applied = structured["pruning"]["applied"]
         self.stats.record(
             tool.name,
@@ -195,8 +195,11 @@ class ToolRunner:
         _log.event(log, "tool.respond_ok", tool=tool.name, request_id=request_id, mode=mode)
         return result
 
-    def _fit(self, build: Callable[[int], tuple[dict[str, Any], bool]]) -> dict[str, Any]:
-        """The result `build(text_budget)` makes, with the budget lowered until it fits."""
+    def _fit(
+        self, build: Callable[[int], tuple[dict[str, Any], bool]]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The result `build(text_budget)` makes, with the budget lowered until it fits,
+        and the JSON it carries."""
         return fit_result(build, self.config.response_budget_bytes, text_budget(self.config))
 
     async def _prune(self, args: dict[str, Any], output: ToolOutput, request_id: str) -> _Pruned:
@@ -322,8 +325,9 @@ def _dumps(value: Any) -> str:
 
 def fit_result(
     build: Callable[[int], tuple[dict[str, Any], bool]], limit: int, budget: int
-) -> dict[str, Any]:
-    """The first result `build(budget)` makes that serializes under `limit` bytes.
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The first result `build(budget)` makes that serializes under `limit` bytes, and
+    the JSON it carries (so callers need not parse it back).
 
     Output text is escaped twice over in content[0].text (a JSON string inside
     the result's JSON), so the budget is lowered by what is over, divided by what
@@ -337,7 +341,7 @@ def fit_result(
         result = _result(structured, is_error=is_error)
         over = result_bytes(result) - target
         if over <= 0:
-            return result
+            return result, structured
         if budget == 0:
             break
         # A byte of text costs a serialized byte or more when escaped ("\n" is 2
@@ -347,11 +351,13 @@ def fit_result(
         cost = sum(text_bytes(_dumps(_dumps(v))) for v in texts)
         slope = max(1.0, cost / max(kept, 1))
         budget = max(0, int(min(budget, kept) - over / slope) - 16)
-    result = _result(_clip_values(structured), is_error=is_error)
+    clipped = _clip_values(structured)
+    result = _result(clipped, is_error=is_error)
     if result_bytes(result) <= target:
-        return result
+        return result, clipped
     keep: dict[str, Any] = {key: structured[key] for key in ("summary", "code") if key in structured}
-    return _result({**keep, "message": "result over the response budget"}, is_error=is_error)
+    last = {**keep, "message": "result over the response budget"}
+    return _result(last, is_error=is_error), last
 
 
 MAX_FIT_TRIES = 8
@@ -378,16 +384,11 @@ def _result(structured: dict[str, Any], *, is_error: bool) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": _dumps(structured)}], "isError": is_error}
 
 
-def payload(result: dict[str, Any]) -> dict[str, Any]:
-    """The JSON a tool result carries (content[0].text)."""
-    value: dict[str, Any] = json.loads(result["content"][0]["text"])
-    return value
-
 
 def error_result(error: ToolError, tool: str, limit: int) -> dict[str, Any]:
     """An `isError` result: seed 004's `{message, code, ...}` with a summary, within `limit`."""
     payload = {"summary": error_summary(tool, error), **error.payload()}
-    return fit_result(lambda budget: (payload, True), limit, 0)
+    return fit_result(lambda budget: (payload, True), limit, 0)[0]
 
 
 def error_summary(tool: str, error: ToolError) -> str:

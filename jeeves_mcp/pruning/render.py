@@ -257,9 +257,7 @@ def _clip_cut(texts: list[str], head: int, tail: int, max_bytes: int) -> tuple[s
         return None  # it would have fit whole: the head stopped for another reason
     if len(texts) - tail - head != 1:
         return data[:left].decode("utf-8", "ignore") + "…", ""
-    front = left * 6 // 10
-    back = left - front
-    return data[:front].decode("utf-8", "ignore") + "…", "…" + data[-back:].decode("utf-8", "ignore")
+    return _ends(data, left)
 
 
 def _cut_inside_line(
@@ -273,10 +271,16 @@ def _cut_inside_line(
         text = data[:room].decode("utf-8", "ignore")
         return [Row(first.start, first.end, text + "…"), marker], block
     # The one line of the text (a minified JSON file): its head and its tail, as in the middle.
-    front = room * 6 // 10
-    head = data[:front].decode("utf-8", "ignore") + "…"
-    tail = "…" + data[-(room - front):].decode("utf-8", "ignore")
+    head, tail = _ends(data, room)
     return [Row(first.start, first.end, head), marker, Row(first.start, first.end, tail)], block
+
+
+def _ends(data: bytes, room: int) -> tuple[str, str]:
+    """The head ("…"-ended) and tail ("…"-started) of a line too long to show, in `room`
+    bytes: 60% to the head, as the budget's head/tail cut shares its room."""
+    front = room * 6 // 10
+    return (data[:front].decode("utf-8", "ignore") + "…",
+            "…" + data[-(room - front):].decode("utf-8", "ignore"))
 
 
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
