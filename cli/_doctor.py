@@ -203,14 +203,24 @@ def check_systemd(unit_dirs: tuple[Path, ...] = UNIT_DIRS) -> Check:
     return Check("systemd unit", "pass", f"{found['jeeves-mcp.service']} and {found['jeeves-mcp.socket']}")
 
 
-def check_isolation() -> Check:
-    """Which isolation between runs is in force (README: Reliability and security)."""
-    if os.geteuid() == 0:
-        return Check("isolation", "pass", "daemon as root: commands run as their run root's owner "
-                     "(root-owned roots: as root, no isolation); children non-dumpable")
-    return Check("isolation", "warn", f"single user: commands run as {_user(os.geteuid())} like the "
-                 "daemon and can read its state dir (tokens); children are non-dumpable, so not their "
-                 "memory. Run the daemon as root for per-owner commands")
+def check_isolation(health: dict | None = None) -> Check:
+    """Which isolation between runs is in force (README: isolation), as the running daemon
+    reports it; without one, as a daemon started now by this user would have it."""
+    reported = health.get("isolation") if health is not None else None
+    if isinstance(reported, dict):
+        user, switch, whose = str(reported.get("user")), bool(reported.get("switch_users")), ""
+    else:
+        from jeeves_mcp.proc import can_switch_users
+
+        user, switch = _user(os.geteuid()), can_switch_users()
+        whose = " (no daemon answers: as a daemon started now would run)"
+    if switch:
+        how = "as root" if user == "root" else f"as {user} with CAP_SETUID/CAP_SETGID"
+        return Check("isolation", "pass", f"daemon {how}: commands run as their run root's owner "
+                     f"(roots owned by root or {user}: as {user}); children non-dumpable{whose}")
+    return Check("isolation", "warn", f"single user: commands run as {user} like the daemon and can "
+                 "read its state dir (tokens); children are non-dumpable, so not their memory. Give the "
+                 f"daemon CAP_SETUID and CAP_SETGID (or root) for per-owner commands{whose}")
 
 
 def check_children() -> Check:
@@ -259,7 +269,7 @@ def run_checks(config: Settings, config_file: Path | None, state_dir: Path | Non
         whose = " (--state-dir)" if state_dir is not None else " (as a daemon started now would use it)"
         checks.append(check_state_dir(daemon.state_dir, whose))
     checks.append(check_ripgrep())
-    checks.append(check_isolation())
+    checks.append(check_isolation(health))
     endpoint = os.environ.get("JEEVES_PRUNER_ENDPOINT") or (daemon.pruner_endpoint if daemon else None)
     checks.append(check_pruner_endpoint(endpoint))
     checks.append(check_systemd())

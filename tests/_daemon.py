@@ -88,6 +88,7 @@ async def running_daemon(
     notify_path = tmp / "notify.sock"
     receiver = trio.socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     await receiver.bind(str(notify_path))
+    notify_path.chmod(0o666)  # a daemon run as another user (test_isolation) notifies too
     daemon = Daemon(process=None, socket=tmp / "control.sock", state_dir=tmp / "state",  # type: ignore[arg-type]
                     log_path=tmp / "daemon.log")
 

@@ -7,8 +7,12 @@ sent to its child with its run's token over loopback, and nothing else.
 from __future__ import annotations
 
 import os
+import pwd
 import secrets
 import shutil
+import subprocess
+import sys
+import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -130,3 +134,100 @@ async def test_commands_get_the_dumpable_bit_the_pruner_gave_up(tmp_path: Path, 
         ran = await bash(slot, "python3 -c 'import ctypes; print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))'")
         assert ran["stdout"] == "1\n", ran
         await control.release("dump")
+
+
+# -- #1 under a service user: CAP_SETUID/CAP_SETGID/CAP_KILL instead of root ----------------
+
+SERVICE_UID = 64_999  # the daemon's user: no passwd entry needed
+SERVICE_CAPS = "+setuid,+setgid,+kill"  # what systemd/jeeves-mcp.service gives it
+
+
+def service_python(home: Path) -> Path:
+    """An interpreter the service user can run, with this test run's packages: a venv of a
+    system Python of our version (ours may sit under a home the service user cannot enter)
+    that loads our site-packages, editable install included."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    system = next((p for p in (Path("/usr/bin") / version, Path("/usr/local/bin") / version) if p.exists()), None)
+    if system is None:
+        pytest.skip(f"no system {version} that a service user could run")
+    venv = home / "venv"
+    made = subprocess.run([str(system), "-m", "venv", "--without-pip", str(venv)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"{system} cannot make a venv: {made.stderr.decode().strip()[-200:]}")
+    site = venv / "lib" / version / "site-packages"
+    (site / "jeeves-test-run.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    return venv / "bin" / "python"
+
+
+def as_service_user(home: Path) -> str:
+    """An interpreter that starts as SERVICE_UID with the unit's ambient capabilities,
+    as systemd's User= plus AmbientCapabilities= start the daemon."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv (util-linux) is needed to start a daemon as a service user")
+    wrapper = home / "python-as-service"
+    wrapper.write_text(f"#!/bin/sh\nexec {setpriv} --reuid={SERVICE_UID} --regid={SERVICE_UID} "
+                       f"--clear-groups --inh-caps={SERVICE_CAPS} --ambient-caps={SERVICE_CAPS} "
+                       f"{service_python(home)} \"$@\"\n")
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+@pytest.fixture
+def service_home() -> Iterator[Path]:
+    """The daemon's own directory (state, socket, log), owned by the service user."""
+    if os.geteuid() != 0:
+        pytest.skip("starting a daemon as a service user needs root")
+    home = Path(tempfile.mkdtemp(prefix="jeeves-service-"))
+    home.chmod(0o755)
+    os.chown(home, SERVICE_UID, SERVICE_UID)
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+async def test_a_service_user_with_capabilities_isolates_runs(service_home: Path, owned_root: Path) -> None:
+    """The systemd default: an unprivileged daemon given CAP_SETUID/CAP_SETGID/CAP_KILL. A
+    run's commands run as the root's owner with no capability at all, reach neither the
+    daemon's state nor its control socket nor another run's child, and still die with the slot."""
+    python = as_service_user(service_home)
+    marker = f"71{secrets.randbelow(10**6):06d}.{secrets.randbelow(10**6):06d}"
+    try:
+        async with running_daemon(service_home, python=python) as daemon, daemon.client() as control:
+            health = await control.healthz()
+            assert health["isolation"] == {"user": str(SERVICE_UID), "switch_users": True}, health
+            mine = await control.acquire("attacker", owned_root)
+            other = await control.acquire("victim", owned_root)
+            token = other["mcp"]["headers"]["Authorization"].removeprefix("Bearer ")
+            state, pid = daemon.state_dir, other["pid"]
+            probe = (f"id -u; grep -E '^Cap(Eff|Prm|Amb):' /proc/self/status | tr -d '\\t'; "
+                     f"cat {state}/slots.sqlite3 > /dev/null 2>&1 && echo DB_READ; "
+                     f"grep -rl {token} {state} 2>/dev/null && echo TOKEN_FOUND; "
+                     f"head -c1 /proc/{pid}/environ > /dev/null 2>&1 && echo ENVIRON_READ; "
+                     f"(exec 3< /proc/{pid}/mem) 2>/dev/null && echo MEM_OPENED; "
+                     f"kill -0 {pid} 2>/dev/null && echo SIGNALLED; "
+                     f"python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{daemon.socket}\")' "
+                     f"2>/dev/null && echo CONTROL_REACHED; echo done")
+            ran = await bash(mine, probe)
+            lines = ran["stdout"].split()
+            assert lines[0] == str(NOBODY), ran
+            assert lines[1:4] == ["CapPrm:0000000000000000", "CapEff:0000000000000000",
+                                  "CapAmb:0000000000000000"], ran
+            leaks = {"DB_READ", "TOKEN_FOUND", "ENVIRON_READ", "MEM_OPENED", "SIGNALLED", "CONTROL_REACHED"}
+            assert lines[-1] == "done" and not leaks & set(lines), ran
+            wrote = await bash(mine, "echo made > made.txt && stat -c %u made.txt")
+            assert wrote["stdout"] == f"{NOBODY}\n", wrote
+            home = pwd.getpwuid(NOBODY)
+            who = await bash(mine, 'echo "$HOME $USER"')
+            assert who["stdout"] == f"{home.pw_dir} {home.pw_name}\n", who  # the owner's, not the daemon's
+            escaped = await bash(mine, escapes(marker))
+            assert escaped["stdout"] == "started\n", escaped
+            with trio.fail_after(10):
+                while len(with_cmdline(marker)) < 3:  # noqa: ASYNC110 - a /proc scan
+                    await trio.sleep(0.05)
+            await control.release("attacker")
+            assert with_cmdline(marker) == []  # the child killed its owner's processes: CAP_KILL
+            await control.release("victim")
+    finally:
+        kill_all(with_cmdline(marker))

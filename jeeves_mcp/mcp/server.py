@@ -80,6 +80,7 @@ async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
     """The child's main: serve until SIGTERM/SIGINT (or stdin EOF for stdio)."""
     from jeeves_mcp.proc import (
         become_subreaper,
+        clear_ambient_capabilities,
         kill_descendants,
         set_dumpable,
         set_process_name,
@@ -87,6 +88,7 @@ async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
 
     become_subreaper()
     set_dumpable(False)  # our memory holds the token: not for processes of our user to read
+    clear_ambient_capabilities()  # what lets us run commands as their owner is not theirs to keep
     set_process_name("jeeves-pruner")  # forked children would otherwise look like their zygote
     server = build_server(config)
     shutdown = trio.Event()

@@ -5,6 +5,9 @@ Used by the tools (`bash`, `grep`) and by the supervisor alike; Linux only.
 
 from .procfs import (
     become_subreaper,
+    can_switch_users,
+    capabilities,
+    clear_ambient_capabilities,
     is_subreaper,
     proc_stat,
     process_alive,
@@ -20,6 +23,9 @@ __all__ = [
     "TREE_VAR",
     "CommandResult",
     "become_subreaper",
+    "can_switch_users",
+    "capabilities",
+    "clear_ambient_capabilities",
     "command_user",
     "is_subreaper",
     "kill_descendants",

@@ -54,6 +54,46 @@ def set_dumpable(enable: bool) -> bool:
         return False
 
 
+# Capability bits (linux/capability.h) and prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL).
+CAP_KILL, CAP_SETGID, CAP_SETUID = 5, 6, 7
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+
+
+def capabilities(kind: str = "CapEff", pid: int | str = "self") -> int:
+    """A capability set of a process as a bit mask (`CapEff`, `CapPrm`, `CapAmb`...); 0 if unknown."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(kind + ":"):
+                    return int(line.split()[1], 16)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def can_switch_users() -> bool:
+    """Whether this process may run commands as another user: root, or a service user
+    given CAP_SETUID and CAP_SETGID (systemd's AmbientCapabilities=)."""
+    if os.geteuid() == 0:
+        return True
+    needed = (1 << CAP_SETUID) | (1 << CAP_SETGID)
+    return capabilities() & needed == needed
+
+
+def clear_ambient_capabilities() -> bool:
+    """Empty the ambient set: capabilities the daemon was given then stay with this process
+    (effective and permitted) but no program it executes inherits them. Without this, a
+    command run as another user would keep CAP_SETUID and could become anyone."""
+    if not capabilities("CapAmb"):
+        return True
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def set_process_name(name: str) -> None:
     """Name this process in ps/top/pkill (prctl PR_SET_NAME, 15 bytes at most)."""
     with contextlib.suppress(OSError, AttributeError):

@@ -24,6 +24,7 @@ import trio
 
 from jeeves_mcp.mcp.errors import ToolError
 
+from .procfs import can_switch_users
 from .tree import KILL_WAIT_S, TAG_VAR, TREE_VAR, kill_tree
 
 _READ_CHUNK = 64 * 1024
@@ -50,19 +51,22 @@ class CommandResult:
 def command_user(root: Path) -> tuple[int, int] | None:
     """(uid, gid) to run a root's commands as, or None for the pruner's own user.
 
-    A pruner running as root runs commands as the owner of the run root when
-    that owner is not root: they can then read and write the workspace but
-    neither the daemon's state dir (0700, tokens) nor another run's child
-    (other uid, non-dumpable). A root-owned workspace, or a pruner that is not
-    root, runs them as the pruner's user: see the README's isolation section.
+    A pruner that may switch users (root, or a service user with CAP_SETUID and
+    CAP_SETGID) runs commands as the owner of the run root when that owner is
+    neither root nor the pruner's own user: they can then read and write the
+    workspace but neither the daemon's state dir (0700, tokens) nor another run's
+    child (other uid, non-dumpable). A root-owned workspace, or a pruner that may
+    not switch users, runs them as the pruner's user: see the README's isolation section.
     """
-    if os.geteuid() != 0:
+    if not can_switch_users():
         return None
     try:
         info = root.stat()
     except OSError:
         return None
-    return None if info.st_uid == 0 else (info.st_uid, info.st_gid)
+    if info.st_uid in (0, os.geteuid()):
+        return None
+    return info.st_uid, info.st_gid
 
 
 def new_tag() -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 from collections.abc import Mapping
 from typing import Any
@@ -61,6 +62,17 @@ def sanitized_env(
     return env
 
 
+def owner_env(env: dict[str, str], uid: int, keep: set[str]) -> dict[str, str]:
+    """A command run as another user gets that user's HOME, USER and LOGNAME (the pruner's
+    HOME is not theirs to write), unless the call's own `env` sets them."""
+    try:
+        entry = pwd.getpwuid(uid)
+    except KeyError:
+        return env
+    owner = {"HOME": entry.pw_dir, "USER": entry.pw_name, "LOGNAME": entry.pw_name}
+    return {**env, **{name: value for name, value in owner.items() if name not in keep}}
+
+
 def _seconds(ms: int) -> str:
     return f"{ms / 1000:.1f} s" if ms < 60_000 else f"{ms / 60_000:.1f} min"
 
@@ -77,6 +89,9 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     if not cwd.is_dir():
         raise ToolError("NOT_FOUND", f"cwd is not a directory: {display_path(config, cwd)}")
     env = sanitized_env(config.env_allow, args.get("env"))
+    user = command_user(ctx.config.root)
+    if user is not None:
+        env = owner_env(env, user[0], keep=set(args.get("env") or ()))
     timeout_ms = timeout_ms_arg(args, config.bash_timeout_ms)
     result = await run_command(
         [shell(), "-c", cmd],
@@ -84,7 +99,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         env=env,
         timeout_s=timeout_ms / 1000,
         max_output_bytes=config.max_output_bytes,
-        user=command_user(ctx.config.root),
+        user=user,
         kill_grace_s=config.kill_grace_ms / 1000,
         on_output=ctx.progress.report,
     )
