@@ -27,6 +27,7 @@ from jeeves_mcp.preflight import child_start_problem
 from jeeves_mcp.proc import kill_tree
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
+from jeeves_mcp.supervisor.cgroups import SlotCgroups
 from jeeves_mcp.supervisor.child import Child, SpawnError
 from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
@@ -66,6 +67,7 @@ class SlotLifecycle:
         self.http = http
         self.slots = slots
         self.fork_server = fork_server
+        self.cgroups = SlotCgroups.for_state_dir(config.state_dir)
         # Children starting at once compete with the daemon for the CPU; a burst
         # of acquires queues here instead of starving the control API.
         self._spawning = trio.Semaphore(config.spawn_concurrency)
@@ -226,6 +228,7 @@ class SlotLifecycle:
         if child is None:
             child = await children.spawn(**options)
             self.metrics.spawns.labels(mode="cold").inc()
+        self.cgroups.place(record.run_id, child.pid)  # before it can start any command
         try:
             with trio.fail_after(self.config.startup_timeout_s):
                 while (problem := await children.ping(self.http, child, record.token, self.config.health_timeout_s)) is not None:
@@ -236,6 +239,7 @@ class SlotLifecycle:
             with trio.CancelScope(shield=True):
                 await child.stop(grace_s=0.5)
                 child.close()
+                await self.cgroups.kill(record.run_id)
             if isinstance(exc, trio.TooSlowError):
                 raise SpawnError("health check did not pass before the startup timeout") from exc
             raise
@@ -252,6 +256,7 @@ class SlotLifecycle:
         if slot.child is not None:  # None: it died while the daemon was down
             await slot.child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
             slot.child.close()
+        await self.cgroups.kill(slot.run_id, remove=False)  # what a killed child could not stop
         slot.record.stats = savings.fold_current(slot.record.stats)
         while True:
             if slot.record.restarts >= self.config.max_restarts:
@@ -362,6 +367,8 @@ class SlotLifecycle:
             log.error("slot.finish_failed", exc_info=exc, extra={"run_id": slot.run_id})
             self.metrics.task_failures.inc()
         finally:
+            if not slot.detach:
+                await self.cgroups.kill(slot.run_id)
             slot.child = None
             slot.ready.set()
             slot.done.set()

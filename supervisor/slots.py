@@ -95,7 +95,10 @@ class SlotManager:
             if self.fork_server is not None:
                 await nursery.start(self.fork_server.run)
             task_status.started()
-            await trio.sleep_forever()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self.lifecycle.cgroups.close()
 
     async def release_all(self) -> None:
         async with trio.open_nursery() as nursery:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -15,6 +16,7 @@ from pathlib import Path
 import trio
 
 from jeeves_mcp.client import AsyncControlClient
+from jeeves_mcp.supervisor.cgroups import SlotCgroups
 from tests._child import processes_whose
 from tests._child import stop_process_group as stop_group
 
@@ -119,6 +121,7 @@ async def running_daemon(
                         except (ProcessLookupError, PermissionError):
                             pass
                     nursery.cancel_scope.cancel()
+                    remove_cgroups(daemon.state_dir)
     finally:
         receiver.close()  # also when the test failed: a leaked socket fails a later test
 
@@ -168,3 +171,14 @@ async def watch_events(daemon: Daemon) -> AsyncIterator[EventLog]:
                 finally:
                     nursery.cancel_scope.cancel()
             await lines.aclose()
+
+
+def remove_cgroups(state_dir: Path) -> None:
+    """The slots' cgroups a daemon killed mid-test could not remove (empty by now)."""
+    base = SlotCgroups.for_state_dir(state_dir).base
+    if base is not None:
+        for slot in base.glob("slot-*"):
+            with contextlib.suppress(OSError):
+                slot.rmdir()
+        with contextlib.suppress(OSError):
+            base.rmdir()

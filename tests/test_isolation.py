@@ -10,6 +10,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -22,6 +23,7 @@ import httpx
 import pytest
 import trio
 
+from jeeves_mcp.supervisor.cgroups import SlotCgroups
 from tests._child import kill_all, stop_process_group, tool_json, with_cmdline
 from tests._daemon import running_daemon
 
@@ -229,5 +231,55 @@ async def test_a_service_user_with_capabilities_isolates_runs(service_home: Path
             await control.release("attacker")
             assert with_cmdline(marker) == []  # the child killed its owner's processes: CAP_KILL
             await control.release("victim")
+    finally:
+        kill_all(with_cmdline(marker))
+
+
+# -- #2 when the child itself is killed: a cgroup per slot --------------------------------
+
+
+def cgroup_of(pid: int) -> str:
+    line = next(x for x in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if x.startswith("0::"))
+    return line[3:]
+
+
+async def running_pid(control: Any, run_id: str, other_than: int) -> int:
+    """The slot's pid once it runs a child other than `other_than`."""
+    with trio.fail_after(30):
+        while True:
+            slot = await control.get(run_id)
+            if slot["state"] == "running" and slot["pid"] not in (None, other_than):
+                return int(slot["pid"])
+            await trio.sleep(0.05)
+
+
+@pytest.mark.parametrize("fork_server", ["true", "false"], ids=["forked", "cold"])
+async def test_what_a_killed_child_left_dies_with_its_cgroup(tmp_path: Path, run_root: Path, fork_server: str) -> None:
+    """A child killed outright cannot stop its commands; its slot's cgroup does, before the
+    restart, and release removes the cgroup."""
+    probe = SlotCgroups.for_state_dir(tmp_path / "probe")
+    probe.close()
+    if probe.base is None:
+        pytest.skip("no writable cgroup v2 with cgroup.kill (Linux 5.14+) here")
+    own = probe.base.parent
+    marker = f"72{secrets.randbelow(10**6):06d}.{secrets.randbelow(10**6):06d}"
+    try:
+        async with running_daemon(tmp_path, {"JEEVES_MCP_FORK_SERVER": fork_server}) as daemon, \
+                daemon.client() as control:
+            slot = await control.acquire("crashy", run_root)
+            group = cgroup_of(slot["pid"])
+            assert group.endswith("/slot-crashy"), group
+            ran = await bash(slot, escapes(marker))
+            assert ran["stdout"] == "started\n", ran
+            with trio.fail_after(10):
+                while len(with_cmdline(marker)) < 3:  # noqa: ASYNC110 - a /proc scan
+                    await trio.sleep(0.05)
+            assert {cgroup_of(pid) for pid in with_cmdline(marker)} == {group}
+            os.kill(slot["pid"], signal.SIGKILL)
+            restarted = await running_pid(control, "crashy", other_than=slot["pid"])
+            assert with_cmdline(marker) == []  # gone before the new child started
+            assert cgroup_of(restarted) == group
+            await control.release("crashy")
+            assert not (own / group.removeprefix(cgroup_of(os.getpid())).lstrip("/")).exists()
     finally:
         kill_all(with_cmdline(marker))
