@@ -187,10 +187,30 @@ async def test_engine_health_and_reused_client() -> None:
 def test_parse_rejects_mistyped_fields(change: dict, problem: str) -> None:
     valid = {"score": 0.5, "pruned_code": "", "token_scores": [["a", 0.1]], "kept_frags": [1],
              "origin_token_cnt": 1, "left_token_cnt": 1, "model_input_token_cnt": 3, "error_msg": None}
-    assert parse_prune_response(valid, 1) == [1]
+    assert parse_prune_response(valid, 1).kept_frags == [1]
     with pytest.raises(EngineError, match=problem) as caught:
         parse_prune_response({**valid, **change}, 1)
     assert caught.value.kind == "invalid_response"
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("mistyped", "answer: 'kept_frags' must be a list of integers"),
+        ("missing", "answer: missing field 'kept_frags'"),
+        ("out_of_range", "kept_frags has line 0, outside 1..2"),
+    ],
+)
+async def test_engine_says_what_is_wrong_with_an_answer(mode: str, message: str) -> None:
+    """A malformed PruneResponse over real HTTP: one EngineError naming the field (#13)."""
+    async with running_fake(mode) as fake:
+        engine = ExternalEngine(fake.endpoint)
+        try:
+            with pytest.raises(EngineError) as caught:
+                await select(engine, ["one needle", "two"], "needle")
+        finally:
+            await engine.aclose()
+    assert (caught.value.kind, str(caught.value)) == ("invalid_response", message)
 
 
 # -- a child pruning through the fake ------------------------------------------------
@@ -322,6 +342,24 @@ async def test_post_prune_rejects_bad_bodies(child: Child, body: bytes, problem:
                                  headers={"Content-Type": "application/json"})
     assert answer.status_code == 400
     assert problem in answer.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("request_body", "message"),
+    [
+        ({"query": "q"}, "missing field 'code'"),
+        ({"query": "q", "code": "x", "threshold": True}, "'threshold' must be a number between 0 and 1"),
+        ({"query": "q", "code": "x", "chunk_overlap_tokens": "5"},
+         "'chunk_overlap_tokens' must be a non-negative integer"),
+    ],
+)
+async def test_post_prune_bad_request_shape(child: Child, request_body: dict, message: str) -> None:
+    """The shared model's errors keep the route's structured 400 (#13): same shape, one line."""
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        answer = await http.post(f"{child.base}/prune", json=request_body)
+    assert answer.status_code == 400
+    assert answer.headers["content-type"].startswith("application/json")
+    assert answer.json() == {"error": {"code": 400, "message": message}, "detail": message}
 
 
 async def test_post_prune_is_guarded_and_bounded(workspace: Path, tmp_path: Path) -> None:
