@@ -236,8 +236,8 @@ def _user(uid: int) -> str:
 
 
 def run_checks(config: Settings, config_file: Path | None, state_dir: Path | None) -> list[Check]:
-    from jeeves_mcp.config import ConfigError
-    from jeeves_mcp.supervisor.config import load_daemon_config
+    from jeeves_mcp.pruner_config import ConfigError
+    from jeeves_mcp.supervisor.daemon_config import load_daemon_config
 
     checks = [check_python(), check_children()]
     try:

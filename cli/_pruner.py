@@ -37,8 +37,8 @@ def pruner(
     import trio
 
     from jeeves_mcp import _log
-    from jeeves_mcp.config import ConfigError, load_config
     from jeeves_mcp.mcp.server import run_pruner
+    from jeeves_mcp.pruner_config import ConfigError, load_config
 
     if token is None and os.environ.get("JEEVES_MCP_TOKEN_STDIN") == "1":
         # The supervisor hands the token over stdin, out of reach of /proc/PID/environ.

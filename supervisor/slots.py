@@ -21,7 +21,7 @@ import trio
 
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
-from jeeves_mcp.supervisor.config import DaemonConfig
+from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.forkserver import ForkServer
 from jeeves_mcp.supervisor.lifecycle import SlotLifecycle, marker_env

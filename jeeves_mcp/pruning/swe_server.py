@@ -38,8 +38,8 @@ import time
 from typing import Any
 
 from jeeves_mcp import _log
-from jeeves_mcp.config import PrunerConfig
 from jeeves_mcp.mcp.transports.asgi import Receive, RouteHost, Routes, Send, send_json
+from jeeves_mcp.pruner_config import PrunerConfig
 from jeeves_mcp.pruning.contract import PruneOptions, estimate_tokens
 from jeeves_mcp.pruning.pruner import Pruner
 from jeeves_mcp.pruning.swe_models import PruneRequest, PruneResponse, parse

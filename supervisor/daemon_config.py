@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from jeeves_mcp.config import ConfigError, validation_problems
 from jeeves_mcp.paths import default_socket, default_state_dir
+from jeeves_mcp.pruner_config import ConfigError, validation_problems
 
 
 def _is_loopback(host: str) -> bool:
@@ -124,8 +124,8 @@ def load_daemon_config(
 
 def reference_markdown() -> str:
     """The configuration reference, generated from the models so it cannot drift from them."""
-    from jeeves_mcp.config import ENV_FIELDS as CHILD_ENV_FIELDS
-    from jeeves_mcp.config import PrunerConfig
+    from jeeves_mcp.pruner_config import ENV_FIELDS as CHILD_ENV_FIELDS
+    from jeeves_mcp.pruner_config import PrunerConfig
 
     def table(model: type[BaseModel], env_fields: Mapping[str, str], toml: bool) -> list[str]:
         by_field: dict[str, list[str]] = {}
