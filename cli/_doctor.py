@@ -260,7 +260,9 @@ def run_checks(config: Settings, config_file: Path | None, state_dir: Path | Non
         checks.append(check_state_dir(daemon.state_dir, whose))
     checks.append(check_ripgrep())
     checks.append(check_isolation())
-    endpoint = os.environ.get("JEEVES_PRUNER_ENDPOINT") or (daemon.pruner_endpoint if daemon else None)
+    endpoint = daemon.pruner_endpoint if daemon else (
+        os.environ.get("JEEVES_MCP_PRUNER_ENDPOINT") or os.environ.get("JEEVES_PRUNER_ENDPOINT")
+    )
     checks.append(check_pruner_endpoint(endpoint))
     checks.append(check_systemd())
     return checks

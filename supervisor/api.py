@@ -202,7 +202,7 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
             "status": "ok", "version": __version__, "slots": len(manager.slots),
             # Where this daemon keeps its state: `doctor` checks these, not its own guess.
             "state_dir": str(manager.config.state_dir), "socket": str(manager.config.socket),
-            "enabled": manager.config.enabled,
+            "enabled": manager.config.pruner_enabled,
             "store": {"write_failures": manager.store.write_failures, "pending": manager.store.pending},
             "fork_server": None if fork_server is None else {
                 "up": fork_server.up.is_set(), "pid": fork_server.pid,

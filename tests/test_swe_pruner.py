@@ -219,7 +219,7 @@ async def test_engine_says_what_is_wrong_with_an_answer(mode: str, message: str)
 async def test_child_prunes_through_the_service(workspace: Path, tmp_path: Path) -> None:
     text = module_text()
     (workspace / "mod.py").write_text(text)
-    env = {"JEEVES_PRUNER_THRESHOLD": "0.7", "JEEVES_PRUNER_CHUNK_OVERLAP_TOKENS": "20"}
+    env = {"JEEVES_MCP_PRUNER_THRESHOLD": "0.7", "JEEVES_MCP_PRUNER_CHUNK_OVERLAP_TOKENS": "20"}
     async with running_fake() as fake, running_child(
         workspace, tmp_path, env={"JEEVES_PRUNER_ENDPOINT": fake.endpoint, **env}
     ) as child, httpx.AsyncClient(headers=child.headers()) as http:
@@ -363,7 +363,7 @@ async def test_post_prune_bad_request_shape(child: Child, request_body: dict, me
 
 
 async def test_post_prune_is_guarded_and_bounded(workspace: Path, tmp_path: Path) -> None:
-    env = {"JEEVES_MCP_MAX_BODY_BYTES": "2048", "JEEVES_PRUNER_ENABLED": "false"}
+    env = {"JEEVES_MCP_MAX_BODY_BYTES": "2048", "JEEVES_MCP_PRUNING_ENABLED": "false"}
     async with running_child(workspace, tmp_path, env=env) as child, httpx.AsyncClient() as http:
         anonymous = await http.post(f"{child.base}/prune", json={"query": "q", "code": "x"})
         huge = await http.post(

@@ -23,7 +23,7 @@ How SWE-Pruner's knobs map onto the built-in engine:
   of choice is the line, kept or not.
 - Token counts are estimates (4 characters a token), as in seed 001's stats.
 - When pruning fails open (input too large, timeout, ...) or is disabled
-  (`JEEVES_PRUNER_ENABLED=false`), every line is kept and `error_msg` names
+  (`JEEVES_MCP_PRUNING_ENABLED=false`), every line is kept and `error_msg` names
   the warning, as SWE-Pruner does when it cannot prune.
 
 The route goes through the app's own guards (Host/Origin, bearer token) and
