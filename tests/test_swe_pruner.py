@@ -13,9 +13,13 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jeeves_mcp.pruning import EngineError, PruneOptions, PruneOutcome
 from jeeves_mcp.pruning.swe_client import ExternalEngine, parse_prune_response, service_line_owners
+from jeeves_mcp.pruning.swe_models import PruneRequest
+from jeeves_mcp.pruning.swe_server import parse_request, prune_response
 from tests._child import Child, running_child, tool_json
 from tests.fake_swe_pruner import refused_endpoint, running_fake
 from tests.test_http import call
@@ -211,6 +215,20 @@ async def test_engine_says_what_is_wrong_with_an_answer(mode: str, message: str)
         finally:
             await engine.aclose()
     assert (caught.value.kind, str(caught.value)) == ("invalid_response", message)
+
+
+@settings(max_examples=60, deadline=None)
+@given(code=st.text(max_size=300), query=st.text(max_size=40), data=st.data())
+def test_what_one_side_sends_the_other_accepts(code: str, query: str, data: st.DataObject) -> None:
+    """Client and server share the models: any request the client builds parses on the server,
+    and any answer the server builds parses on the client, with the same kept lines."""
+    request = PruneRequest(query=query, code=code, threshold=0.3, always_keep_first_frags=True,
+                           chunk_overlap_tokens=7)
+    assert parse_request(json.dumps(request.model_dump()).encode()) == request
+    lines = code.splitlines()
+    keep = data.draw(st.lists(st.booleans(), min_size=len(lines), max_size=len(lines)))
+    answer = json.loads(json.dumps(prune_response(code, query, keep, None)))
+    assert parse_prune_response(answer, len(lines)).kept_frags == [n for n, k in enumerate(keep, 1) if k]
 
 
 # -- a child pruning through the fake ------------------------------------------------
