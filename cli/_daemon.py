@@ -37,12 +37,12 @@ def daemon(
     import trio
 
     from jeeves_mcp import _log
-    from jeeves_mcp.config import ConfigError
-    from jeeves_mcp.supervisor.config import load_daemon_config
+    from jeeves_mcp.pruner_config import ConfigError
     from jeeves_mcp.supervisor.daemon import DaemonError, run_daemon
+    from jeeves_mcp.supervisor.daemon_config import load_daemon_config
 
     if config_reference:
-        from jeeves_mcp.supervisor.config import reference_markdown
+        from jeeves_mcp.supervisor.daemon_config import reference_markdown
 
         typer.echo(reference_markdown(), nl=False)
         return

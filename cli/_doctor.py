@@ -246,8 +246,8 @@ def _user(uid: int) -> str:
 
 
 def run_checks(config: Settings, config_file: Path | None, state_dir: Path | None) -> list[Check]:
-    from jeeves_mcp.config import ConfigError
-    from jeeves_mcp.supervisor.config import load_daemon_config
+    from jeeves_mcp.pruner_config import ConfigError
+    from jeeves_mcp.supervisor.daemon_config import load_daemon_config
 
     checks = [check_python(), check_children()]
     try:
@@ -270,7 +270,9 @@ def run_checks(config: Settings, config_file: Path | None, state_dir: Path | Non
         checks.append(check_state_dir(daemon.state_dir, whose))
     checks.append(check_ripgrep())
     checks.append(check_isolation(health))
-    endpoint = os.environ.get("JEEVES_PRUNER_ENDPOINT") or (daemon.pruner_endpoint if daemon else None)
+    endpoint = daemon.pruner_endpoint if daemon else (
+        os.environ.get("JEEVES_MCP_PRUNER_ENDPOINT") or os.environ.get("JEEVES_PRUNER_ENDPOINT")
+    )
     checks.append(check_pruner_endpoint(endpoint))
     checks.append(check_systemd())
     return checks

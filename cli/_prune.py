@@ -188,7 +188,7 @@ async def prune_locally(
     annotate_lines: bool,
 ) -> PruneOutcome:
     """One pruning with the built-in engine, under seed 001's contract."""
-    from jeeves_mcp.config import PrunerConfig
+    from jeeves_mcp.pruner_config import PrunerConfig
     from jeeves_mcp.pruning import LocalEngine, PruneOptions, Pruner
     from jeeves_mcp.pruning.recovery import RecoveryStore
 

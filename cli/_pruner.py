@@ -12,16 +12,19 @@ from jeeves_mcp._log import LogLevel
 
 
 def pruner(
-    host: str = typer.Option(None, help="Address to bind (env MCP_PRUNER_HOST; default 127.0.0.1)."),
-    port: int = typer.Option(None, help="TCP port, 0 = chosen by the OS (env MCP_PRUNER_PORT; default 0)."),
+    host: str = typer.Option(None, help="Address to bind (env JEEVES_MCP_HOST; default 127.0.0.1)."),
+    port: int = typer.Option(None, help="TCP port, 0 = chosen by the OS (env JEEVES_MCP_PORT; default 0)."),
     root: Path = typer.Option(None, help="Run root that read/grep/bash stay inside (env JEEVES_MCP_ROOT; default cwd)."),
     token: str = typer.Option(
         None, envvar="JEEVES_MCP_TOKEN", show_envvar=True,
         help="Bearer token required on /mcp and /rpc (prefer the env var: argv is visible to other users).",
     ),
+    config: Path = typer.Option(
+        None, "--config", help="TOML file whose [pruner] table holds settings (env JEEVES_MCP_CONFIG)."
+    ),
     stdio: bool = typer.Option(False, "--stdio", help="Speak MCP on stdin/stdout instead of HTTP."),
     pruner_endpoint: str = typer.Option(
-        None, help="External SWE-Pruner service URL (env JEEVES_PRUNER_ENDPOINT; default built-in engine)."
+        None, help="External SWE-Pruner service URL (env JEEVES_MCP_PRUNER_ENDPOINT; default built-in engine)."
     ),
     log_level: LogLevel = typer.Option(
         LogLevel.info, case_sensitive=False, help="Least level logged (JSON lines on stderr)."
@@ -37,8 +40,8 @@ def pruner(
     import trio
 
     from jeeves_mcp import _log
-    from jeeves_mcp.config import ConfigError, load_config
     from jeeves_mcp.mcp.server import run_pruner
+    from jeeves_mcp.pruner_config import ConfigError, load_config
 
     if token is None and os.environ.get("JEEVES_MCP_TOKEN_STDIN") == "1":
         # The supervisor hands the token over stdin, out of reach of /proc/PID/environ.
@@ -49,11 +52,12 @@ def pruner(
         file_bytes=log_file_bytes,
     )
     try:
-        config = load_config(
-            os.environ, host=host, port=port, root=root, token=token, pruner_endpoint=pruner_endpoint
+        settings = load_config(
+            os.environ, config_file=config, host=host, port=port, root=root, token=token,
+            pruner_endpoint=pruner_endpoint,
         )
     except ConfigError as exc:
         typer.echo(f"jeeves-mcp pruner: bad configuration: {exc}", err=True)
         raise typer.Exit(2) from exc
-    trio.run(lambda: run_pruner(config, stdio=stdio))
+    trio.run(lambda: run_pruner(settings, stdio=stdio))
 

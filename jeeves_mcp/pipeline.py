@@ -19,10 +19,10 @@ from typing import Any
 import trio
 
 from jeeves_mcp import _log
-from jeeves_mcp.config import PrunerConfig
 from jeeves_mcp.mcp.errors import INVALID_PARAMS, McpError, ToolError
 from jeeves_mcp.mcp.progress import ProgressReporter
 from jeeves_mcp.mcp.schema import validate
+from jeeves_mcp.pruner_config import PrunerConfig
 from jeeves_mcp.pruning import PruneOptions, Pruner
 from jeeves_mcp.pruning.counters import SavingsStats
 from jeeves_mcp.pruning.recovery import RecoveryStore

@@ -71,8 +71,8 @@ def _child(request: dict[str, Any], stdout_fd: int, control: socket.socket) -> N
         import trio
 
         from jeeves_mcp import _log
-        from jeeves_mcp.config import load_config
         from jeeves_mcp.mcp.server import run_pruner
+        from jeeves_mcp.pruner_config import load_config
 
         _log.configure(logging.INFO, file=request["log_file"], file_bytes=request["log_bytes"])
         config = load_config(os.environ, root=request["root"], port=request["port"])

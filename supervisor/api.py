@@ -212,7 +212,7 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
             "status": "ok", "version": __version__, "slots": len(manager.slots),
             # Where this daemon keeps its state: `doctor` checks these, not its own guess.
             "state_dir": str(manager.config.state_dir), "socket": str(manager.config.socket),
-            "enabled": manager.config.enabled,
+            "enabled": manager.config.pruner_enabled,
             # Whether commands can run as their run root's owner (`doctor` reports it).
             "isolation": {"user": _user_name(os.geteuid()), "switch_users": can_switch_users()},
             "store": {"write_failures": manager.store.write_failures, "pending": manager.store.pending},

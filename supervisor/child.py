@@ -150,7 +150,7 @@ def child_environment(token: str, env: dict[str, str], pruner_endpoint: str | No
     if run_names:
         child_env["JEEVES_MCP_ENV_PASS"] = ",".join(run_names)
     if pruner_endpoint:
-        child_env["JEEVES_PRUNER_ENDPOINT"] = pruner_endpoint
+        child_env["JEEVES_MCP_PRUNER_ENDPOINT"] = pruner_endpoint
     return child_env
 
 

@@ -19,7 +19,7 @@ from hypercorn.trio import serve
 from jeeves_mcp import __version__, _log
 from jeeves_mcp.preflight import child_start_problem
 from jeeves_mcp.supervisor.api import create_app
-from jeeves_mcp.supervisor.config import DaemonConfig
+from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.metrics import Metrics
 from jeeves_mcp.supervisor.notify import SystemdNotifier

@@ -29,7 +29,7 @@ from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.cgroups import SlotCgroups
 from jeeves_mcp.supervisor.child import Child, SpawnError
-from jeeves_mcp.supervisor.config import DaemonConfig
+from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.forkserver import ForkServer, ForkServerUnavailable
 from jeeves_mcp.supervisor.metrics import Metrics

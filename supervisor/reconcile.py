@@ -10,7 +10,7 @@ import trio
 
 from jeeves_mcp.proc import kill_tree, processes_with_env
 from jeeves_mcp.supervisor import child as children
-from jeeves_mcp.supervisor.config import DaemonConfig
+from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.lifecycle import SlotLifecycle
 from jeeves_mcp.supervisor.slot import Slot, SlotState

@@ -21,7 +21,7 @@ import trio
 
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
-from jeeves_mcp.supervisor.config import DaemonConfig
+from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.forkserver import ForkServer
 from jeeves_mcp.supervisor.lifecycle import SlotLifecycle, marker_env
@@ -80,7 +80,7 @@ class SlotManager:
         self.fork_server = (
             ForkServer(children.inherited_environment() | marker_env(config), events)
             # With pruning disabled no slot gets a child: nothing to fork for.
-            if config.fork_server and config.enabled else None
+            if config.fork_server and config.pruner_enabled else None
         )
         self.lifecycle = SlotLifecycle(config, store, events, metrics, http, self.slots, self.fork_server)
 
@@ -173,7 +173,7 @@ class SlotManager:
         )
         self.slots[slot.run_id] = slot
         started = time.monotonic()
-        enabled = request.enabled and self.config.enabled
+        enabled = request.enabled and self.config.pruner_enabled
         try:
             await self._nursery.start(self.lifecycle.run_slot, slot, enabled)
         finally:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from jeeves_mcp.config import PrunerConfig
 from jeeves_mcp.mcp.errors import INVALID_PARAMS, McpError, ToolError
 from jeeves_mcp.mcp.progress import NullProgress
+from jeeves_mcp.pruner_config import PrunerConfig
 from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.tools import _grep_builtin, grep
 from jeeves_mcp.tools import bash as bash_tool

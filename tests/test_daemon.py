@@ -341,7 +341,7 @@ async def test_tcp_control_needs_its_token(tmp_path: Path, run_root: Path) -> No
 
 
 async def test_toml_config_then_env_then_flags(tmp_path: Path) -> None:
-    from jeeves_mcp.supervisor.config import load_daemon_config
+    from jeeves_mcp.supervisor.daemon_config import load_daemon_config
 
     config_file = tmp_path / "jeeves.toml"
     config_file.write_text('max_slots = 7\nhealth_interval_s = 2.5\nmax_restarts = 4\n')
@@ -350,7 +350,7 @@ async def test_toml_config_then_env_then_flags(tmp_path: Path) -> None:
     assert (config.max_slots, config.health_interval_s, config.max_restarts) == (9, 2.5, 1)
     assert config.socket == tmp_path / "run" / "jeeves-mcp" / "control.sock"
     config_file.write_text("max_slots = 'many'\n")
-    from jeeves_mcp.config import ConfigError
+    from jeeves_mcp.pruner_config import ConfigError
 
     with pytest.raises(ConfigError, match="max_slots"):
         load_daemon_config(config_file, {})
@@ -451,8 +451,8 @@ async def test_a_runs_env_cannot_reconfigure_its_child(daemon: Daemon, run_root:
 
 
 async def test_tcp_control_must_be_loopback_with_a_token(tmp_path: Path) -> None:
-    from jeeves_mcp.config import ConfigError
-    from jeeves_mcp.supervisor.config import load_daemon_config
+    from jeeves_mcp.pruner_config import ConfigError
+    from jeeves_mcp.supervisor.daemon_config import load_daemon_config
 
     base = {"state_dir": tmp_path / "s"}
     with pytest.raises(ConfigError, match="tcp_token"):

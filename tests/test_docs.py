@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jeeves_mcp.supervisor.config import reference_markdown
+from jeeves_mcp.supervisor.daemon_config import reference_markdown
 from tests._tree import SOURCE_TREE
 
 README = SOURCE_TREE / "README.md"

@@ -54,7 +54,7 @@ def test_short_lines_are_cut_whole_as_before():
 
 async def test_a_final_newline_is_not_a_line_of_its_own():
     # read says 632 lines, prune said "kept 159 of 633" and seq's view ended with "20001│".
-    from jeeves_mcp.config import PrunerConfig
+    from jeeves_mcp.pruner_config import PrunerConfig
     from jeeves_mcp.pruning import LocalEngine, PruneOptions, Pruner
     from jeeves_mcp.pruning.recovery import RecoveryStore
 

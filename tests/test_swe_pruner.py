@@ -13,9 +13,13 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jeeves_mcp.pruning import EngineError, PruneOptions, PruneOutcome
 from jeeves_mcp.pruning.swe_client import ExternalEngine, parse_prune_response, service_line_owners
+from jeeves_mcp.pruning.swe_models import PruneRequest
+from jeeves_mcp.pruning.swe_server import parse_request, prune_response
 from tests._child import Child, running_child, tool_json
 from tests.fake_swe_pruner import refused_endpoint, running_fake
 from tests.test_http import call
@@ -187,10 +191,44 @@ async def test_engine_health_and_reused_client() -> None:
 def test_parse_rejects_mistyped_fields(change: dict, problem: str) -> None:
     valid = {"score": 0.5, "pruned_code": "", "token_scores": [["a", 0.1]], "kept_frags": [1],
              "origin_token_cnt": 1, "left_token_cnt": 1, "model_input_token_cnt": 3, "error_msg": None}
-    assert parse_prune_response(valid, 1) == [1]
+    assert parse_prune_response(valid, 1).kept_frags == [1]
     with pytest.raises(EngineError, match=problem) as caught:
         parse_prune_response({**valid, **change}, 1)
     assert caught.value.kind == "invalid_response"
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("mistyped", "answer: 'kept_frags' must be a list of integers"),
+        ("missing", "answer: missing field 'kept_frags'"),
+        ("out_of_range", "kept_frags has line 0, outside 1..2"),
+    ],
+)
+async def test_engine_says_what_is_wrong_with_an_answer(mode: str, message: str) -> None:
+    """A malformed PruneResponse over real HTTP: one EngineError naming the field (#13)."""
+    async with running_fake(mode) as fake:
+        engine = ExternalEngine(fake.endpoint)
+        try:
+            with pytest.raises(EngineError) as caught:
+                await select(engine, ["one needle", "two"], "needle")
+        finally:
+            await engine.aclose()
+    assert (caught.value.kind, str(caught.value)) == ("invalid_response", message)
+
+
+@settings(max_examples=60, deadline=None)
+@given(code=st.text(max_size=300), query=st.text(max_size=40), data=st.data())
+def test_what_one_side_sends_the_other_accepts(code: str, query: str, data: st.DataObject) -> None:
+    """Client and server share the models: any request the client builds parses on the server,
+    and any answer the server builds parses on the client, with the same kept lines."""
+    request = PruneRequest(query=query, code=code, threshold=0.3, always_keep_first_frags=True,
+                           chunk_overlap_tokens=7)
+    assert parse_request(json.dumps(request.model_dump()).encode()) == request
+    lines = code.splitlines()
+    keep = data.draw(st.lists(st.booleans(), min_size=len(lines), max_size=len(lines)))
+    answer = json.loads(json.dumps(prune_response(code, query, keep, None)))
+    assert parse_prune_response(answer, len(lines)).kept_frags == [n for n, k in enumerate(keep, 1) if k]
 
 
 # -- a child pruning through the fake ------------------------------------------------
@@ -199,7 +237,7 @@ def test_parse_rejects_mistyped_fields(change: dict, problem: str) -> None:
 async def test_child_prunes_through_the_service(workspace: Path, tmp_path: Path) -> None:
     text = module_text()
     (workspace / "mod.py").write_text(text)
-    env = {"JEEVES_PRUNER_THRESHOLD": "0.7", "JEEVES_PRUNER_CHUNK_OVERLAP_TOKENS": "20"}
+    env = {"JEEVES_MCP_PRUNER_THRESHOLD": "0.7", "JEEVES_MCP_PRUNER_CHUNK_OVERLAP_TOKENS": "20"}
     async with running_fake() as fake, running_child(
         workspace, tmp_path, env={"JEEVES_PRUNER_ENDPOINT": fake.endpoint, **env}
     ) as child, httpx.AsyncClient(headers=child.headers()) as http:
@@ -324,8 +362,26 @@ async def test_post_prune_rejects_bad_bodies(child: Child, body: bytes, problem:
     assert problem in answer.json()["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    ("request_body", "message"),
+    [
+        ({"query": "q"}, "missing field 'code'"),
+        ({"query": "q", "code": "x", "threshold": True}, "'threshold' must be a number between 0 and 1"),
+        ({"query": "q", "code": "x", "chunk_overlap_tokens": "5"},
+         "'chunk_overlap_tokens' must be a non-negative integer"),
+    ],
+)
+async def test_post_prune_bad_request_shape(child: Child, request_body: dict, message: str) -> None:
+    """The shared model's errors keep the route's structured 400 (#13): same shape, one line."""
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        answer = await http.post(f"{child.base}/prune", json=request_body)
+    assert answer.status_code == 400
+    assert answer.headers["content-type"].startswith("application/json")
+    assert answer.json() == {"error": {"code": 400, "message": message}, "detail": message}
+
+
 async def test_post_prune_is_guarded_and_bounded(workspace: Path, tmp_path: Path) -> None:
-    env = {"JEEVES_MCP_MAX_BODY_BYTES": "2048", "JEEVES_PRUNER_ENABLED": "false"}
+    env = {"JEEVES_MCP_MAX_BODY_BYTES": "2048", "JEEVES_MCP_PRUNING_ENABLED": "false"}
     async with running_child(workspace, tmp_path, env=env) as child, httpx.AsyncClient() as http:
         anonymous = await http.post(f"{child.base}/prune", json={"query": "q", "code": "x"})
         huge = await http.post(

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from jeeves_mcp.supervisor.config import DaemonConfig
 from jeeves_mcp.supervisor.daemon import _hypercorn_config
+from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from tests._daemon import TEST_ENV, running_daemon, stop_group
 from tests._tree import SOURCE_TREE
 

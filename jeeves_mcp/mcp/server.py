@@ -15,11 +15,11 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
 from jeeves_mcp import _log
-from jeeves_mcp.config import PrunerConfig
 from jeeves_mcp.mcp.protocol import Dispatcher
 from jeeves_mcp.mcp.transports.http import McpHttpApp
 from jeeves_mcp.mcp.transports.stdio import serve_stdio
 from jeeves_mcp.pipeline import ToolRunner
+from jeeves_mcp.pruner_config import PrunerConfig
 from jeeves_mcp.pruning import Pruner, make_engine, swe_server
 from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.tools import ALIASES, DEFAULT_TOOLS

@@ -4,7 +4,7 @@
 - `pruner`: `Pruner` checks a selection, renders markers, stores originals, fails open;
   `LocalEngine` runs the built-in `engine`; `make_engine` picks one from the config;
 - `swe_client`: an external SWE-Pruner service as an engine; `swe_server`: our engine behind
-  SWE-Pruner's own API;
+  SWE-Pruner's own API; `swe_models`: the wire shapes (pydantic) both of them validate with;
 - `render`: rows, markers and the response budget; `recovery`: the store `recover_text` reads;
   `counters`: what pruning saved, per tool.
 """

@@ -16,7 +16,7 @@ from typing import Any
 import trio
 
 from jeeves_mcp import _log
-from jeeves_mcp.config import PrunerConfig
+from jeeves_mcp.pruner_config import PrunerConfig
 from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.pruning.render import (
     BUDGET_REASON,

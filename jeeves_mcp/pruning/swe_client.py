@@ -58,28 +58,22 @@ import trio
 
 from jeeves_mcp import _log
 from jeeves_mcp.pruning.contract import EngineError, PruneOptions, Selection, protected_lines
+from jeeves_mcp.pruning.swe_models import (
+    DEFAULT_CHUNK_OVERLAP_TOKENS,
+    DEFAULT_THRESHOLD,
+    HealthAnswer,
+    PruneRequest,
+    PruneResponse,
+    parse,
+)
 
 __all__ = ["DEFAULT_THRESHOLD", "ExternalEngine", "parse_prune_response", "service_line_owners"]
 
 log = logging.getLogger("jeeves_mcp.pruning.swe_client")
 
-DEFAULT_THRESHOLD = 0.5  # SWE-Pruner's PruneRequest default
-DEFAULT_CHUNK_OVERLAP_TOKENS = 50  # idem
 REASON = "hors focus (swe-pruner)"
 HEALTH_TIMEOUT_S = 5.0
 
-# PruneResponse field -> accepted JSON types (bool is excluded from the numbers below).
-_INT = (int,)
-_NUMBER = (int, float)
-RESPONSE_FIELDS: dict[str, tuple[type, ...]] = {
-    "score": _NUMBER,
-    "pruned_code": (str,),
-    "token_scores": (list,),
-    "kept_frags": (list,),
-    "origin_token_cnt": _INT,
-    "left_token_cnt": _INT,
-    "model_input_token_cnt": _INT,
-}
 
 
 class ExternalEngine:
@@ -127,28 +121,30 @@ class ExternalEngine:
         path: str | None,
     ) -> Selection:
         code = "\n".join(lines)
-        request = {
-            "query": question,
-            "code": code,
-            "threshold": self.threshold,
-            "always_keep_first_frags": self.always_keep_first_frags,
-            "chunk_overlap_tokens": self.chunk_overlap_tokens,
-        }
+        request = PruneRequest(
+            query=question,
+            code=code,
+            threshold=self.threshold,
+            always_keep_first_frags=self.always_keep_first_frags,
+            chunk_overlap_tokens=self.chunk_overlap_tokens,
+        ).model_dump()
         # token_scores repeats the text token by token: allow for it, but bound it.
         limit = 1024 * 1024 + 48 * len(code.encode("utf-8", "surrogatepass"))
         payload = await self._exchange(
             "POST", "/prune", options.timeout_ms / 1000, limit, json_body=request
         )
-        kept_frags = parse_prune_response(payload, len(code.splitlines()))
-        if isinstance(payload.get("error_msg"), str) and payload["error_msg"]:
-            _log.event(log, "pruner.service_error_msg", logging.WARNING, detail=payload["error_msg"][:500])
-        return selection_from_frags(lines, kept_frags, options)
+        answer = parse_prune_response(payload, len(code.splitlines()))
+        if answer.error_msg:
+            _log.event(log, "pruner.service_error_msg", logging.WARNING, detail=answer.error_msg[:500])
+        return selection_from_frags(lines, answer.kept_frags, options)
 
     async def health(self, timeout_s: float = HEALTH_TIMEOUT_S) -> dict[str, Any]:
         """The service's `GET /health` answer, checked: {"status": str, "model_loaded": bool}."""
         payload = await self._exchange("GET", "/health", timeout_s, 64 * 1024)
-        if not isinstance(payload.get("status"), str) or not isinstance(payload.get("model_loaded"), bool):
-            raise EngineError("invalid_response", "health answer lacks status or model_loaded")
+        try:
+            parse(HealthAnswer, payload)
+        except ValueError as exc:
+            raise EngineError("invalid_response", f"health answer: {exc}") from exc
         return payload
 
     async def _exchange(
@@ -199,32 +195,19 @@ class ExternalEngine:
         return payload
 
 
-def parse_prune_response(payload: dict[str, Any], line_count: int) -> list[int]:
-    """The validated `kept_frags` of a `PruneResponse`, or `EngineError("invalid_response")`."""
-    for field, types in RESPONSE_FIELDS.items():
-        if field not in payload:
-            raise EngineError("invalid_response", f"answer lacks {field!r}")
-        value = payload[field]
-        if isinstance(value, bool) or not isinstance(value, types):
-            raise EngineError("invalid_response", f"{field!r} is {type(value).__name__}")
-    if not math.isfinite(payload["score"]):
-        raise EngineError("invalid_response", "'score' is not finite")
-    error_msg = payload.get("error_msg")
-    if error_msg is not None and not isinstance(error_msg, str):
-        raise EngineError("invalid_response", "'error_msg' is neither a string nor null")
-    for pair in payload["token_scores"]:
-        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
-                and isinstance(pair[1], _NUMBER) and not isinstance(pair[1], bool)):
-            raise EngineError("invalid_response", "'token_scores' items must be [token, score]")
-    frags = payload["kept_frags"]
-    for number in frags:
-        if isinstance(number, bool) or not isinstance(number, int):
-            raise EngineError("invalid_response", "'kept_frags' items must be integers")
+def parse_prune_response(payload: dict[str, Any], line_count: int) -> PruneResponse:
+    """The `PruneResponse` in `payload`, its kept_frags within 1..`line_count`, or
+    `EngineError("invalid_response")` saying what is wrong."""
+    try:
+        answer = parse(PruneResponse, payload)
+    except ValueError as exc:
+        raise EngineError("invalid_response", f"answer: {exc}") from exc
+    for number in answer.kept_frags:
         if not 1 <= number <= line_count:
             raise EngineError(
                 "invalid_response", f"kept_frags has line {number}, outside 1..{line_count}"
             )
-    return frags
+    return answer
 
 
 def service_line_owners(lines: list[str]) -> list[int]:

@@ -23,7 +23,7 @@ How SWE-Pruner's knobs map onto the built-in engine:
   of choice is the line, kept or not.
 - Token counts are estimates (4 characters a token), as in seed 001's stats.
 - When pruning fails open (input too large, timeout, ...) or is disabled
-  (`JEEVES_PRUNER_ENABLED=false`), every line is kept and `error_msg` names
+  (`JEEVES_MCP_PRUNING_ENABLED=false`), every line is kept and `error_msg` names
   the warning, as SWE-Pruner does when it cannot prune.
 
 The route goes through the app's own guards (Host/Origin, bearer token) and
@@ -34,21 +34,20 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from typing import Any
 
 from jeeves_mcp import _log
-from jeeves_mcp.config import PrunerConfig
 from jeeves_mcp.mcp.transports.asgi import Receive, RouteHost, Routes, Send, send_json
+from jeeves_mcp.pruner_config import PrunerConfig
 from jeeves_mcp.pruning.contract import PruneOptions, estimate_tokens
 from jeeves_mcp.pruning.pruner import Pruner
+from jeeves_mcp.pruning.swe_models import PruneRequest, PruneResponse, parse
 
 __all__ = ["BadRequest", "parse_request", "prune_response", "routes"]
 
 log = logging.getLogger("jeeves_mcp.pruning.swe_server")
 
-DEFAULTS: dict[str, Any] = {"threshold": 0.5, "always_keep_first_frags": False, "chunk_overlap_tokens": 50}
 FILTERED = "(filtered {} lines)"
 
 
@@ -56,7 +55,7 @@ class BadRequest(ValueError):
     """The body is not a valid SWE-Pruner PruneRequest."""
 
 
-def parse_request(body: bytes) -> dict[str, Any]:
+def parse_request(body: bytes) -> PruneRequest:
     """The request with SWE-Pruner's defaults filled in; unknown fields are ignored."""
     try:
         request = json.loads(body)
@@ -64,27 +63,10 @@ def parse_request(body: bytes) -> dict[str, Any]:
         raise BadRequest(f"body is not JSON: {exc}"[:200]) from exc
     if not isinstance(request, dict):
         raise BadRequest("body must be a JSON object")
-    for name in ("query", "code"):
-        if name not in request:
-            raise BadRequest(f"missing field {name!r}")
-        if not isinstance(request[name], str):
-            raise BadRequest(f"{name!r} must be a string")
-    parsed = {**DEFAULTS, "query": request["query"], "code": request["code"]}
-    threshold = request.get("threshold", DEFAULTS["threshold"])
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold):
-        raise BadRequest("'threshold' must be a number")
-    if not 0 <= threshold <= 1:
-        raise BadRequest("'threshold' must be between 0 and 1")
-    parsed["threshold"] = float(threshold)
-    first = request.get("always_keep_first_frags", DEFAULTS["always_keep_first_frags"])
-    if not isinstance(first, bool):
-        raise BadRequest("'always_keep_first_frags' must be a boolean")
-    parsed["always_keep_first_frags"] = first
-    overlap = request.get("chunk_overlap_tokens", DEFAULTS["chunk_overlap_tokens"])
-    if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
-        raise BadRequest("'chunk_overlap_tokens' must be a non-negative integer")
-    parsed["chunk_overlap_tokens"] = overlap
-    return parsed
+    try:
+        return parse(PruneRequest, request)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 def prune_response(
@@ -109,25 +91,25 @@ def prune_response(
     pruned_code = "\n".join(rendered)
     wanted = set(query_terms(query))
     score = len(wanted & set(terms(code))) / len(wanted) if wanted else 0.0
-    return {
-        "score": round(score, 4),
-        "pruned_code": pruned_code,
-        "token_scores": [[line, 1.0 if kept else 0.0] for line, kept in zip(lines, keep, strict=True)],
-        "kept_frags": [n for n, kept in enumerate(keep, 1) if kept],
-        "origin_token_cnt": estimate_tokens(code),
-        "left_token_cnt": estimate_tokens(pruned_code),
-        "model_input_token_cnt": estimate_tokens(query) + estimate_tokens(code),
-        "error_msg": error_msg,
-    }
+    return PruneResponse(
+        score=round(score, 4),
+        pruned_code=pruned_code,
+        token_scores=[(line, 1.0 if kept else 0.0) for line, kept in zip(lines, keep, strict=True)],
+        kept_frags=[n for n, kept in enumerate(keep, 1) if kept],
+        origin_token_cnt=estimate_tokens(code),
+        left_token_cnt=estimate_tokens(pruned_code),
+        model_input_token_cnt=estimate_tokens(query) + estimate_tokens(code),
+        error_msg=error_msg,
+    ).model_dump(mode="json")
 
 
-async def prune_swe(pruner: Pruner, config: PrunerConfig, request: dict[str, Any]) -> dict[str, Any]:
+async def prune_swe(pruner: Pruner, config: PrunerConfig, request: PruneRequest) -> dict[str, Any]:
     """Answer one parsed PruneRequest with `pruner`."""
     from jeeves_mcp.pruning.engine import guess_source_type
 
-    code, query = request["code"], request["query"]
+    code, query = request.code, request.query
     lines = code.splitlines()
-    if not lines or request["threshold"] == 0:
+    if not lines or request.threshold == 0:
         return prune_response(code, query, [True] * len(lines), None)
     if not config.pruning_enabled:
         return prune_response(code, query, [True] * len(lines), "disabled_or_unconfigured")
@@ -143,7 +125,7 @@ async def prune_swe(pruner: Pruner, config: PrunerConfig, request: dict[str, Any
     for block in outcome.annotations:
         for number in range(block["original_start_line"], block["original_end_line"] + 1):
             keep[number - 1] = False
-    if request["always_keep_first_frags"]:
+    if request.always_keep_first_frags:
         keep[0] = True
     error_msg = ", ".join(outcome.warnings) if outcome.used_fallback else None
     return prune_response(code, query, keep, error_msg or None)

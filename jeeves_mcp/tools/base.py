@@ -15,8 +15,8 @@ from jeeves_mcp.pruning.render import human_bytes as human_bytes
 from jeeves_mcp.pruning.render import plural as plural
 
 if TYPE_CHECKING:
-    from jeeves_mcp.config import PrunerConfig
     from jeeves_mcp.mcp.progress import ProgressReporter
+    from jeeves_mcp.pruner_config import PrunerConfig
     from jeeves_mcp.pruning import Pruner
     from jeeves_mcp.pruning.recovery import RecoveryStore
 

@@ -16,7 +16,6 @@ from typing import Any
 import trio
 
 from jeeves_mcp import _log
-from jeeves_mcp.config import PrunerConfig
 from jeeves_mcp.mcp.errors import HEADER_MISMATCH, INVALID_REQUEST, McpError
 from jeeves_mcp.mcp.health import health_payload
 from jeeves_mcp.mcp.progress import Notify
@@ -55,6 +54,7 @@ from jeeves_mcp.mcp.transports.checks import (
     status,
     wants_stream,
 )
+from jeeves_mcp.pruner_config import PrunerConfig
 
 log = logging.getLogger("jeeves_mcp.http")
 

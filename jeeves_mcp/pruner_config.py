@@ -1,23 +1,27 @@
-"""Configuration of one pruner child: defaults, then environment, then flags."""
+"""Configuration of one pruner child (`jeeves-mcp pruner`, or a child the daemon starts).
+
+Every field is also the key of the `[pruner]` table of the TOML file (`--config`,
+`JEEVES_MCP_CONFIG`) and the variable `JEEVES_MCP_<FIELD>`; flags win over the environment,
+which wins over the file (`jeeves_mcp.settings`).
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
+
+from jeeves_mcp.settings import ConfigError, OldName, Settings, build
+
+__all__ = ["OLD_ENV", "TOML_TABLE", "ConfigError", "PrunerConfig", "load_config"]
+
+TOML_TABLE = "pruner"
 
 
-class ConfigError(ValueError):
-    """A configuration value is missing or malformed."""
-
-
-class PrunerConfig(BaseModel):
+class PrunerConfig(Settings):
     """Everything a pruner child needs; one object passed to constructors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     host: str = Field("127.0.0.1", description="Address to bind; loopback unless you mean it.")
     port: int = Field(0, ge=0, le=65535, description="TCP port; 0 lets the OS choose.")
@@ -55,47 +59,35 @@ class PrunerConfig(BaseModel):
         return resolved
 
 
-# Environment variable -> field. Seed 001's MCP_PRUNER_* and seed 000's JEEVES_* names.
-ENV_FIELDS: dict[str, str] = {
-    "MCP_PRUNER_HOST": "host",
-    "MCP_PRUNER_PORT": "port",
-    "MCP_PRUNER_MAX_INPUT_CHARS": "max_prune_input_bytes",
-    "MCP_PRUNER_PRUNE_ID_TTL_S": "store_ttl_s",
-    "JEEVES_MCP_TOKEN": "token",
-    "JEEVES_MCP_ROOT": "root",
-    "JEEVES_PRUNER_ENDPOINT": "pruner_endpoint",
-    "JEEVES_PRUNER_ENABLED": "pruning_enabled",
-    "JEEVES_PRUNER_THRESHOLD": "pruner_threshold",
-    "JEEVES_PRUNER_CHUNK_OVERLAP_TOKENS": "pruner_chunk_overlap_tokens",
-    "JEEVES_MCP_MAX_PRUNE_INPUT_BYTES": "max_prune_input_bytes",
-    "JEEVES_MCP_RESPONSE_BUDGET_BYTES": "response_budget_bytes",
-    "JEEVES_MCP_MAX_CONCURRENT_CALLS": "max_concurrent_calls",
-    "JEEVES_MCP_MAX_BODY_BYTES": "max_body_bytes",
-    "JEEVES_MCP_BODY_TIMEOUT_S": "body_timeout_s",
-    "JEEVES_MCP_BASH_TIMEOUT_MS": "bash_timeout_ms",
-    "JEEVES_MCP_PRUNE_TIMEOUT_MS": "prune_timeout_ms",
-    "JEEVES_MCP_ALLOW_OUTSIDE_ROOT": "allow_outside_root",
+# Other spellings: seed 001's MCP_PRUNER_* and seed 000's endpoint, accepted quietly; the
+# JEEVES_PRUNER_* names this project used before, accepted with a deprecation log line.
+OLD_ENV: dict[str, OldName] = {
+    "MCP_PRUNER_HOST": OldName("host", "seed 001"),
+    "MCP_PRUNER_PORT": OldName("port", "seed 001"),
+    "MCP_PRUNER_MAX_INPUT_CHARS": OldName("max_prune_input_bytes", "seed 001"),
+    "MCP_PRUNER_PRUNE_ID_TTL_S": OldName("store_ttl_s", "seed 001"),
+    "JEEVES_PRUNER_ENDPOINT": OldName("pruner_endpoint", "seed 000"),
+    "JEEVES_PRUNER_ENABLED": OldName("pruning_enabled"),
+    "JEEVES_PRUNER_THRESHOLD": OldName("pruner_threshold"),
+    "JEEVES_PRUNER_CHUNK_OVERLAP_TOKENS": OldName("pruner_chunk_overlap_tokens"),
 }
 
 
-def load_config(env: Mapping[str, str] | None = None, **flags: Any) -> PrunerConfig:
-    """Build the config from `env` (default `os.environ`) overlaid by non-None `flags`."""
+def load_config(
+    env: Mapping[str, str] | None = None, *, config_file: Path | None = None, **flags: Any
+) -> PrunerConfig:
+    """The config from non-None `flags`, then `env` (default `os.environ`), then the `[pruner]`
+    table of `config_file` (default `$JEEVES_MCP_CONFIG`), then the defaults."""
+    import os
+
     env = os.environ if env is None else env
-    values: dict[str, Any] = {}
-    for name, field in ENV_FIELDS.items():
-        if env.get(name, "") != "":
-            values[field] = env[name]
-    values.update({k: v for k, v in flags.items() if v is not None})
+    if config_file is None and env.get("JEEVES_MCP_CONFIG"):
+        config_file = Path(env["JEEVES_MCP_CONFIG"])
+    config = build(
+        PrunerConfig, env, toml_file=config_file, toml_table=TOML_TABLE, old_env=OLD_ENV, flags=flags
+    )
     # Variables the supervisor put in this child's environment for the run's commands.
     passed = [name for name in env.get("JEEVES_MCP_ENV_PASS", "").split(",") if name]
     if passed:
-        values["env_allow"] = (*PrunerConfig.model_fields["env_allow"].default, *passed)
-    try:
-        return PrunerConfig(**values)
-    except ValidationError as exc:
-        raise ConfigError(validation_problems(exc)) from exc
-
-
-def validation_problems(exc: ValidationError) -> str:
-    """One line naming each bad setting, for an operator."""
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}" for e in exc.errors())
+        config = config.model_copy(update={"env_allow": (*config.env_allow, *passed)})
+    return config

@@ -1,19 +1,25 @@
-"""Daemon configuration: defaults, then a TOML file, then `JEEVES_*` environment, then flags."""
+"""Daemon configuration: defaults, then a TOML file, then `JEEVES_MCP_*` environment, then flags.
+
+Every field is a top-level key of the TOML file and the variable `JEEVES_MCP_<FIELD>`
+(`jeeves_mcp.settings`). The file's `[pruner]` table configures the children: it is checked
+here, and every child is pointed at the file.
+"""
 
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from jeeves_mcp.config import ConfigError, validation_problems
 from jeeves_mcp.paths import default_socket, default_state_dir
+from jeeves_mcp.pruner_config import OLD_ENV as CHILD_OLD_ENV
+from jeeves_mcp.pruner_config import TOML_TABLE, PrunerConfig, load_config
+from jeeves_mcp.settings import OldName, Settings, build, reference_table
 
 
 def _is_loopback(host: str) -> bool:
@@ -25,10 +31,8 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-class DaemonConfig(BaseModel):
+class DaemonConfig(Settings):
     """Everything the supervisor daemon reads; one object passed to constructors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     state_dir: Path = Field(description="SQLite slot records and per-slot child logs.")
     socket: Path = Field(description="Control API Unix socket (created mode 0600).")
@@ -36,7 +40,7 @@ class DaemonConfig(BaseModel):
     tcp_port: int = Field(0, ge=0, le=65535, description="TCP port for the control API (0 = OS chooses).")
     tcp_token: str | None = Field(None, description="Bearer token required on the TCP control API.")
     body_timeout_s: float = Field(30.0, gt=0, description="A control request body slower than this gets 408.")
-    enabled: bool = Field(True, description="False gives every new slot the disabled state, no child.")
+    pruner_enabled: bool = Field(True, description="False gives every new slot the disabled state, no child.")
     max_slots: int = Field(100, ge=1, description="Slots alive at once; more get 429 QUEUE_OVERLOADED.")
     startup_timeout_s: float = Field(20.0, gt=0, description="A child must be healthy within this.")
     shutdown_timeout_ms: int = Field(3000, ge=0, description="SIGTERM to SIGKILL grace when stopping a child.")
@@ -75,86 +79,60 @@ class DaemonConfig(BaseModel):
         return self.state_dir / "logs"
 
 
-ENV_FIELDS = {
-    "JEEVES_MCP_PRUNER_ENABLED": "enabled",
-    "JEEVES_MCP_BODY_TIMEOUT_S": "body_timeout_s",
-    "JEEVES_MCP_MAX_SLOTS": "max_slots",
-    "JEEVES_MCP_TCP_HOST": "tcp_host",
-    "JEEVES_MCP_TCP_PORT": "tcp_port",
-    "JEEVES_MCP_TCP_TOKEN": "tcp_token",
-    "JEEVES_MCP_STARTUP_TIMEOUT_S": "startup_timeout_s",
-    "JEEVES_MCP_SHUTDOWN_TIMEOUT_MS": "shutdown_timeout_ms",
-    "JEEVES_MCP_HEALTH_INTERVAL_S": "health_interval_s",
-    "JEEVES_MCP_HEALTH_FAILURES": "health_failures",
-    "JEEVES_MCP_MAX_RESTARTS": "max_restarts",
-    "JEEVES_MCP_LIVE_RESTORE": "live_restore",
-    "JEEVES_MCP_FORK_SERVER": "fork_server",
-    "JEEVES_MCP_SPAWN_CONCURRENCY": "spawn_concurrency",
-    "JEEVES_PRUNER_ENDPOINT": "pruner_endpoint",
-}
+# Other spellings: seed 000's endpoint variable (quietly), and the TOML key `enabled` that
+# `pruner_enabled` replaced (with a deprecation log line).
+OLD_ENV: dict[str, OldName] = {"JEEVES_PRUNER_ENDPOINT": OldName("pruner_endpoint", "seed 000")}
+OLD_KEYS: dict[str, str] = {"enabled": "pruner_enabled"}
 
 
 def load_daemon_config(
     config_file: Path | None = None, env: Mapping[str, str] | None = None, **flags: Any
 ) -> DaemonConfig:
     env = os.environ if env is None else env
-    values: dict[str, Any] = {}
     path = config_file or (Path(env["JEEVES_MCP_CONFIG"]) if env.get("JEEVES_MCP_CONFIG") else None)
-    if path is not None:
-        try:
-            with path.open("rb") as handle:
-                values.update(tomllib.load(handle))
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
-    for name, field in ENV_FIELDS.items():
-        if env.get(name, "") != "":
-            values[field] = env[name]
-    values.update({k: v for k, v in flags.items() if v is not None})
-    if "state_dir" not in values:
-        values["state_dir"] = default_state_dir(env)
-    if "socket" not in values:
-        values["socket"] = default_socket(env, Path(values["state_dir"]))
-    try:
-        return DaemonConfig(**values)
-    except ValidationError as exc:
-        raise ConfigError(validation_problems(exc)) from exc
+
+    def complete(values: dict[str, Any]) -> None:
+        if "state_dir" not in values:
+            values["state_dir"] = default_state_dir(env)
+        if "socket" not in values:
+            values["socket"] = default_socket(env, Path(values["state_dir"]))
+
+    config = build(
+        DaemonConfig, env, toml_file=path, toml_skip=(TOML_TABLE,), old_env=OLD_ENV,
+        old_keys=OLD_KEYS, flags=flags, complete=complete,
+    )
+    if path is not None and _has_pruner_table(path):
+        # Checked now rather than at every child's start; children read the same file.
+        load_config({}, config_file=path)
+        child_env = {**config.child_env, "JEEVES_MCP_CONFIG": str(path.resolve())}
+        config = config.model_copy(update={"child_env": child_env})
+    return config
+
+
+def _has_pruner_table(path: Path) -> bool:
+    with path.open("rb") as handle:  # read and parsed once already by build()
+        return TOML_TABLE in tomllib.load(handle)
 
 
 def reference_markdown() -> str:
     """The configuration reference, generated from the models so it cannot drift from them."""
-    from jeeves_mcp.config import ENV_FIELDS as CHILD_ENV_FIELDS
-    from jeeves_mcp.config import PrunerConfig
-
-    def table(model: type[BaseModel], env_fields: Mapping[str, str], toml: bool) -> list[str]:
-        by_field: dict[str, list[str]] = {}
-        for name, field_name in env_fields.items():
-            by_field.setdefault(field_name, []).append(f"`{name}`")
-        header = "| key | environment | default | meaning |" if toml else "| setting | environment | default | meaning |"
-        rows = [header, "|---|---|---|---|"]
-        for name, info in model.model_fields.items():
-            if info.is_required():
-                default = "see below"
-            elif info.default_factory is not None:
-                default = "(computed)"
-            else:
-                default = f"`{json.dumps(info.default)}`" if info.default is not None else "unset"
-            env = ", ".join(by_field.get(name, [])) or "-"
-            rows.append(f"| `{name}` | {env} | {default} | {info.description or ''} |")
-        return rows
-
     lines = [
-        "Daemon (`jeeves-mcp daemon`): keys of the TOML file (`--config`, `JEEVES_MCP_CONFIG`), "
-        "overridden by the environment, overridden by flags. `state_dir` defaults to `$STATE_DIRECTORY`, "
-        "`/var/lib/jeeves-mcp` as root, else `~/.local/state/jeeves-mcp`; `socket` to `$JEEVES_MCP_SOCKET`, "
+        "Every setting is a key of the TOML file (`--config`, `JEEVES_MCP_CONFIG`) and an environment "
+        "variable; a flag, where there is one, overrides the environment, which overrides the file, "
+        "which overrides the default. An empty variable counts as unset; lists and tables are JSON in "
+        "the environment. Older names still work: a seed's quietly, a deprecated one with a "
+        "`config.deprecated_name` log line.",
+        "",
+        "Daemon (`jeeves-mcp daemon`): the file's top-level keys. `state_dir` defaults to `$STATE_DIRECTORY`, "
+        "`/var/lib/jeeves-mcp` as root, else `~/.local/state/jeeves-mcp`; `socket` to "
         "`$RUNTIME_DIRECTORY/control.sock`, `$XDG_RUNTIME_DIR/jeeves-mcp/control.sock`, else `<state_dir>/control.sock`.",
         "",
-        *table(DaemonConfig, ENV_FIELDS, True),
+        *reference_table(DaemonConfig, OLD_ENV, OLD_KEYS),
         "",
-        "Pruner child (`jeeves-mcp pruner`; the daemon sets these for the children it starts): "
-        "the environment, overridden by flags.",
+        f"Pruner child (`jeeves-mcp pruner`): the file's `[{TOML_TABLE}]` table. A daemon whose file has "
+        "that table checks it at start and points every child at the file; it passes the rest "
+        "through the environment (`child_env`, the slot's endpoint, token and root).",
         "",
-        *table(PrunerConfig, CHILD_ENV_FIELDS, False),
+        *reference_table(PrunerConfig, CHILD_OLD_ENV),
     ]
     return "\n".join(lines) + "\n"
