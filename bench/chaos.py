@@ -26,6 +26,7 @@ import json
 import os
 import random
 import signal
+import sqlite3
 import sys
 import tempfile
 import time
@@ -275,6 +276,14 @@ async def chaos(tmp: Path, *, slots: int, child_kills: int, daemon_kills: int, i
                         await trio.sleep(0.02)
             figures.not_recovered += 1
 
+        def child_of(run_id: str) -> int | None:
+            """The run's child as the daemon last recorded it (its store outlives it)."""
+            with contextlib.closing(sqlite3.connect(f"file:{daemon.state_dir / 'slots.sqlite3'}?mode=ro",
+                                                    uri=True, timeout=1)) as db:
+                row = db.execute("SELECT pid FROM slots WHERE run_id = ? AND state = 'running'",
+                                 (run_id,)).fetchone()
+            return None if row is None or row[0] is None else int(row[0])
+
         def _pid_changed(run_id: str) -> bool:
             old = pids[run_id]
             return not process_alive(old)
@@ -291,6 +300,13 @@ async def chaos(tmp: Path, *, slots: int, child_kills: int, daemon_kills: int, i
                     if current["state"] != "running" or current["pid"] is None:
                         continue
                     pids[run_id] = current["pid"]
+                else:
+                    # No daemon to ask: the run's child may have been restarted since its pid
+                    # was last noted (a stale pid made every pick fail now and then).
+                    found = child_of(run_id)
+                    if found is None:
+                        continue
+                    pids[run_id] = found
                 pid = pids[run_id]
                 if not process_alive(pid) or ours.marker not in environ(pid):
                     continue
