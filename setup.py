@@ -3,11 +3,26 @@ installed as `jeeves_mcp.supervisor` and `jeeves_mcp.cli`. Everything else is in
 
 find_packages skips a folder without `__init__.py`, while an editable install still imports it
 (as a namespace package): the wheel would lack it and only the installed product would fail.
-So a folder of modules that is not a package stops the build instead."""
+So a folder of modules that is not a package stops the build instead.
 
+An editable install of a mapped layout goes through setuptools' meta path finder, which always
+ends with an "Editable installation." note that folders in the working directory named like the
+package may take precedence during imports. Here they cannot mislead: `jeeves_mcp/` in the tree
+is the package's own source, and `supervisor/` and `cli/` are only ever imported as
+`jeeves_mcp.supervisor` and `jeeves_mcp.cli` (tests/test_build.py). So that note is not shown
+on every `make dev`; any other warning still is."""
+
+import warnings
 from pathlib import Path
 
 from setuptools import find_packages, setup
+
+try:
+    from setuptools.warnings import InformationOnly
+except ImportError:  # an older setuptools, without the note
+    pass
+else:
+    warnings.filterwarnings("ignore", message=r"Editable installation\.", category=InformationOnly)
 
 MAPPED = {"jeeves_mcp.supervisor": "supervisor", "jeeves_mcp.cli": "cli"}
 ROOTS = ("jeeves_mcp", *MAPPED.values())

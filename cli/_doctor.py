@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -151,10 +150,12 @@ def _check_state_dir(path: Path) -> Check:
 
 
 def check_ripgrep() -> Check:
-    rg = shutil.which("rg")
+    from jeeves_mcp.tools.grep import find_rg
+
+    rg = find_rg()
     if rg is None:
-        return Check("ripgrep", "warn", "rg not found: the grep tool uses its slower built-in search "
-                     "(install ripgrep: apt-get install ripgrep)")
+        return Check("ripgrep", "warn", "rg not found beside the interpreter nor on PATH: the grep tool "
+                     "uses its slower built-in search (reinstall jeeves-mcp, whose ripgrep wheel ships rg)")
     try:
         line = subprocess.run([rg, "--version"], capture_output=True, text=True, timeout=5,
                               check=False).stdout.splitlines()[0]

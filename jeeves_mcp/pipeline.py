@@ -23,7 +23,7 @@ from jeeves_mcp.mcp.errors import INVALID_PARAMS, McpError, ToolError
 from jeeves_mcp.mcp.progress import ProgressReporter
 from jeeves_mcp.mcp.schema import validate
 from jeeves_mcp.pruner_config import PrunerConfig
-from jeeves_mcp.pruning import PruneOptions, Pruner
+from jeeves_mcp.pruning import PruneOptions, Pruner, line_scan
 from jeeves_mcp.pruning.counters import SavingsStats
 from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.pruning.render import Row, fit_lines, fit_rows, rows_text, text_bytes
@@ -48,6 +48,8 @@ class _Pruned:
 
     rows: list[list[Row] | None] = field(default_factory=list)
     ids: list[str | None] = field(default_factory=list)
+    # Texts left whole by the engine but over the budget: the lines their question names.
+    scans: list[line_scan.LineScan | None] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     pruning: dict[str, Any] = field(
@@ -211,12 +213,15 @@ class ToolRunner:
         share = text_budget(self.config) // max(1, len(output.texts))
         for text in output.texts:
             reason = self._prune_check(text, question)
+            pruned.scans.append(None)
             if reason is not None:
                 pruned.reasons.append(reason)
                 # Raw texts stay lines (`None` rows): most outputs fit the budget
                 # whole, and a row per line would cost more than the call.
                 pruned.rows.append(None)
                 pruned.ids.append(None)
+                if reason == "input_too_large" and isinstance(question, str):
+                    await self._scan(text, question, share, pruned, reason)
                 continue
             pruning["attempted"] = True
             assert isinstance(question, str)  # _prune_check refuses anything else
@@ -232,23 +237,44 @@ class ToolRunner:
                 if outcome.error:
                     pruned.errors.append(outcome.error)
                 pruned.reasons.extend(outcome.warnings)
+                await self._scan(text, question, share, pruned, (outcome.warnings or ["fallback"])[0])
             elif outcome.annotations:
                 pruning["applied"] = True
             else:
                 pruned.reasons.append("nothing_to_prune")
+                await self._scan(text, question, share, pruned, "nothing_to_prune")
         if not pruning["applied"] and pruned.reasons:
             pruning["reason"] = pruned.reasons[0]
         if pruned.errors:
             pruning["error"] = pruned.errors[0]
-        if pruning["applied"] or pruning["attempted"]:
+        if pruning["attempted"]:
             pruning["engine"] = self.pruner.engine.name
         return pruned
+
+    async def _scan(
+        self, text: TextOutput, question: str, share: int, pruned: _Pruned, why: str
+    ) -> None:
+        """When `text` stays whole (`why`) yet the budget cuts it, show the lines its question
+        names (line_scan) instead of only its head and tail."""
+        if text_bytes(text.text) <= share:
+            return
+        prune_id = pruned.ids[-1] or self.store.put(
+            text.text.removesuffix("\n"), first_line=text.first_line)
+        found = await trio.to_thread.run_sync(
+            line_scan.scan, text.text, question, prune_id, text.first_line)
+        if found is None:
+            return
+        pruned.ids[-1] = prune_id
+        pruned.scans[-1] = found
+        pruned.pruning["applied"] = True
+        pruned.pruning["line_scan"] = {
+            "why": why, "terms": found.terms, "matching_lines": len(found.ranked)}
 
     def _shape(self, output: ToolOutput, pruned: _Pruned, total: int) -> dict[str, Any]:
         """The result's JSON with every output text fitted into `total` bytes together."""
         sizes = [
-            text_bytes(text.text if rows is None else rows_text(rows))
-            for text, rows in zip(output.texts, pruned.rows, strict=True)
+            text_bytes(text.text if rows is None or scan else rows_text(rows))
+            for text, rows, scan in zip(output.texts, pruned.rows, pruned.scans, strict=True)
         ]
         budgets = share_budget(sizes, total)
         structured: dict[str, Any] = {"summary": output.summary}
@@ -264,7 +290,11 @@ class ToolRunner:
             whole = text.text.removesuffix("\n") if size > budget else text.text
             if size > budget and prune_id is None:  # it will be cut: store the whole text first
                 prune_id = pruned.ids[index] = self.store.put(whole, first_line=text.first_line)
-            if rows is None:
+            scan = pruned.scans[index]
+            if scan is not None:
+                kept, cut = fit_rows(scan.rows(budget), budget, prune_id or "")
+                fitted = rows_text(kept)
+            elif rows is None:
                 fitted, cut = fit_lines(whole.split("\n"), text.first_line, budget, prune_id or "")
             else:
                 kept, cut = fit_rows(rows, budget, prune_id or "")

@@ -86,9 +86,10 @@ def _child(request: dict[str, Any], stdout_fd: int, control: socket.socket) -> N
 
 def serve(control: socket.socket) -> None:
     _preload()
-    from jeeves_mcp.proc import set_process_name
+    from jeeves_mcp.proc import prepare_process_title, set_process_name
 
-    set_process_name("jeeves-zygote")
+    prepare_process_title()  # before the fork: each child names its run once it has one
+    set_process_name("jeeves-zygote")  # after: setproctitle's setup renames comm
     gc.collect()
     gc.freeze()  # keep the imported objects out of later collections: fewer copied pages
     signal.signal(signal.SIGCHLD, _reap)

@@ -80,13 +80,21 @@ def kill_all(pids: list[int]) -> None:
             pass
 
 
-def pruner_argv(root: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "jeeves_mcp", "pruner", "--root", str(root), *extra]
+# `python -m jeeves_mcp` with ripgrep out of reach, so the grep tool takes its built-in search
+# (rg is a dependency, found beside the interpreter whatever PATH says).
+WITHOUT_RG = ("import runpy, jeeves_mcp.tools.grep as grep; grep.find_rg = lambda: None; "
+              "runpy.run_module('jeeves_mcp', run_name='__main__', alter_sys=True)")
+
+
+def pruner_argv(root: Path, *extra: str, without_rg: bool = False) -> list[str]:
+    start = ["-c", WITHOUT_RG] if without_rg else ["-m", "jeeves_mcp"]
+    return [sys.executable, *start, "pruner", "--root", str(root), *extra]
 
 
 @asynccontextmanager
 async def running_child(
-    root: Path, tmp: Path, *, token: str | None = "test-token", env: dict[str, str] | None = None
+    root: Path, tmp: Path, *, token: str | None = "test-token", env: dict[str, str] | None = None,
+    without_rg: bool = False,
 ) -> AsyncIterator[Child]:
     child_env = {**os.environ, **(env or {})}
     child_env.pop("JEEVES_MCP_TOKEN", None)
@@ -95,7 +103,7 @@ async def running_child(
     stderr_path = tmp / f"child-{os.urandom(3).hex()}.log"
     with stderr_path.open("wb") as stderr:
         process = await trio.lowlevel.open_process(
-            pruner_argv(root, "--port", "0"),
+            pruner_argv(root, "--port", "0", without_rg=without_rg),
             stdout=subprocess.PIPE,
             stderr=stderr,
             env=child_env,

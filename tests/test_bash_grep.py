@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import threading
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.tools import _grep_builtin, grep
 from jeeves_mcp.tools import bash as bash_tool
 from jeeves_mcp.tools.base import CallContext
-from tests._rg import RG_MISSING, needs_rg
 
 
 def make_ctx(root: Path, **config) -> CallContext:
@@ -169,10 +167,7 @@ async def test_bash_signal_death_is_reported(root):
 
 @pytest.fixture(params=["rg", "builtin"])
 def engine(request, monkeypatch):
-    if request.param == "rg":
-        if shutil.which("rg") is None:
-            pytest.skip(RG_MISSING)
-    else:
+    if request.param == "builtin":
         monkeypatch.setattr(grep, "find_rg", lambda: None)
     return request.param
 
@@ -303,7 +298,6 @@ async def test_builtin_grep_timeout_stops_the_walk(root, monkeypatch):
         await trio.to_thread.run_sync(stopped.wait)
 
 
-@needs_rg  # a marker, not pytest.skip() inside the trio test: that loses its reason
 async def test_rg_gets_a_clean_environment(root, monkeypatch):
     # A config file named by the parent's environment must not change results.
     config = root.parent / "rgrc"

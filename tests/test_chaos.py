@@ -12,7 +12,7 @@ import httpx
 import pytest
 import trio
 
-from bench.chaos import _cmdline, chaos, environ, report
+from bench.chaos import chaos, environ, report
 from jeeves_mcp.proc import become_subreaper, proc_stat, process_alive
 from jeeves_mcp.supervisor.child import tree_mark
 from tests._daemon import Daemon, running_daemon, watch_events
@@ -27,7 +27,7 @@ def tree_pids(slot: dict[str, Any]) -> list[int]:
     """Live processes carrying the slot child's tree mark, but for the child: its bash commands."""
     mark = f"JEEVES_MCP_TREE={tree_mark(slot['mcp']['headers']['Authorization'][7:])}".encode()
     found = [int(p) for p in os.listdir("/proc") if p.isdigit() and mark in environ(int(p)) and process_alive(int(p))]
-    return [pid for pid in found if b"jeeves_mcp" not in _cmdline(pid)]
+    return [pid for pid in found if pid != slot["pid"]]
 
 
 async def call(slot: dict[str, Any], name: str, arguments: dict[str, Any], timeout_s: float = 10) -> dict[str, Any]:

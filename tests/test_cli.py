@@ -431,7 +431,8 @@ async def test_doctor_with_a_daemon_and_a_pruner_service(daemon: Daemon) -> None
     for name in ("python", "children", "socket", "daemon", "state dir", "pruner endpoint"):
         assert checks[name]["status"] == "pass", checks[name]
     assert "0600" in checks["socket"]["detail"]
-    assert checks["ripgrep"]["status"] in ("pass", "warn") and checks["systemd unit"]["status"] in ("pass", "warn")
+    assert checks["ripgrep"]["status"] == "pass"  # the ripgrep wheel is a dependency
+    assert checks["systemd unit"]["status"] in ("pass", "warn")
     assert result.json()["ok"] is True and result.code == 0
 
 

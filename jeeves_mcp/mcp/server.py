@@ -121,8 +121,19 @@ async def _serve(server: PrunerServer, config: PrunerConfig, shutdown: trio.Even
                 sys.stdout.flush()
                 _log.event(log, "pruner.ready", port=port, root=str(config.root),
                            engine=server.pruner.engine.name)
+                _name_process(config, port)
             # hypercorn returns once its graceful shutdown is over
         outer.cancel_scope.cancel()
+
+
+def _name_process(config: PrunerConfig, port: int) -> None:
+    """ps shows which run a child serves: `jeeves-pruner RUN_ID port=N root=PATH`, not the
+    command line it was started or forked with (`python -m jeeves_mcp.zygote 14`)."""
+    from jeeves_mcp.proc import set_process_title
+
+    run = os.environ.get("JEEVES_MCP_RUN_ID")  # set by the supervisor for its children
+    words = ["jeeves-pruner", *([run] if run else []), f"port={port}", f"root={config.root}"]
+    set_process_title(" ".join(words), "jeeves-pruner")
 
 
 async def _watch_signals(shutdown: trio.Event, scope: trio.CancelScope) -> None:

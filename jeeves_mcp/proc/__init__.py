@@ -9,11 +9,13 @@ from .procfs import (
     capabilities,
     clear_ambient_capabilities,
     is_subreaper,
+    prepare_process_title,
     proc_stat,
     process_alive,
     processes_with_env,
     set_dumpable,
     set_process_name,
+    set_process_title,
 )
 from .runner import CommandResult, command_user, new_tag, run_command
 from .tree import TAG_VAR, TREE_VAR, kill_descendants, kill_tree, sweep_zombies
@@ -31,11 +33,13 @@ __all__ = [
     "kill_descendants",
     "kill_tree",
     "new_tag",
+    "prepare_process_title",
     "proc_stat",
     "process_alive",
     "processes_with_env",
     "run_command",
     "set_dumpable",
     "set_process_name",
+    "set_process_title",
     "sweep_zombies",
 ]

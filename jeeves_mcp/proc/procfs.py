@@ -100,6 +100,33 @@ def set_process_name(name: str) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
 
 
+def set_process_title(title: str, name: str) -> None:
+    """Show `title` as this process's command line (ps, /proc/PID/cmdline) and `name` as its
+    comm (set_process_name). setproctitle rewrites the argv area, which Python cannot; with
+    SPT_NOENV it stays in the room the original command line had (the title is cut to fit)
+    and leaves /proc/PID/environ alone: the daemon finds its children there."""
+    import setproctitle
+
+    prepare_process_title()
+    setproctitle.setproctitle("".join(c if c.isprintable() else "?" for c in title))
+    set_process_name(name)  # setproctitle also sets comm, to the title's first 15 bytes
+
+
+def prepare_process_title() -> None:
+    """Let this process and the children it forks set a title (set_process_title) later.
+
+    setproctitle finds the argv area by walking back from `environ` once, on its first call;
+    a forked child that has replaced its environment (the zygote's) could not. SPT_NOENV is
+    read then too. It also renames comm: set_process_name after it."""
+    import setproctitle
+
+    os.environ["SPT_NOENV"] = "1"
+    try:
+        setproctitle.getproctitle()
+    finally:
+        os.environ.pop("SPT_NOENV", None)
+
+
 def proc_stat(pid: int) -> list[str] | None:
     """Fields of /proc/PID/stat after the command name: state, ppid, pgrp, session, ...
 

@@ -1,4 +1,4 @@
-"""`grep`: a regex search of the run root, with ripgrep when it is on PATH.
+"""`grep`: a regex search of the run root, with ripgrep (a dependency: the `ripgrep` wheel).
 
 Both paths give `path:line:text` lines sorted by path, paths relative to the
 root, each line clipped to 500 characters, and the fields `match_count`
@@ -10,8 +10,11 @@ Both skip hidden entries and binary files below the given paths.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import sys
+import sysconfig
 import threading
 from pathlib import Path
 from typing import Any
@@ -59,6 +62,16 @@ _RG_LINE = re.compile(r"^(.+?):(\d+):")
 
 
 def find_rg() -> str | None:
+    """The `rg` the `ripgrep` wheel installed beside this interpreter, else the one on PATH.
+
+    Beside the interpreter first: a daemon started as /venv/bin/jeeves-mcp (systemd) has no
+    venv on PATH, and a system rg on PATH may be older than the one the tests ran with."""
+    dirs = [Path(sys.executable).parent] if sys.executable else []
+    dirs.append(Path(sysconfig.get_path("scripts")))
+    for folder in dirs:
+        candidate = folder / "rg"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
     return shutil.which("rg")
 
 
