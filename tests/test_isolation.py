@@ -16,6 +16,7 @@ import sys
 import sysconfig
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,36 +92,58 @@ async def test_escaped_descendants_die_with_the_slot(tmp_path: Path, run_root: P
 # -- #1: a run's commands cannot read the daemon's state or another run's child ---------------
 
 
+@contextmanager
+def directory_owned_by(uid: int, prefix: str) -> Iterator[Path]:
+    """A fresh 0755 directory owned by `uid`, outside the 0700 pytest dirs; removed after."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a directory to another user, and switching users, need root")
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    os.chown(path, uid, uid)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture
 def owned_root() -> Iterator[Path]:
-    """A run root owned by an unprivileged user (nobody), outside the 0700 pytest dirs."""
-    if os.geteuid() != 0:
-        pytest.skip("switching users needs a daemon running as root")
-    root = Path(tempfile.mkdtemp(prefix="jeeves-run-"))
-    root.chmod(0o755)
-    os.chown(root, NOBODY, NOBODY)
-    (root / "hello.py").write_text("x = 1\n")
-    try:
+    """A run root owned by an unprivileged user (nobody)."""
+    with directory_owned_by(NOBODY, "jeeves-run-") as root:
+        (root / "hello.py").write_text("x = 1\n")
         yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+
+
+# What a run's bash could reach of the daemon's or another run's, one word each.
+LEAKS = {"DB_READ", "TOKEN_FOUND", "ENVIRON_READ", "MEM_OPENED", "SIGNALLED", "CONTROL_REACHED"}
+NO_CAPABILITIES = ["CapPrm:0000000000000000", "CapEff:0000000000000000", "CapAmb:0000000000000000"]
+
+
+async def attack_the_other_run(daemon: Any, mine: dict[str, Any], other: dict[str, Any]) -> list[str]:
+    """From `mine`'s bash: its uid and capability sets, then a word of LEAKS for each thing it
+    reached (the state DB, `other`'s token, its child's environ, memory or signals, the control
+    socket); "done" last."""
+    token = other["mcp"]["headers"]["Authorization"].removeprefix("Bearer ")
+    state, pid = daemon.state_dir, other["pid"]
+    probe = (f"id -u; grep -E '^Cap(Prm|Eff|Amb):' /proc/self/status | tr -d '\\t'; "
+             f"cat {state}/slots.sqlite3 > /dev/null 2>&1 && echo DB_READ; "
+             f"grep -rl {token} {state} 2>/dev/null && echo TOKEN_FOUND; "
+             f"head -c1 /proc/{pid}/environ > /dev/null 2>&1 && echo ENVIRON_READ; "
+             f"(exec 3< /proc/{pid}/mem) 2>/dev/null && echo MEM_OPENED; "
+             f"kill -0 {pid} 2>/dev/null && echo SIGNALLED; "
+             f"python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{daemon.socket}\")' "
+             f"2>/dev/null && echo CONTROL_REACHED; echo done")
+    ran = await bash(mine, probe)
+    return ran["stdout"].split()
 
 
 async def test_commands_run_as_the_roots_owner_and_reach_no_token(tmp_path: Path, owned_root: Path) -> None:
     async with running_daemon(tmp_path) as daemon, daemon.client() as control:
         mine = await control.acquire("attacker", owned_root)
         other = await control.acquire("victim", owned_root)
-        token = other["mcp"]["headers"]["Authorization"].removeprefix("Bearer ")
-        state, pid = daemon.state_dir, other["pid"]
-        probe = (f"id -u; cat {state}/slots.sqlite3 > /dev/null 2>&1 && echo DB_READ; "
-                 f"grep -rl {token} {state} 2>/dev/null && echo TOKEN_FOUND; "
-                 f"head -c1 /proc/{pid}/environ > /dev/null 2>&1 && echo ENVIRON_READ; "
-                 f"exec 3< /proc/{pid}/mem && echo MEM_OPENED; "
-                 f"grep -c {token} /proc/{pid}/cmdline 2>/dev/null; echo done")
-        ran = await bash(mine, probe)
-        lines = ran["stdout"].split()
-        assert lines[0] == str(NOBODY), ran
-        assert lines[-1] == "done" and not {"DB_READ", "TOKEN_FOUND", "ENVIRON_READ", "MEM_OPENED"} & set(lines), ran
+        lines = await attack_the_other_run(daemon, mine, other)
+        assert lines[:4] == [str(NOBODY), *NO_CAPABILITIES], lines
+        assert lines[-1] == "done" and not LEAKS & set(lines), lines
         wrote = await bash(mine, "echo made > made.txt && stat -c %u made.txt")
         assert wrote["stdout"] == f"{NOBODY}\n"  # the workspace stays the owner's to write
         await control.release("attacker")
@@ -178,15 +201,8 @@ def as_service_user(home: Path) -> str:
 @pytest.fixture
 def service_home() -> Iterator[Path]:
     """The daemon's own directory (state, socket, log), owned by the service user."""
-    if os.geteuid() != 0:
-        pytest.skip("starting a daemon as a service user needs root")
-    home = Path(tempfile.mkdtemp(prefix="jeeves-service-"))
-    home.chmod(0o755)
-    os.chown(home, SERVICE_UID, SERVICE_UID)
-    try:
+    with directory_owned_by(SERVICE_UID, "jeeves-service-") as home:
         yield home
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
 
 
 async def test_a_service_user_with_capabilities_isolates_runs(service_home: Path, owned_root: Path) -> None:
@@ -201,23 +217,9 @@ async def test_a_service_user_with_capabilities_isolates_runs(service_home: Path
             assert health["isolation"] == {"user": str(SERVICE_UID), "switch_users": True}, health
             mine = await control.acquire("attacker", owned_root)
             other = await control.acquire("victim", owned_root)
-            token = other["mcp"]["headers"]["Authorization"].removeprefix("Bearer ")
-            state, pid = daemon.state_dir, other["pid"]
-            probe = (f"id -u; grep -E '^Cap(Eff|Prm|Amb):' /proc/self/status | tr -d '\\t'; "
-                     f"cat {state}/slots.sqlite3 > /dev/null 2>&1 && echo DB_READ; "
-                     f"grep -rl {token} {state} 2>/dev/null && echo TOKEN_FOUND; "
-                     f"head -c1 /proc/{pid}/environ > /dev/null 2>&1 && echo ENVIRON_READ; "
-                     f"(exec 3< /proc/{pid}/mem) 2>/dev/null && echo MEM_OPENED; "
-                     f"kill -0 {pid} 2>/dev/null && echo SIGNALLED; "
-                     f"python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{daemon.socket}\")' "
-                     f"2>/dev/null && echo CONTROL_REACHED; echo done")
-            ran = await bash(mine, probe)
-            lines = ran["stdout"].split()
-            assert lines[0] == str(NOBODY), ran
-            assert lines[1:4] == ["CapPrm:0000000000000000", "CapEff:0000000000000000",
-                                  "CapAmb:0000000000000000"], ran
-            leaks = {"DB_READ", "TOKEN_FOUND", "ENVIRON_READ", "MEM_OPENED", "SIGNALLED", "CONTROL_REACHED"}
-            assert lines[-1] == "done" and not leaks & set(lines), ran
+            lines = await attack_the_other_run(daemon, mine, other)
+            assert lines[:4] == [str(NOBODY), *NO_CAPABILITIES], lines  # no CAP_SETUID kept from the daemon
+            assert lines[-1] == "done" and not LEAKS & set(lines), lines
             wrote = await bash(mine, "echo made > made.txt && stat -c %u made.txt")
             assert wrote["stdout"] == f"{NOBODY}\n", wrote
             home = pwd.getpwuid(NOBODY)
