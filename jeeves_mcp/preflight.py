@@ -30,14 +30,17 @@ NOT_IN_CHILDREN = ("jeeves_mcp.supervisor", "jeeves_mcp.cli", "jeeves_mcp.__main
 TIMEOUT_S = 60.0
 
 
-def import_child_modules() -> int:
-    """Import everything a pruner child runs; returns how many modules that was."""
+def import_child_modules(*, with_cli: bool = True) -> int:
+    """Import everything a pruner child runs; returns how many modules that was.
+    `with_cli=False`: not the `jeeves-mcp pruner` command itself (the fork server's children
+    start from `zygote`, and need neither Typer nor Rich)."""
     import jeeves_mcp
 
     count = 0
     for name in CHILD_ENTRY_MODULES:
-        importlib.import_module(name)
-        count += 1
+        if with_cli or not name.startswith("jeeves_mcp.cli"):
+            importlib.import_module(name)
+            count += 1
     for info in pkgutil.walk_packages(jeeves_mcp.__path__, "jeeves_mcp."):
         if not info.name.startswith(NOT_IN_CHILDREN):
             importlib.import_module(info.name)

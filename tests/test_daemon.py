@@ -411,6 +411,23 @@ async def test_children_come_from_the_fork_server_and_cold_when_it_is_gone(daemo
         assert not alive(forked["pid"])
 
 
+def mapped_libraries(pid: int) -> set[str]:
+    """File names of the shared objects a process has mapped."""
+    return {Path(line.split()[-1]).name for line in Path(f"/proc/{pid}/maps").read_text().splitlines()
+            if ".so" in line.rsplit("/", 1)[-1]}
+
+
+async def test_the_fork_server_imports_what_a_child_runs_before_it_forks(daemon: Daemon) -> None:
+    """A forked child starts in milliseconds only when its zygote imported the child's code
+    first; then the compiled modules a child uses (pydantic-core for the tool schemas, RE2 for
+    grep) are mapped in the zygote before any child exists."""
+    async with daemon.client() as control:
+        zygote = (await control.healthz())["fork_server"]["pid"]
+    libraries = mapped_libraries(zygote)
+    for module in ("_pydantic_core", "_re2"):
+        assert any(name.startswith(module + ".") for name in libraries), sorted(libraries)
+
+
 @pytest.mark.parametrize("fork_server", ["true", "false"])
 async def test_a_release_during_the_acquire_answers_409_and_leaves_nothing(
     tmp_path: Path, run_root: Path, fork_server: str
