@@ -106,13 +106,14 @@ install-systemd:
 	mkdir -p $(SYSUSERS_DIR) && install -m 0644 systemd/jeeves-mcp.sysusers $(SYSUSERS_DIR)/jeeves-mcp.conf; \
 	echo "installed $(SYSTEMD_DIR)/jeeves-mcp.service and jeeves-mcp.socket (ExecStart=$(JEEVES_MCP_BIN) daemon, ProtectHome=$$protect), user jeeves-mcp in $(SYSUSERS_DIR)/jeeves-mcp.conf"
 	@if [ -d /run/systemd/system ]; then $(SYSUSERS) $(SYSUSERS_DIR)/jeeves-mcp.conf && $(SYSTEMCTL) daemon-reload; fi
-	@# The service runs as jeeves-mcp: it must be able to run the venv and write the workspaces.
+	@# The service runs as jeeves-mcp: it must be able to run the venv. Each run's commands run as
+	@# the owner of its run root (README: isolation), so run roots belong to the runs' own users.
 	@if id jeeves-mcp >/dev/null 2>&1 && ! runuser -u jeeves-mcp -- test -x $(JEEVES_MCP_BIN) 2>/dev/null; then \
 	  echo "note: user jeeves-mcp cannot run $(JEEVES_MCP_BIN) (a venv under /root?): install it where it can, e.g. /opt (README: Installing without the source tree)"; fi
 	@for dir in $(WORKSPACES); do \
-	  if ! test -d $$dir; then echo "note: workspace dir $$dir does not exist; create it writable by jeeves-mcp: sudo install -d -o jeeves-mcp -g jeeves-mcp -m 2770 $$dir"; \
-	  elif id jeeves-mcp >/dev/null 2>&1 && ! runuser -u jeeves-mcp -- test -w $$dir 2>/dev/null; then \
-	    echo "note: user jeeves-mcp cannot write $$dir: sudo chown -R jeeves-mcp:jeeves-mcp $$dir (or group jeeves-mcp with g+ws)"; fi; done
+	  if ! test -d $$dir; then echo "note: workspace dir $$dir does not exist; create it (sudo install -d -m 0755 $$dir) and give each run a root in it owned by that run's user"; \
+	  elif id jeeves-mcp >/dev/null 2>&1 && [ "$$(stat -c %U $$dir)" = jeeves-mcp ]; then \
+	    echo "note: $$dir belongs to jeeves-mcp: run roots that jeeves-mcp owns run their commands as jeeves-mcp, which can read every run's token; give each run a root owned by its own user"; fi; done
 	@echo "next: sudo systemctl enable --now jeeves-mcp.socket   (starts the daemon on first use)"
 	@echo "  or: sudo systemctl enable --now jeeves-mcp.service  (starts it now and at boot)"
 

@@ -215,16 +215,21 @@ async def test_a_service_user_with_capabilities_isolates_runs(service_home: Path
         async with running_daemon(service_home, python=python) as daemon, daemon.client() as control:
             health = await control.healthz()
             assert health["isolation"] == {"user": str(SERVICE_UID), "switch_users": True}, health
-            mine = await control.acquire("attacker", owned_root)
+            own_home = owned_root / "home"  # a HOME the runner made for the run, the owner's
+            own_home.mkdir()
+            os.chown(own_home, NOBODY, NOBODY)
+            mine = await control.acquire("attacker", owned_root, env={"HOME": str(own_home)})
             other = await control.acquire("victim", owned_root)
             lines = await attack_the_other_run(daemon, mine, other)
             assert lines[:4] == [str(NOBODY), *NO_CAPABILITIES], lines  # no CAP_SETUID kept from the daemon
             assert lines[-1] == "done" and not LEAKS & set(lines), lines
             wrote = await bash(mine, "echo made > made.txt && stat -c %u made.txt")
             assert wrote["stdout"] == f"{NOBODY}\n", wrote
-            home = pwd.getpwuid(NOBODY)
+            owner = pwd.getpwuid(NOBODY)
             who = await bash(mine, 'echo "$HOME $USER"')
-            assert who["stdout"] == f"{home.pw_dir} {home.pw_name}\n", who  # the owner's, not the daemon's
+            assert who["stdout"] == f"{own_home} {owner.pw_name}\n", who  # the run's HOME, the owner's
+            who = await bash(other, 'echo "$HOME $USER"')
+            assert who["stdout"] == f"{owner.pw_dir} {owner.pw_name}\n", who  # not the daemon's HOME
             escaped = await bash(mine, escapes(marker))
             assert escaped["stdout"] == "started\n", escaped
             with trio.fail_after(10):

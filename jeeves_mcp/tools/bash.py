@@ -63,14 +63,24 @@ def sanitized_env(
 
 
 def owner_env(env: dict[str, str], uid: int, keep: set[str]) -> dict[str, str]:
-    """A command run as another user gets that user's HOME, USER and LOGNAME (the pruner's
-    HOME is not theirs to write), unless the call's own `env` sets them."""
+    """A command run as another user gets that user's USER and LOGNAME, and its HOME unless the
+    HOME it would inherit is that user's own (one the runner set for the run) or the call's `env`
+    sets it: the pruner's HOME is not theirs to write."""
     try:
         entry = pwd.getpwuid(uid)
     except KeyError:
         return env
-    owner = {"HOME": entry.pw_dir, "USER": entry.pw_name, "LOGNAME": entry.pw_name}
+    owner = {"USER": entry.pw_name, "LOGNAME": entry.pw_name}
+    if not _owned_by(env.get("HOME"), uid):
+        owner["HOME"] = entry.pw_dir
     return {**env, **{name: value for name, value in owner.items() if name not in keep}}
+
+
+def _owned_by(path: str | None, uid: int) -> bool:
+    try:
+        return path is not None and os.stat(path).st_uid == uid
+    except OSError:
+        return False
 
 
 def _seconds(ms: int) -> str:
