@@ -238,12 +238,9 @@ def check_children() -> Check:
 
 
 def _user(uid: int) -> str:
-    import pwd
+    from jeeves_mcp.proc import user_name
 
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid {uid}"
+    return user_name(uid) or f"uid {uid}"
 
 
 def run_checks(config: Settings, config_file: Path | None, state_dir: Path | None) -> list[Check]:

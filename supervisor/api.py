@@ -7,7 +7,6 @@ import ipaddress
 import json
 import logging
 import os
-import pwd
 import re
 import urllib.parse
 from collections.abc import AsyncIterator
@@ -21,7 +20,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from jeeves_mcp import __version__
-from jeeves_mcp.proc import can_switch_users
+from jeeves_mcp.proc import can_switch_users, user_name
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from jeeves_mcp.supervisor.slots import RUN_ID, AcquireRequest, SlotError, SlotManager
@@ -37,13 +36,6 @@ EVENT_ID = re.compile(r"\A[A-Za-z0-9_.:]{1,64}-[0-9]{1,19}\Z")  # ASCII digits o
 
 # Roots that are not a workspace: the whole filesystem, or kernel interfaces.
 FORBIDDEN_ROOTS = ("/proc", "/sys", "/dev")
-
-
-def _user_name(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
 
 
 def check_endpoint(value: str) -> str:
@@ -214,7 +206,7 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
             "state_dir": str(manager.config.state_dir), "socket": str(manager.config.socket),
             "enabled": manager.config.pruner_enabled,
             # Whether commands can run as their run root's owner (`doctor` reports it).
-            "isolation": {"user": _user_name(os.geteuid()), "switch_users": can_switch_users()},
+            "isolation": {"user": user_name(os.geteuid()) or str(os.geteuid()), "switch_users": can_switch_users()},
             "store": {"write_failures": manager.store.write_failures, "pending": manager.store.pending},
             "fork_server": None if fork_server is None else {
                 "up": fork_server.up.is_set(), "pid": fork_server.pid,

@@ -22,7 +22,7 @@ import trio
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SlotCgroups", "own_cgroup"]
+__all__ = ["SlotCgroups", "cgroup_base", "own_cgroup"]
 
 # How long a killed cgroup may take to empty before it is left for the next kill.
 EMPTY_WAIT_S = 2.0
@@ -45,6 +45,14 @@ def own_cgroup() -> Path | None:
     return None
 
 
+def cgroup_base(state_dir: Path) -> Path | None:
+    """Where the daemon of `state_dir` keeps its slots' cgroups (whether made or not)."""
+    own = own_cgroup()
+    if own is None:
+        return None
+    return own / f"jeeves-{hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:12]}"
+
+
 class SlotCgroups:
     """Per-slot cgroups under `base`, or nothing at all when `base` is None."""
 
@@ -55,11 +63,9 @@ class SlotCgroups:
     def for_state_dir(cls, state_dir: Path) -> SlotCgroups:
         """Slots' cgroups for the daemon of `state_dir`, if this process may create them;
         the name stays the same across restarts, so a restarted daemon finds them."""
-        own = own_cgroup()
-        if own is None or not os.access(own, os.W_OK):
+        base = cgroup_base(state_dir)
+        if base is None or not os.access(base.parent, os.W_OK):
             return cls(None)
-        tag = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:12]
-        base = own / f"jeeves-{tag}"
         try:
             base.mkdir(exist_ok=True)
         except OSError as exc:

@@ -17,6 +17,7 @@ import logging
 import os
 import random
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,24 @@ class SlotLifecycle:
             event, level, run_id=slot.run_id, state=str(state), previous=previous, **fields
         )
 
+    async def _guarded(self, slot: Slot, body: Callable[[], Awaitable[None]],
+                       on_fault: Callable[[], None] | None = None) -> None:
+        """A slot task's error boundary: `body` runs in the slot's scope; an unexpected error
+        degrades that slot (it stays until its lease ends, the daemon goes on), and the slot is
+        always finished."""
+        try:
+            with slot.scope:
+                try:
+                    await body()
+                except Exception as exc:
+                    await self._degrade_after_fault(slot, exc)
+                    if on_fault is not None:
+                        on_fault()
+                    await self._lease_watch(slot)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.finish(slot)
+
     async def run_slot(
         self, slot: Slot, enabled: bool, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
@@ -134,18 +153,13 @@ class SlotLifecycle:
             started = True
             task_status.started()
 
+        def report_once() -> None:
+            if not started:
+                report()
+
         try:
-            with slot.scope:
-                try:
-                    await self._start_and_supervise(slot, enabled, report)
-                except Exception as exc:
-                    await self._degrade_after_fault(slot, exc)
-                    if not started:
-                        report()
-                    await self._lease_watch(slot)
+            await self._guarded(slot, lambda: self._start_and_supervise(slot, enabled, report), report_once)
         finally:
-            with trio.CancelScope(shield=True):
-                await self.finish(slot)
             if not started and slot.scope.cancelled_caught:
                 # Released while starting (nothing else is propagating): the
                 # acquirer gets the final state rather than a task that never started.
@@ -376,42 +390,31 @@ class SlotLifecycle:
                 del self.slots[slot.run_id]
 
     async def run_adopted(self, slot: Slot, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        try:
-            with slot.scope:
-                self.events.publish("mcp_pruner.adopted", run_id=slot.run_id, pid=slot.record.pid,
-                                    port=slot.record.port)
-                task_status.started()
-                try:
-                    await self._supervise(slot)
-                except Exception as exc:
-                    await self._degrade_after_fault(slot, exc)
-                    await self._lease_watch(slot)
-        finally:
-            with trio.CancelScope(shield=True):
-                await self.finish(slot)
+        async def body() -> None:
+            self.events.publish("mcp_pruner.adopted", run_id=slot.run_id, pid=slot.record.pid,
+                                port=slot.record.port)
+            task_status.started()
+            await self._supervise(slot)
+
+        await self._guarded(slot, body)
 
     async def run_recovered(
         self, slot: Slot, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         reason = "child gone while the daemon was down"
-        try:
-            with slot.scope:
-                self.events.publish("mcp_pruner.exited", logging.WARNING, run_id=slot.run_id, error=reason)
-                task_status.started()
-                try:
-                    if slot.record.token:  # its commands may have outlived it
-                        await kill_tree(None, None, grace_s=0, tree=children.tree_mark(slot.record.token))
-                    async with trio.open_nursery() as nursery:
-                        nursery.start_soon(self._lease_watch, slot)
-                        await self._restart_or_degrade(slot, reason)
-                        nursery.cancel_scope.cancel()
-                    await self._supervise(slot)
-                except Exception as exc:
-                    await self._degrade_after_fault(slot, exc)
-                    await self._lease_watch(slot)
-        finally:
-            with trio.CancelScope(shield=True):
-                await self.finish(slot)
+
+        async def body() -> None:
+            self.events.publish("mcp_pruner.exited", logging.WARNING, run_id=slot.run_id, error=reason)
+            task_status.started()
+            if slot.record.token:  # its commands may have outlived it
+                await kill_tree(None, None, grace_s=0, tree=children.tree_mark(slot.record.token))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._lease_watch, slot)
+                await self._restart_or_degrade(slot, reason)
+                nursery.cancel_scope.cancel()
+            await self._supervise(slot)
+
+        await self._guarded(slot, body)
 
     async def run_idle(self, slot: Slot, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         try:

@@ -16,7 +16,7 @@ from pathlib import Path
 import trio
 
 from jeeves_mcp.client import AsyncControlClient
-from jeeves_mcp.supervisor.cgroups import SlotCgroups
+from jeeves_mcp.supervisor.cgroups import cgroup_base
 from tests._child import processes_whose
 from tests._child import stop_process_group as stop_group
 
@@ -175,8 +175,8 @@ async def watch_events(daemon: Daemon) -> AsyncIterator[EventLog]:
 
 def remove_cgroups(state_dir: Path) -> None:
     """The slots' cgroups a daemon killed mid-test could not remove (empty by now)."""
-    base = SlotCgroups.for_state_dir(state_dir).base
-    if base is not None:
+    base = cgroup_base(state_dir)
+    if base is not None and base.exists():
         for slot in base.glob("slot-*"):
             with contextlib.suppress(OSError):
                 slot.rmdir()

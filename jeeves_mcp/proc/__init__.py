@@ -16,6 +16,7 @@ from .procfs import (
     set_dumpable,
     set_process_name,
     set_process_title,
+    user_name,
 )
 from .runner import CommandResult, command_user, new_tag, run_command
 from .tree import TAG_VAR, TREE_VAR, kill_descendants, kill_tree, sweep_zombies
@@ -42,4 +43,5 @@ __all__ = [
     "set_process_name",
     "set_process_title",
     "sweep_zombies",
+    "user_name",
 ]

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
+import pwd
 
 _PR_SET_DUMPABLE = 4
 _PR_SET_NAME = 15
@@ -72,13 +74,23 @@ def capabilities(kind: str = "CapEff", pid: int | str = "self") -> int:
     return 0
 
 
+@functools.cache
 def can_switch_users() -> bool:
     """Whether this process may run commands as another user: root, or a service user
-    given CAP_SETUID and CAP_SETGID (systemd's AmbientCapabilities=)."""
+    given CAP_SETUID and CAP_SETGID (systemd's AmbientCapabilities=). Asked once: clearing
+    the ambient set later leaves the effective one as it was."""
     if os.geteuid() == 0:
         return True
     needed = (1 << CAP_SETUID) | (1 << CAP_SETGID)
     return capabilities() & needed == needed
+
+
+def user_name(uid: int) -> str | None:
+    """The login name of `uid`, or None when it has no passwd entry."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return None
 
 
 def clear_ambient_capabilities() -> bool:
