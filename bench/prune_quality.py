@@ -61,6 +61,7 @@ import math
 import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -74,6 +75,7 @@ from jeeves_mcp.pipeline import fit_result  # noqa: E402
 from jeeves_mcp.pruner_config import PrunerConfig  # noqa: E402
 from jeeves_mcp.pruning.engine import select_lines  # noqa: E402
 from jeeves_mcp.pruning.engine._text import terms  # noqa: E402
+from jeeves_mcp.pruning.history import align, blame_times, recency_prior  # noqa: E402
 from jeeves_mcp.pruning.render import fit_rows, pruned_rows, rows_text, text_bytes, trim_by_order  # noqa: E402
 from jeeves_mcp.tools.base import text_budget  # noqa: E402
 
@@ -160,17 +162,50 @@ def measure(keep: list[bool], lines: list[str], gold: list[int]) -> tuple[float,
     return recall, 1 - kept / total
 
 
+# --history: bare git repositories (OWNER+NAME/repo, as `fetch` leaves them) to blame a
+# case's file in, so that pruning gets the recency prior a read in a git workspace gets.
+HISTORY: Path | None = None
+
+
+def history_prior(c: dict, lines: list[str]) -> tuple[list[float] | None, float]:
+    """The recency prior of a case whose source is OWNER/NAME@SHA:PATH, blamed at the case's
+    `rev` or else SHA^ (a commit task's text is the file before the fix), and the ms it took."""
+    src = str(c.get("source", ""))
+    if HISTORY is None or "@" not in src or ":" not in src:
+        return None, 0.0
+    repo, rest = src.split("@", 1)
+    sha, path = rest.split(":", 1)
+    git_dir = HISTORY / repo.replace("/", "+") / "repo"
+    if not git_dir.is_dir():
+        return None, 0.0
+    t0 = time.perf_counter()
+    out = subprocess.run(["git", "--git-dir", str(git_dir), "blame", "--porcelain", "--no-textconv",
+                          c.get("rev") or f"{sha}^", "--", path],
+                         capture_output=True, text=True, errors="replace").stdout
+    head_lines, times = blame_times(out)
+    # A text that ends with a newline splits into one more, empty, "line" than git counts.
+    body = lines[:-1] if lines and lines[-1] == "" else lines
+    aligned = align(head_lines, times, body) if head_lines else None
+    ms = (time.perf_counter() - t0) * 1000
+    if not aligned:
+        return None, ms
+    return recency_prior(aligned) + [0.0] * (len(lines) - len(body)), ms
+
+
 def run_case(c: dict, baseline: bool) -> dict:
     lines = c["text"].split("\n")
+    prior, blame_ms = history_prior(c, lines)
     t0 = time.perf_counter()
     sel = select_lines(lines, c["question"], c["source_type"], path=c.get("path"),
-                       max_bytes=RESPONSE_BUDGET)
+                       max_bytes=RESPONSE_BUDGET, line_prior=prior)
     ms = (time.perf_counter() - t0) * 1000
     assert len(sel.keep) == len(lines)
     keep, view_bytes = seen_lines(lines, sel.keep, sel.reasons, sel.order)
     recall, red = measure(keep, lines, c["gold"])
     row = {"id": c["id"], "source": source_of(c), "lines": len(lines), "recall": recall,
            "reduction": red, "ms": ms, "view_bytes": view_bytes}
+    if prior is not None:
+        row["blame_ms"] = blame_ms
     if baseline:
         total = sum(sizes(lines))
         target = round((1 - red) * total)
@@ -230,6 +265,11 @@ def summary(rows: list[dict]) -> dict:
         out["bm25_recall"] = m(r["base_recall"] for r in rows)
         out["bm25_reduction"] = m(r["base_reduction"] for r in rows)
         out["bm25_split_recall"] = m(r["split_recall"] for r in rows)
+    blamed = sorted(r["blame_ms"] for r in rows if "blame_ms" in r)
+    if blamed:
+        out["history_cases"] = len(blamed)
+        out["blame_ms_p50"] = statistics.median(blamed)
+        out["blame_ms_p95"] = blamed[min(len(blamed) - 1, math.ceil(0.95 * len(blamed)) - 1)]
     return out
 
 
@@ -245,7 +285,13 @@ def main() -> None:
     ap.add_argument("--no-baseline", action="store_true", help="skip the BM25 baseline (faster)")
     ap.add_argument("--json", action="store_true", help="print the summaries as JSON")
     ap.add_argument("--cases", type=Path, help="write every case's figures to this JSONL file")
+    ap.add_argument("--history", type=Path, metavar="DIR",
+                    help="blame each OWNER/NAME@SHA case in DIR/OWNER+NAME/repo (a bare clone with "
+                         "history, as the search tool's fetch leaves it) and prune with the recency "
+                         "prior a read in a git workspace gets")
     args = ap.parse_args()
+    global HISTORY
+    HISTORY = args.history
 
     sets = dict(SETS)
     extra_dir = os.environ.get("JEEVES_BENCH_EXTRA")
@@ -313,6 +359,10 @@ def main() -> None:
     for name, parts in out.items():
         for part, s in parts.items():
             line(name if part == "all" else f"  {part}", s)
+        if "history_cases" in parts["all"]:
+            s = parts["all"]
+            print(f"  (history: {s['history_cases']} of {s['cases']} cases blamed, "
+                  f"git blame p50 {s['blame_ms_p50']:.0f} ms, p95 {s['blame_ms_p95']:.0f} ms)")
     if held:
         print("held out, by kind of set:")
         for k, s in held.items():

@@ -225,10 +225,12 @@ class ToolRunner:
                 continue
             pruning["attempted"] = True
             assert isinstance(question, str)  # _prune_check refuses anything else
+            prior = await text.line_prior() if text.line_prior is not None else None
             outcome = await self.pruner.prune(
                 text.text, question, text.source_type,
                 PruneOptions(timeout_ms=self.config.prune_timeout_ms, max_bytes=share),
                 path=text.path_hint, request_id=request_id, first_line=text.first_line,
+                line_prior=prior,
             )
             pruned.rows.append(outcome.rows)
             pruned.ids.append(outcome.prune_id)

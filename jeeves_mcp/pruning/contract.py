@@ -56,6 +56,7 @@ class Engine(Protocol):
         *,
         options: PruneOptions,
         path: str | None,
+        line_prior: list[float] | None = None,
     ) -> Selection: ...
 
     async def aclose(self) -> None: ...

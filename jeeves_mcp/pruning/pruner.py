@@ -52,6 +52,7 @@ class LocalEngine:
         *,
         options: PruneOptions,
         path: str | None,
+        line_prior: list[float] | None = None,
     ) -> Selection:
         from jeeves_mcp.pruning import engine  # imported on first use: keeps child start-up light
 
@@ -68,6 +69,7 @@ class LocalEngine:
                 path=path,
                 deadline=deadline,
                 max_bytes=options.max_bytes,
+                line_prior=line_prior,
             )
             return Selection(list(chosen.keep), list(chosen.reasons), chosen.order)
 
@@ -129,11 +131,14 @@ class Pruner:
         path: str | None = None,
         request_id: str | None = None,
         first_line: int = 1,
+        line_prior: list[float] | None = None,
     ) -> PruneOutcome:
         started = time.monotonic()
         if text.endswith("\n"):
             text = text[:-1]  # a final newline ends the last line; it does not start another
         lines = text.split("\n")
+        if line_prior is not None:
+            line_prior = line_prior[: len(lines)] if len(line_prior) >= len(lines) else None
         prune_id = self.store.put(text, first_line=first_line)
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > self.config.max_prune_input_bytes:
@@ -145,7 +150,7 @@ class Pruner:
         _log.event(log, "pruner.call_start", endpoint=self.engine.name, request_id=request_id)
         try:
             selection = await self.engine.select(
-                lines, question, source_type, options=options, path=path
+                lines, question, source_type, options=options, path=path, line_prior=line_prior
             )
         except EngineError as exc:
             _log.event(

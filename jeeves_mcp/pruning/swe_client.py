@@ -119,6 +119,7 @@ class ExternalEngine:
         *,
         options: PruneOptions,
         path: str | None,
+        line_prior: list[float] | None = None,  # SWE-Pruner's protocol has no place for it
     ) -> Selection:
         code = "\n".join(lines)
         request = PruneRequest(

@@ -65,6 +65,9 @@ class TextOutput:
     source_type: str  # "code" | "logs" | "docs"
     path_hint: str | None = None
     first_line: int = 1  # original number of its first line (a window of a file)
+    # Per line, a worth known before the question is read (recently changed lines of a
+    # file, see pruning.history); asked for only when the text is pruned.
+    line_prior: Callable[[], Awaitable[list[float] | None]] | None = None
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import Any, BinaryIO
 import trio
 
 from jeeves_mcp.mcp.errors import ToolError
+from jeeves_mcp.pruning.history import line_history
 from jeeves_mcp.tools.base import (
     FOCUS_PROPERTY,
     READ_ONLY,
@@ -134,11 +135,23 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     size = len(text.encode("utf-8", "surrogatepass"))
     span = "" if len(window) == total else f" (lines {offset}-{offset + len(window) - 1})"
     summary = clip_summary(f"read {shown}: {plural(total, 'line')}, {human_bytes(size)}{span}")
-    return ToolOutput(
-        summary=summary,
-        fields=fields,
-        texts=[TextOutput("content", "\n".join(window), source_type_for(path), shown, first_line=offset)],
-    )
+    source_type = source_type_for(path)
+    content = TextOutput("content", "\n".join(window), source_type, shown, first_line=offset)
+    timeout_ms = ctx.config.history_timeout_ms
+    if source_type == "code" and timeout_ms > 0:
+
+        async def window_history() -> list[float] | None:
+            prior = await line_history(
+                path,
+                lines,
+                root=ctx.config.root,
+                timeout_s=timeout_ms / 1000,
+                kill_grace_s=ctx.config.kill_grace_ms / 1000,
+            )
+            return None if prior is None else prior[offset - 1 : offset - 1 + len(window)]
+
+        content.line_prior = window_history
+    return ToolOutput(summary=summary, fields=fields, texts=[content])
 
 
 TOOL = Tool(

@@ -61,6 +61,10 @@ DENSITY_STOP = 0.003
 COMPLETE_SHARE = 0.2
 # Imports lead the view when they take at most this share of the budget.
 CONTEXT_CHEAP = 0.05
+# Share of the value of code lines given by the caller's prior (recent changes, see
+# pruning.history): +4.4 points of recall on held-out commit tasks, -0.9 on function
+# needles from the same repositories.
+PRIOR_SHARE = 0.05
 
 
 
@@ -80,9 +84,11 @@ def select_lines(
     path: str | None = None,
     deadline: float | None = None,
     max_bytes: int | None = None,
+    line_prior: Sequence[float] | None = None,
 ) -> Selection:
     """The lines to keep; `max_bytes` is the size the caller's view may take (line
-    numbers and markers included), so that the lines chosen first fit it."""
+    numbers and markers included), so that the lines chosen first fit it. `line_prior`
+    (code only): per line, a worth known before the question is read (recent changes)."""
     if source_type not in ("code", "logs", "docs"):
         raise ValueError(f"unknown source_type {source_type!r}")
     n = len(lines)
@@ -103,6 +109,8 @@ def select_lines(
     if source_type in PLANNED or (source_type == "docs" and _unstructured(layout, n)):
         docs = source_type == "docs"
         values = line_values(n, layout, scores, scored.lines, DOCS_TEMP if docs else CODE_TEMP)
+        if not docs and line_prior is not None and len(line_prior) == n:
+            values = with_prior(values, line_prior, PRIOR_SHARE)
         view = [line_bytes(i, x) for i, x in enumerate(lines)]
         share = DOCS_SHARE if docs else CODE_SHARE
         budget = max(min(CODE_MIN_BYTES, 0.6 * sum(view)), share * sum(view))
@@ -129,6 +137,16 @@ def select_lines(
         ranked = set(ranking.order)
         order = ranking.order + [i for i in range(n) if keep[i] and i not in ranked]
     return Selection(keep, _reasons(layout, keep), order)
+
+
+def with_prior(values: list[float], prior: Sequence[float], share: float) -> list[float]:
+    """`values` with `share` of their total given out in proportion to `prior`."""
+    weight = sum(p for p in prior if p > 0)
+    if weight <= 0:
+        return values
+    total = sum(values)
+    give = share * total / weight
+    return [v * (1 - share) + give * max(0.0, p) for v, p in zip(values, prior, strict=True)]
 
 
 def _unstructured(layout: Layout, n: int) -> bool:

@@ -1,0 +1,171 @@
+"""Git history as a prior for focused reads of code: real git repositories, a real child."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from jeeves_mcp.pruning.engine import select_lines
+from jeeves_mcp.pruning.history import line_history
+from tests._child import running_child, tool_json
+from tests.test_http import call
+
+pytestmark = pytest.mark.skipif(
+    subprocess.run(["git", "--version"], capture_output=True).returncode != 0, reason="no git"
+)
+
+
+def git(repo: Path, *args: str, when: int = 1_700_000_000) -> None:
+    env = {
+        **os.environ,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_AUTHOR_NAME": "a",
+        "GIT_AUTHOR_EMAIL": "a@example.org",
+        "GIT_COMMITTER_NAME": "a",
+        "GIT_COMMITTER_EMAIL": "a@example.org",
+        "GIT_AUTHOR_DATE": f"@{when} +0000",
+        "GIT_COMMITTER_DATE": f"@{when} +0000",
+    }
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+
+
+WORDS = (
+    "apple banana cherry damson elder fig grape guava hazel iris jasmine kale lemon lime mango "
+    "melon nectar olive orange papaya peach pear pepper plum quince radish raisin rhubarb sage "
+    "spinach squash sorrel tamarind thyme tomato turnip vanilla walnut wasabi yam zucchini acorn "
+    "almond basil bean beet borage caper carrot celery chive clove cress cumin date dill endive "
+    "fennel garlic ginger"
+).split()
+
+
+def module(changed: dict[int, str] | None = None) -> str:
+    """Sixty small functions, one per word; `changed` replaces the body line of some."""
+    out = []
+    for n, word in enumerate(WORDS[:60]):
+        body = (changed or {}).get(n, f"    return value + {n}")
+        out.append(f"def {word}_handler(value):\n{body}\n\n")
+    return "".join(out)
+
+
+def body_line(n: int) -> int:
+    """0-based index of the n-th function's body line in `module()`."""
+    return 3 * n + 1
+
+
+def repository(root: Path) -> Path:
+    """A repository whose module.py was committed whole, then changed in functions 5, 30 and
+    50, one commit each (50 the newest)."""
+    root.mkdir(exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    path = root / "module.py"
+    path.write_text(module())
+    git(root, "add", "module.py")
+    git(root, "commit", "-q", "-m", "first")
+    changes: dict[int, str] = {}
+    for k, n in enumerate((5, 30, 50), 1):
+        changes[n] = f"    return value * {n}  # change {k}"
+        path.write_text(module(changes))
+        git(root, "commit", "-q", "-am", f"change {k}", when=1_700_000_000 + 1000 * k)
+    return path
+
+
+async def test_the_last_commits_lines_weigh_most_and_uncommitted_lines_count_as_newest(
+    tmp_path: Path,
+) -> None:
+    path = repository(tmp_path / "repo")
+    lines = path.read_text().split("\n")[:-1]
+    prior = await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1)
+    assert prior is not None and len(prior) == len(lines)
+    # Newest first: function 50, then 30, then 5; the first commit's lines get nothing.
+    assert prior[body_line(50)] == 1.0
+    assert prior[body_line(30)] == 0.5
+    assert prior[body_line(5)] == 0.25
+    assert sum(1 for p in prior if p) == 3
+
+    lines[body_line(10)] = "    return value - 10  # not committed"
+    path.write_text("\n".join(lines) + "\n")
+    prior = await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1)
+    assert prior is not None
+    assert prior[body_line(10)] == 1.0
+    assert (prior[body_line(50)], prior[body_line(30)], prior[body_line(5)]) == (0.5, 0.25, 0.0)
+
+
+async def test_no_repository_or_an_untracked_file_gives_no_prior_and_edits_are_followed(tmp_path: Path) -> None:
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "module.py").write_text(module())
+    lines = module().split("\n")[:-1]
+    got = await line_history(loose / "module.py", lines, root=loose, timeout_s=10, kill_grace_s=1)
+    assert got is None
+    path = repository(tmp_path / "repo")
+    untracked = path.parent / "new.py"
+    untracked.write_text(module())
+    got = await line_history(untracked, lines, root=path.parent, timeout_s=10, kill_grace_s=1)
+    assert got is None
+    # Lines added since HEAD shift the rest: the blame follows each line to its new place.
+    now = ["import os", "import sys", "", *path.read_text().split("\n")[:-1]]
+    path.write_text("\n".join(now) + "\n")
+    got = await line_history(path, now, root=path.parent, timeout_s=10, kill_grace_s=1)
+    assert got is not None and got[:3] == [1.0, 1.0, 1.0]
+    assert (got[3 + body_line(50)], got[3 + body_line(30)], got[3 + body_line(5)]) == (0.5, 0.25, 0)
+
+
+async def test_a_workspaces_git_config_and_attributes_run_nothing(tmp_path: Path) -> None:
+    """What a run's bash can write into its workspace (.git/config, .gitattributes) must not
+    make the pruner's git run a command: hooks, filters and textconv all stay unused."""
+    path = repository(tmp_path / "repo")
+    root = path.parent
+    proof = tmp_path / "proof"
+    proof.mkdir()
+    with (root / ".git" / "config").open("a") as config:
+        for key, name in (("core", "fsmonitor"), ("core", "pager"), ("filter \"x\"", "clean"),
+                          ("filter \"x\"", "smudge"), ("diff \"x\"", "textconv")):
+            config.write(f"[{key}]\n\t{name} = touch {proof}/{name}\n")
+    (root / ".gitattributes").write_text("*.py filter=x diff=x\n")
+    lines = path.read_text().split("\n")[:-1]
+    # The working tree differs from HEAD (.gitattributes is new): blame must still not read it.
+    prior = await line_history(path, lines, root=root, timeout_s=10, kill_grace_s=1)
+    assert prior is not None and prior[body_line(50)] == 1.0
+    assert sorted(os.listdir(proof)) == []
+
+
+def test_the_engine_keeps_a_recently_changed_line_no_question_word_names() -> None:
+    lines = module({50: "    return value * 50  # the recent change"}).split("\n")[:-1]
+    question = "what does the mango handler return?"
+    prior = [0.0] * len(lines)
+    prior[body_line(50)] = 1.0
+    plain = select_lines(lines, question, "code")
+    with_history = select_lines(lines, question, "code", line_prior=prior)
+    assert plain.keep[body_line(14)] and with_history.keep[body_line(14)]
+    assert not plain.keep[body_line(50)]
+    assert with_history.keep[body_line(50)]
+    # A prior of the wrong length is ignored, not misapplied.
+    wrong = select_lines(lines, question, "code", line_prior=prior[:-1])
+    assert wrong.keep == plain.keep
+    # Docs and logs have no history prior.
+    assert select_lines(lines, question, "logs", line_prior=prior).keep == select_lines(
+        lines, question, "logs"
+    ).keep
+
+
+@pytest.mark.parametrize("history_ms", ["1000", "0"])
+async def test_a_focused_read_in_a_git_workspace_shows_the_last_change(
+    tmp_path: Path, history_ms: str
+) -> None:
+    path = repository(tmp_path / "repo")
+    question = "what does the mango handler return?"
+    env = {"JEEVES_MCP_HISTORY_TIMEOUT_MS": history_ms}
+    async with running_child(path.parent, tmp_path, env=env) as child:
+        async with httpx.AsyncClient(headers=child.headers()) as http:
+            result = tool_json(await call(http, child, "read", {
+                "path": "module.py", "context_focus_question": question,
+            }))
+    assert result["pruning"]["applied"]
+    shown = result["content"]
+    assert "def mango_handler(value):" in shown
+    assert ("# change 3" in shown) is (history_ms != "0")
