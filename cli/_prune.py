@@ -186,8 +186,10 @@ async def prune_locally(
     max_prune_ratio: float,
     min_keep_lines: int,
     annotate_lines: bool,
+    history_of: Path | None = None,
 ) -> PruneOutcome:
-    """One pruning with the built-in engine, under seed 001's contract."""
+    """One pruning with the built-in engine, under seed 001's contract; `history_of`: the
+    file `text` was read from, blamed for the recency prior a focused `read` gets."""
     from jeeves_mcp.pruner_config import PrunerConfig
     from jeeves_mcp.pruning import LocalEngine, PruneOptions, Pruner
     from jeeves_mcp.pruning.recovery import RecoveryStore
@@ -203,7 +205,16 @@ async def prune_locally(
         annotate_lines=annotate_lines,
         include_markers=True,
     )
-    return await pruner.prune(text, question, source_type, options, path=path)
+    prior = None
+    if history_of is not None and source_type == "code":
+        from jeeves_mcp.pruning.history import line_history
+
+        lines = text.removesuffix("\n").split("\n")
+        prior = await line_history(
+            history_of, lines, root=history_of.parent, timeout_s=10.0,
+            kill_grace_s=1.0,
+        )
+    return await pruner.prune(text, question, source_type, options, path=path, line_prior=prior)
 
 
 def prune(
@@ -234,6 +245,10 @@ def prune(
         int, typer.Option(min=1, help="Larger inputs are not pruned: their two ends are shown, "
                           "the rest streamed past and counted (memory stays bounded).")
     ] = DEFAULT_MAX_INPUT_BYTES,
+    history: Annotated[
+        bool, typer.Option("--history/--no-history", help="In a git repository, weigh the lines "
+                           "the file's last commits changed, as a focused read does (git blame).")
+    ] = True,
 ) -> None:
     """Prune FILE (or stdin) to the lines that matter for --question, locally.
 
@@ -264,6 +279,7 @@ def prune(
             max_prune_ratio=max_prune_ratio,
             min_keep_lines=min_keep_lines,
             annotate_lines=as_json,
+            history_of=Path(file).resolve() if history and file != "-" else None,
         )
     )
     if as_json:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -165,7 +166,30 @@ async def test_a_focused_read_in_a_git_workspace_shows_the_last_change(
             result = tool_json(await call(http, child, "read", {
                 "path": "module.py", "context_focus_question": question,
             }))
+            # A window of the file gets the window's share of the prior, at the right lines.
+            window = tool_json(await call(http, child, "read", {
+                "path": "module.py", "offset": 31, "limit": 150, "context_focus_question": question,
+            }))
+    assert window["pruning"]["applied"]
+    numbered = [row for row in window["content"].split("\n") if "# change 3" in row]
+    if history_ms == "0":
+        assert not numbered
+    else:
+        assert len(numbered) == 1 and int(numbered[0].split("│")[0]) == body_line(50) + 1
     assert result["pruning"]["applied"]
     shown = result["content"]
     assert "def mango_handler(value):" in shown
     assert ("# change 3" in shown) is (history_ms != "0")
+
+
+@pytest.mark.parametrize("flag", ["--history", "--no-history"])
+def test_the_prune_command_weighs_history_in_a_repository(tmp_path: Path, flag: str) -> None:
+    path = repository(tmp_path / "repo")
+    done = subprocess.run(
+        [sys.executable, "-m", "jeeves_mcp", "prune", str(path), "-q",
+         "what does the mango handler return?", flag],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "def mango_handler(value):" in done.stdout
+    assert ("# change 3" in done.stdout) is (flag == "--history")
