@@ -75,7 +75,7 @@ from jeeves_mcp.pipeline import fit_result  # noqa: E402
 from jeeves_mcp.pruner_config import PrunerConfig  # noqa: E402
 from jeeves_mcp.pruning.engine import select_lines  # noqa: E402
 from jeeves_mcp.pruning.engine._text import terms  # noqa: E402
-from jeeves_mcp.pruning.history import align, blame_times, recency_prior  # noqa: E402
+from jeeves_mcp.pruning.history import RECENT_COMMITS, align, blame_commits, recency_prior  # noqa: E402
 from jeeves_mcp.pruning.render import fit_rows, pruned_rows, rows_text, text_bytes, trim_by_order  # noqa: E402
 from jeeves_mcp.tools.base import text_budget  # noqa: E402
 
@@ -179,17 +179,21 @@ def history_prior(c: dict, lines: list[str]) -> tuple[list[float] | None, float]
     if not git_dir.is_dir():
         return None, 0.0
     t0 = time.perf_counter()
-    out = subprocess.run(["git", "--git-dir", str(git_dir), "blame", "--porcelain", "--no-textconv",
-                          c.get("rev") or f"{sha}^", "--", path],
-                         capture_output=True, text=True, errors="replace").stdout
-    head_lines, times = blame_times(out)
+    rev = c.get("rev") or f"{sha}^"
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "--git-dir", str(git_dir), *args],
+                              capture_output=True, text=True, errors="replace").stdout
+
+    newest = git("rev-list", f"--max-count={RECENT_COMMITS}", rev, "--", path).split()
+    head_lines, commits = blame_commits(git("blame", "--porcelain", "--no-textconv", rev, "--", path))
     # A text that ends with a newline splits into one more, empty, "line" than git counts.
     body = lines[:-1] if lines and lines[-1] == "" else lines
-    aligned = align(head_lines, times, body) if head_lines else None
+    aligned = align(head_lines, commits, body) if head_lines else None
     ms = (time.perf_counter() - t0) * 1000
-    if not aligned:
+    if not aligned or not newest:
         return None, ms
-    return recency_prior(aligned) + [0.0] * (len(lines) - len(body)), ms
+    return recency_prior(aligned, newest) + [0.0] * (len(lines) - len(body)), ms
 
 
 def run_case(c: dict, baseline: bool) -> dict:

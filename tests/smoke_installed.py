@@ -98,6 +98,16 @@ def main() -> None:
         source = "".join(f"def helper_{n}(x):\n    return x * {n}\n\n\n" for n in range(200))
         source += "def parse_config(path):\n    return open(path).read().split('=')\n"
         (root / "module.py").write_text(source)
+        # A git workspace whose last commit changed one helper: a focused read shows that line too.
+        git_env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+                   "GIT_AUTHOR_NAME": "smoke", "GIT_AUTHOR_EMAIL": "smoke@example.org",
+                   "GIT_COMMITTER_NAME": "smoke", "GIT_COMMITTER_EMAIL": "smoke@example.org"}
+        for args in (["init", "-q"], ["add", "module.py"], ["commit", "-qm", "first"]):
+            subprocess.run(["git", "-C", str(root), *args], check=True, env=git_env, capture_output=True)
+        source = source.replace("    return x * 150\n", "    return x * 150  # the last commit\n")
+        (root / "module.py").write_text(source)
+        subprocess.run(["git", "-C", str(root), "commit", "-qam", "second"], check=True, env=git_env,
+                       capture_output=True)
 
         pruner = subprocess.Popen(["jeeves-mcp", "pruner", "--root", str(root)], stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, text=True, start_new_session=True)
@@ -111,7 +121,10 @@ def main() -> None:
             content = shown["content"]
             if "def parse_config(path):" not in content or not shown["pruning"]["applied"]:
                 fail(f"read over /mcp did not return the pruned function: {content[:300]!r}")
-            step(f"pruner ready on port {ready['port']}, read over /mcp pruned to {len(content)} bytes")
+            if "# the last commit" not in content:
+                fail(f"read in a git workspace did not show the last commit's line: {content[:300]!r}")
+            step(f"pruner ready on port {ready['port']}, read over /mcp pruned to {len(content)} bytes,"
+                 " the last commit's line shown")
         finally:
             pruner.send_signal(signal.SIGTERM)
             pruner.wait(timeout=BOUND_S)

@@ -58,9 +58,10 @@ def body_line(n: int) -> int:
     return 3 * n + 1
 
 
-def repository(root: Path) -> Path:
+def repository(root: Path, *, same_second: bool = False) -> Path:
     """A repository whose module.py was committed whole, then changed in functions 5, 30 and
-    50, one commit each (50 the newest)."""
+    50, one commit each (50 the newest); `same_second`: every commit at the same time, as a
+    script or a rebase leaves them."""
     root.mkdir(exist_ok=True)
     git(root, "init", "-q", "-b", "main")
     path = root / "module.py"
@@ -71,14 +72,15 @@ def repository(root: Path) -> Path:
     for k, n in enumerate((5, 30, 50), 1):
         changes[n] = f"    return value * {n}  # change {k}"
         path.write_text(module(changes))
-        git(root, "commit", "-q", "-am", f"change {k}", when=1_700_000_000 + 1000 * k)
+        git(root, "commit", "-q", "-am", f"change {k}", when=1_700_000_000 + (0 if same_second else 1000 * k))
     return path
 
 
+@pytest.mark.parametrize("same_second", [False, True])
 async def test_the_last_commits_lines_weigh_most_and_uncommitted_lines_count_as_newest(
-    tmp_path: Path,
+    tmp_path: Path, same_second: bool
 ) -> None:
-    path = repository(tmp_path / "repo")
+    path = repository(tmp_path / "repo", same_second=same_second)
     lines = path.read_text().split("\n")[:-1]
     prior = await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1)
     assert prior is not None and len(prior) == len(lines)
@@ -94,6 +96,24 @@ async def test_the_last_commits_lines_weigh_most_and_uncommitted_lines_count_as_
     assert prior is not None
     assert prior[body_line(10)] == 1.0
     assert (prior[body_line(50)], prior[body_line(30)], prior[body_line(5)]) == (0.5, 0.25, 0.0)
+
+
+async def test_the_commit_that_wrote_the_file_gives_no_prior(tmp_path: Path) -> None:
+    """In a young repository the file's creation is among its last commits: its lines are the
+    whole file and say nothing of where to look."""
+    root = tmp_path / "young"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    path = root / "module.py"
+    path.write_text(module())
+    git(root, "add", "module.py")
+    git(root, "commit", "-q", "-m", "first")
+    path.write_text(module({20: "    return value * 20  # the only change"}))
+    git(root, "commit", "-q", "-am", "second")
+    lines = path.read_text().split("\n")[:-1]
+    prior = await line_history(path, lines, root=root, timeout_s=10, kill_grace_s=1)
+    assert prior is not None
+    assert [i for i, p in enumerate(prior) if p] == [body_line(20)]
 
 
 async def test_no_repository_or_an_untracked_file_gives_no_prior_and_edits_are_followed(tmp_path: Path) -> None:

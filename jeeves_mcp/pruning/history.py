@@ -5,7 +5,9 @@ else: on 884 commit tasks from 17 repositories the engine was not tuned on, the
 lines of the file's latest commit (2.7 % of its lines) held the fix in 18 % of
 the cases. The engine gives such lines a small share of its value
 (`select_lines(line_prior=...)`), so a question that names nothing in them
-still sees them.
+still sees them. Commits are ranked by `git rev-list` (history order, which
+holds when commit times tie), and one that wrote most of the file (its
+creation, in a young repository) counts for nothing.
 
 Git runs as the user the run's commands run as (`command_user`), with no system
 or global config, and blames HEAD, not the working tree: no clean filter and no
@@ -20,7 +22,7 @@ import difflib
 import logging
 import os
 import shutil
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,64 +31,71 @@ import trio
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc.runner import command_user, run_command
 
-__all__ = ["blame_times", "line_history", "recency_prior"]
+__all__ = ["align", "blame_commits", "line_history", "recency_prior"]
 
 log = logging.getLogger("jeeves_mcp.pruning")
 
 # Lines of the file's last RECENT_COMMITS commits get a prior, halved per older commit.
 RECENT_COMMITS = 3
 DECAY = 0.5
+# ... unless the commit wrote more than this share of the file's lines.
+WHOLE_FILE = 0.5
 # Files larger than this are not blamed (the pruner would not prune them either).
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # Above this many lines a file that differs from HEAD is not realigned (difflib's cost).
 MAX_ALIGN_LINES = 20_000
 # Blames kept per child, keyed by the file's identity and modification time.
 CACHE_SIZE = 32
-UNCOMMITTED = float("inf")
+# The commit git blame shows for lines changed since HEAD.
+UNCOMMITTED = "0" * 40
 
 _cache: OrderedDict[tuple[str, int, int, int], list[float] | None] = OrderedDict()
 
 
-def blame_times(porcelain: str) -> tuple[list[str], list[float]]:
-    """The lines and the committer time of each line from `git blame --porcelain`
-    (uncommitted lines get UNCOMMITTED)."""
-    times: dict[str, float] = {}
+def blame_commits(porcelain: str) -> tuple[list[str], list[str]]:
+    """The lines and the commit of each line from `git blame --porcelain`."""
     lines: list[str] = []
-    line_times: list[float] = []
+    commits: list[str] = []
     sha = ""
     for row in porcelain.split("\n"):
         if row.startswith("\t"):
             lines.append(row[1:])
-            line_times.append(times.get(sha, 0.0))
+            commits.append(sha)
             continue
         head, _, rest = row.partition(" ")
         if len(head) == 40 and rest[:1].isdigit():
             sha = head
-            if sha == "0" * 40:
-                times[sha] = UNCOMMITTED
-        elif head == "committer-time" and sha not in times:
-            times[sha] = float(rest) if rest.isdigit() else 0.0
-    return lines, line_times
+    return lines, commits
 
 
-def recency_prior(times: Sequence[float]) -> list[float]:
-    """Per line: DECAY ** k for a line of the k-th newest commit (k < RECENT_COMMITS), else 0."""
-    newest = sorted(set(times), reverse=True)[:RECENT_COMMITS]
-    weight = {t: DECAY**k for k, t in enumerate(newest)}
-    return [weight.get(t, 0.0) for t in times]
+def recency_prior(commits: Sequence[str], newest_first: Sequence[str]) -> list[float]:
+    """Per line: DECAY ** k for a line of the k-th newest commit (k < RECENT_COMMITS), else 0.
+    `newest_first`: the commits that changed the file, newest first (`git rev-list`, whose
+    order holds when commit times tie, as after a rebase); lines changed since HEAD come
+    before them all."""
+    order = [UNCOMMITTED] if UNCOMMITTED in commits else []
+    order += [c for c in newest_first if c != UNCOMMITTED]
+    lines_of = Counter(commits)
+    weight = {
+        c: DECAY**k
+        for k, c in enumerate(order[:RECENT_COMMITS])
+        # A commit that wrote most of the file (its creation, a rewrite) says nothing of where.
+        if lines_of[c] <= WHOLE_FILE * len(commits)
+    }
+    return [weight.get(c, 0.0) for c in commits]
 
 
-def align(head_lines: list[str], head_times: list[float], lines: Sequence[str]) -> list[float] | None:
-    """The blame times of HEAD's lines carried over to `lines` (the file as it is now);
-    lines not in HEAD are uncommitted."""
+def align(head_lines: list[str], head_commits: list[str], lines: Sequence[str]) -> list[str] | None:
+    """The commits of HEAD's lines carried over to `lines` (the file as it is now); lines
+    not in HEAD are uncommitted."""
     if head_lines == list(lines):
-        return head_times
+        return head_commits
     if max(len(head_lines), len(lines)) > MAX_ALIGN_LINES:
         return None
     out = [UNCOMMITTED] * len(lines)
     matcher = difflib.SequenceMatcher(None, head_lines, list(lines), autojunk=False)
     for a, b, size in matcher.get_matching_blocks():
-        out[b : b + size] = head_times[a : a + size]
+        out[b : b + size] = head_commits[a : a + size]
     return out
 
 
@@ -116,15 +125,15 @@ async def line_history(
     key = (str(path), info.st_ino, info.st_mtime_ns, info.st_size)
     if key in _cache:
         _cache.move_to_end(key)
-        times = _cache[key]
+        prior = _cache[key]
     else:
-        times = await _blame(path, lines, root, timeout_s, kill_grace_s)
-        _cache[key] = times
+        prior = await _blame(path, lines, root, timeout_s, kill_grace_s)
+        _cache[key] = prior
         while len(_cache) > CACHE_SIZE:
             _cache.popitem(last=False)
-    if times is None or len(times) != len(lines):
+    if prior is None or len(prior) != len(lines):
         return None
-    return recency_prior(times)
+    return prior
 
 
 async def _blame(
@@ -133,10 +142,34 @@ async def _blame(
     git = shutil.which("git", path=_git_env()["PATH"])
     if git is None or timeout_s <= 0:
         return None
+    deadline = trio.current_time() + timeout_s
     # No fsmonitor hook, no transport (a partial clone would fetch what blame needs, with the
     # workspace's sshCommand), no textconv; HEAD, so no clean filter reads the working tree.
-    argv = [git, "-c", "core.fsmonitor=false", "-c", "protocol.allow=never", "blame",
-            "--porcelain", "--no-textconv", "HEAD", "--", path.name]
+    safe = [git, "-c", "core.fsmonitor=false", "-c", "protocol.allow=never"]
+    newest = await _git(
+        [*safe, "rev-list", f"--max-count={RECENT_COMMITS}", "HEAD", "--", path.name],
+        path, root, deadline, kill_grace_s,
+    )
+    if not newest:
+        return None
+    porcelain = await _git(
+        [*safe, "blame", "--porcelain", "--no-textconv", "HEAD", "--", path.name],
+        path, root, deadline, kill_grace_s,
+    )
+    if porcelain is None:
+        return None
+    head_lines, head_commits = blame_commits(porcelain)
+    commits = await trio.to_thread.run_sync(align, head_lines, head_commits, lines)
+    return None if commits is None else recency_prior(commits, newest.split())
+
+
+async def _git(
+    argv: list[str], path: Path, root: Path, deadline: float, kill_grace_s: float
+) -> str | None:
+    """What a git command printed, or None if it failed or ran out of time."""
+    timeout_s = deadline - trio.current_time()
+    if timeout_s <= 0:
+        return None
     try:
         result = await run_command(
             argv,
@@ -149,9 +182,8 @@ async def _blame(
             user=command_user(root),
         )
     except ToolError as exc:
-        log.debug("history.blame_failed", extra={"reason": exc.code})
+        log.debug("history.git_failed", extra={"reason": exc.code})
         return None
     if result.exit_code != 0 or result.truncated:
         return None
-    head_lines, head_times = blame_times(result.stdout.decode("utf-8", "replace"))
-    return await trio.to_thread.run_sync(align, head_lines, head_times, lines)
+    return result.stdout.decode("utf-8", "replace")
