@@ -164,6 +164,21 @@ def check_ripgrep() -> Check:
     return Check("ripgrep", "pass", f"{line} ({rg})")
 
 
+def check_git() -> Check:
+    from jeeves_mcp.pruning.history import find_git
+
+    git = find_git()
+    if git is None:
+        return Check("git", "warn", "git not found on /usr/local/bin:/usr/bin:/bin: focused reads of code "
+                     "get no history prior (install git to weigh a file's recent changes)")
+    try:
+        line = subprocess.run([git, "--version"], capture_output=True, text=True, timeout=5,
+                              check=False).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        line = "git"
+    return Check("git", "pass", f"{line} ({git}): focused reads of code in a git workspace weigh recent changes")
+
+
 def check_pruner_endpoint(endpoint: str | None) -> Check:
     """The external SWE-Pruner service answers GET /health (only when one is configured)."""
     if not endpoint:
@@ -267,6 +282,7 @@ def run_checks(config: Settings, config_file: Path | None, state_dir: Path | Non
         whose = " (--state-dir)" if state_dir is not None else " (as a daemon started now would use it)"
         checks.append(check_state_dir(daemon.state_dir, whose))
     checks.append(check_ripgrep())
+    checks.append(check_git())
     checks.append(check_isolation(health))
     endpoint = daemon.pruner_endpoint if daemon else (
         os.environ.get("JEEVES_MCP_PRUNER_ENDPOINT") or os.environ.get("JEEVES_PRUNER_ENDPOINT")
@@ -300,7 +316,7 @@ def doctor(
     as_json: Annotated[bool, typer.Option(
         "--json", help='Print {"ok": bool, "checks": [{"name", "status", "detail"}]}.')] = False,
 ) -> None:
-    """Check the installation: Python, children, socket, daemon, state dir, ripgrep, pruner endpoint, systemd.
+    """Check the installation: Python, children, socket, daemon, state dir, ripgrep, git, pruner endpoint, systemd.
 
     Each check is pass, warn or fail with what to do; exit 1 if any check fails.
     """

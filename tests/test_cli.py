@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shlex
+import shutil
 import signal
 import stat
 import subprocess
@@ -426,7 +427,8 @@ async def test_doctor_with_a_daemon_and_a_pruner_service(daemon: Daemon) -> None
                            env={"JEEVES_PRUNER_ENDPOINT": fake.endpoint})
     checks = checks_by_name(result)
     assert set(checks) == {"python", "children", "socket", "daemon", "fork server", "state dir", "ripgrep",
-                           "pruner endpoint", "systemd unit", "isolation"}
+                           "git", "pruner endpoint", "systemd unit", "isolation"}
+    assert checks["git"]["status"] == ("pass" if shutil.which("git") else "warn")
     assert ("owner" in checks["isolation"]["detail"]) == (os.geteuid() == 0)
     for name in ("python", "children", "socket", "daemon", "state dir", "pruner endpoint"):
         assert checks[name]["status"] == "pass", checks[name]

@@ -31,7 +31,7 @@ import trio
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc.runner import command_user, run_command
 
-__all__ = ["align", "blame_commits", "line_history", "recency_prior"]
+__all__ = ["align", "blame_commits", "find_git", "line_history", "recency_prior"]
 
 log = logging.getLogger("jeeves_mcp.pruning")
 
@@ -99,6 +99,11 @@ def align(head_lines: list[str], head_commits: list[str], lines: Sequence[str]) 
     return out
 
 
+def find_git() -> str | None:
+    """The git the history prior runs (on a fixed PATH: not one a workspace could put first)."""
+    return shutil.which("git", path=_git_env()["PATH"])
+
+
 def _git_env() -> dict[str, str]:
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -139,7 +144,7 @@ async def line_history(
 async def _blame(
     path: Path, lines: Sequence[str], root: Path, timeout_s: float, kill_grace_s: float
 ) -> list[float] | None:
-    git = shutil.which("git", path=_git_env()["PATH"])
+    git = find_git()
     if git is None or timeout_s <= 0:
         return None
     deadline = trio.current_time() + timeout_s
