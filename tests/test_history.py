@@ -213,3 +213,25 @@ def test_the_prune_command_weighs_history_in_a_repository(tmp_path: Path, flag: 
     assert done.returncode == 0, done.stderr
     assert "def mango_handler(value):" in done.stdout
     assert ("# change 3" in done.stdout) is (flag == "--history")
+
+
+async def test_a_child_stops_asking_git_after_it_ran_out_of_time_twice(tmp_path: Path) -> None:
+    """In a repository too slow for the timeout, every first read of a file would wait for it:
+    after two timeouts the child gives history up (the rest of pruning goes on)."""
+    from jeeves_mcp.pruning import history
+
+    path = repository(tmp_path / "repo")
+    lines = path.read_text().split("\n")[:-1]
+    kwargs = {"root": path.parent, "kill_grace_s": 1.0}
+    history._state = history._State()  # this process's own count, as a fresh child has
+    try:
+        assert await line_history(path, lines, timeout_s=10, **kwargs) is not None
+        for n in range(history.GIVE_UP_AFTER):
+            path.write_text(path.read_text() + f"# edit {n}\n")  # a new key: not from the cache
+            lines = path.read_text().split("\n")[:-1]
+            assert await line_history(path, lines, timeout_s=1e-6, **kwargs) is None
+        path.write_text(path.read_text() + "# one more\n")
+        lines = path.read_text().split("\n")[:-1]
+        assert await line_history(path, lines, timeout_s=10, **kwargs) is None
+    finally:
+        history._state = history._State()

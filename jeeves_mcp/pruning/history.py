@@ -24,6 +24,7 @@ import os
 import shutil
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
@@ -46,10 +47,23 @@ MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_ALIGN_LINES = 20_000
 # Blames kept per child, keyed by the file's identity and modification time.
 CACHE_SIZE = 32
+# After this many git commands ran out of time, a child stops asking: in a repository that
+# slow (a huge monorepo), every first read of a file would otherwise wait the whole timeout.
+GIVE_UP_AFTER = 2
 # The commit git blame shows for lines changed since HEAD.
 UNCOMMITTED = "0" * 40
 
-_cache: OrderedDict[tuple[str, int, int, int], list[float] | None] = OrderedDict()
+
+
+@dataclass
+class _State:
+    cache: OrderedDict[tuple[str, int, int, int], list[float] | None] = field(
+        default_factory=OrderedDict
+    )
+    timeouts: int = 0
+
+
+_state = _State()
 
 
 def blame_commits(porcelain: str) -> tuple[list[str], list[str]]:
@@ -125,17 +139,18 @@ async def line_history(
         info = os.stat(path)  # the read that came before blocked as long
     except OSError:
         return None
-    if info.st_size > MAX_FILE_BYTES:
+    if info.st_size > MAX_FILE_BYTES or _state.timeouts >= GIVE_UP_AFTER:
         return None
     key = (str(path), info.st_ino, info.st_mtime_ns, info.st_size)
-    if key in _cache:
-        _cache.move_to_end(key)
-        prior = _cache[key]
+    cache = _state.cache
+    if key in cache:
+        cache.move_to_end(key)
+        prior = cache[key]
     else:
         prior = await _blame(path, lines, root, timeout_s, kill_grace_s)
-        _cache[key] = prior
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
+        cache[key] = prior
+        while len(cache) > CACHE_SIZE:
+            cache.popitem(last=False)
     if prior is None or len(prior) != len(lines):
         return None
     return prior
@@ -174,6 +189,7 @@ async def _git(
     """What a git command printed, or None if it failed or ran out of time."""
     timeout_s = deadline - trio.current_time()
     if timeout_s <= 0:
+        _state.timeouts += 1
         return None
     try:
         result = await run_command(
@@ -187,6 +203,10 @@ async def _git(
             user=command_user(root),
         )
     except ToolError as exc:
+        if exc.code == "TOOL_TIMEOUT":
+            _state.timeouts += 1
+            if _state.timeouts == GIVE_UP_AFTER:
+                log.warning("history.given_up", extra={"reason": "git ran out of time twice"})
         log.debug("history.git_failed", extra={"reason": exc.code})
         return None
     if result.exit_code != 0 or result.truncated:
