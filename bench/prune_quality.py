@@ -1,6 +1,7 @@
 """Quality of the built-in pruning engine on every benchmark set, beside a line-BM25 baseline.
 
     python bench/prune_quality.py [--set NAME ...] [--extra FILE ...] [--by-source] [--json]
+                                  [--history MIRRORS]
 
 Sets (each a JSONL of cases with `text`, `question`, `source_type`, `source` and
 `gold` = [first, last], 1-based inclusive lines over `text.split("\\n")`):
@@ -17,6 +18,11 @@ Tuning is judged by *source* (repository or library), never by case: the sources
 two shared dev sets (needles-dev, commits-dev), of logs/docs and of any extra set whose
 name says "tune" (e.g. commits-tune.jsonl) are the ones the engine was tuned on; every other source is held out, and the "held-out" rows are the honest
 figure. `--by-source` prints one row per repository/library.
+
+--history MIRRORS gives each case whose source is OWNER/NAME@SHA:PATH the recency prior a focused
+read in a git workspace gets (jeeves_mcp/pruning/history.py), blamed in MIRRORS/OWNER+NAME/repo
+(a bare clone with history, as the search tool's `fetch` leaves it) at the case's `rev`, else at
+SHA^ (a commit task's text is the file before the fix); other cases run without it.
 
 Figures, at the engine's defaults (max_prune_ratio 0.9, min_keep_lines 0):
 - recall: share of the gold lines kept, averaged over cases; >=0.9: share of cases
