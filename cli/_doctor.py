@@ -149,6 +149,15 @@ def _check_state_dir(path: Path) -> Check:
     return Check("state dir", "pass", f"{path} is writable")
 
 
+def version_line(program: str, fallback: str) -> str:
+    """The first line `program --version` prints, or `fallback`."""
+    try:
+        done = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=5, check=False)
+        return done.stdout.splitlines()[0].strip()
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        return fallback
+
+
 def check_ripgrep() -> Check:
     from jeeves_mcp.tools.grep import find_rg
 
@@ -156,12 +165,7 @@ def check_ripgrep() -> Check:
     if rg is None:
         return Check("ripgrep", "warn", "rg not found beside the interpreter nor on PATH: the grep tool "
                      "uses its slower built-in search (reinstall jeeves-mcp, whose ripgrep wheel ships rg)")
-    try:
-        line = subprocess.run([rg, "--version"], capture_output=True, text=True, timeout=5,
-                              check=False).stdout.splitlines()[0]
-    except (OSError, subprocess.TimeoutExpired, IndexError):
-        line = "ripgrep"
-    return Check("ripgrep", "pass", f"{line} ({rg})")
+    return Check("ripgrep", "pass", f"{version_line(rg, 'ripgrep')} ({rg})")
 
 
 def check_git() -> Check:
@@ -171,12 +175,8 @@ def check_git() -> Check:
     if git is None:
         return Check("git", "warn", "git not found on /usr/local/bin:/usr/bin:/bin: focused reads of code "
                      "get no history prior (install git to weigh a file's recent changes)")
-    try:
-        line = subprocess.run([git, "--version"], capture_output=True, text=True, timeout=5,
-                              check=False).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        line = "git"
-    return Check("git", "pass", f"{line} ({git}): focused reads of code in a git workspace weigh recent changes")
+    return Check("git", "pass", f"{version_line(git, 'git')} ({git}): focused reads of code in a git "
+                 "workspace weigh recent changes")
 
 
 def check_pruner_endpoint(endpoint: str | None) -> Check:
