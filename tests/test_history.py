@@ -98,6 +98,17 @@ async def test_the_last_commits_lines_weigh_most_and_uncommitted_lines_count_as_
     assert (prior[body_line(50)], prior[body_line(30)], prior[body_line(5)]) == (0.5, 0.25, 0.0)
 
 
+async def test_a_checkout_with_crlf_line_ends_keeps_its_history(tmp_path: Path) -> None:
+    """core.autocrlf shows LF blobs as CRLF lines: the same lines, not all uncommitted."""
+    path = repository(tmp_path / "repo")
+    lines = [line + "\r" for line in path.read_text().split("\n")[:-1]]
+    path.write_bytes("".join(line + "\n" for line in lines).encode())
+    prior = await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1)
+    assert prior is not None
+    assert (prior[body_line(50)], prior[body_line(30)], prior[body_line(5)]) == (1.0, 0.5, 0.25)
+    assert sum(1 for p in prior if p) == 3
+
+
 async def test_the_commit_that_wrote_the_file_gives_no_prior(tmp_path: Path) -> None:
     """In a young repository the file's creation is among its last commits: its lines are the
     whole file and say nothing of where to look."""

@@ -102,12 +102,15 @@ def recency_prior(commits: Sequence[str], newest_first: Sequence[str]) -> list[f
 def align(head_lines: list[str], head_commits: list[str], lines: Sequence[str]) -> list[str] | None:
     """The commits of HEAD's lines carried over to `lines` (the file as it is now); lines
     not in HEAD are uncommitted."""
-    if head_lines == list(lines):
+    # Line ends aside: a checkout with core.autocrlf shows CRLF lines of LF blobs.
+    head = [line.removesuffix("\r") for line in head_lines]
+    now = [line.removesuffix("\r") for line in lines]
+    if head == now:
         return head_commits
-    if max(len(head_lines), len(lines)) > MAX_ALIGN_LINES:
+    if max(len(head), len(now)) > MAX_ALIGN_LINES:
         return None
     out = [UNCOMMITTED] * len(lines)
-    matcher = difflib.SequenceMatcher(None, head_lines, list(lines), autojunk=False)
+    matcher = difflib.SequenceMatcher(None, head, now, autojunk=False)
     for a, b, size in matcher.get_matching_blocks():
         out[b : b + size] = head_commits[a : a + size]
     return out
