@@ -81,7 +81,7 @@ from jeeves_mcp.pipeline import fit_result  # noqa: E402
 from jeeves_mcp.pruner_config import PrunerConfig  # noqa: E402
 from jeeves_mcp.pruning.engine import select_lines  # noqa: E402
 from jeeves_mcp.pruning.engine._text import terms  # noqa: E402
-from jeeves_mcp.pruning.history import RECENT_COMMITS, align, blame_commits, recency_prior  # noqa: E402
+from jeeves_mcp.pruning.history import RECENT_COMMITS, prior_from_blame  # noqa: E402
 from jeeves_mcp.pruning.render import fit_rows, pruned_rows, rows_text, text_bytes, trim_by_order  # noqa: E402
 from jeeves_mcp.tools.base import text_budget  # noqa: E402
 
@@ -192,14 +192,14 @@ def history_prior(c: dict, lines: list[str]) -> tuple[list[float] | None, float]
                               capture_output=True, text=True, errors="replace").stdout
 
     newest = git("rev-list", f"--max-count={RECENT_COMMITS}", rev, "--", path).split()
-    head_lines, commits = blame_commits(git("blame", "--porcelain", "--no-textconv", rev, "--", path))
+    porcelain = git("blame", "--porcelain", "--no-textconv", rev, "--", path)
     # A text that ends with a newline splits into one more, empty, "line" than git counts.
     body = lines[:-1] if lines and lines[-1] == "" else lines
-    aligned = align(head_lines, commits, body) if head_lines else None
+    prior = prior_from_blame(porcelain, newest, body)
     ms = (time.perf_counter() - t0) * 1000
-    if not aligned or not newest:
+    if prior is None:
         return None, ms
-    return recency_prior(aligned, newest) + [0.0] * (len(lines) - len(body)), ms
+    return prior + [0.0] * (len(lines) - len(body)), ms
 
 
 def run_case(c: dict, baseline: bool) -> dict:

@@ -19,6 +19,7 @@ means no prior: pruning goes on without it.
 from __future__ import annotations
 
 import difflib
+import functools
 import logging
 import os
 import shutil
@@ -32,7 +33,7 @@ import trio
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc.runner import command_user, run_command
 
-__all__ = ["align", "blame_commits", "find_git", "line_history", "recency_prior"]
+__all__ = ["find_git", "line_history", "prior_from_blame"]
 
 log = logging.getLogger("jeeves_mcp.pruning")
 
@@ -52,7 +53,6 @@ CACHE_SIZE = 32
 GIVE_UP_AFTER = 2
 # The commit git blame shows for lines changed since HEAD.
 UNCOMMITTED = "0" * 40
-
 
 
 @dataclass
@@ -116,6 +116,17 @@ def align(head_lines: list[str], head_commits: list[str], lines: Sequence[str]) 
     return out
 
 
+def prior_from_blame(porcelain: str, newest_first: Sequence[str], lines: Sequence[str]) -> list[float] | None:
+    """The recency prior of `lines` from git's answers: `git blame --porcelain` of the file at
+    some commit and `git rev-list` of the file's commits from it, newest first."""
+    head_lines, head_commits = blame_commits(porcelain)
+    if not head_lines or not newest_first:
+        return None
+    commits = align(head_lines, head_commits, lines)
+    return None if commits is None else recency_prior(commits, newest_first)
+
+
+@functools.cache
 def find_git() -> str | None:
     """The git the history prior runs (on a fixed PATH: not one a workspace could put first)."""
     return shutil.which("git", path=_git_env()["PATH"])
@@ -181,9 +192,7 @@ async def _blame(
     )
     if porcelain is None:
         return None
-    head_lines, head_commits = blame_commits(porcelain)
-    commits = await trio.to_thread.run_sync(align, head_lines, head_commits, lines)
-    return None if commits is None else recency_prior(commits, newest.split())
+    return await trio.to_thread.run_sync(prior_from_blame, porcelain, newest.split(), lines)
 
 
 async def _git(
