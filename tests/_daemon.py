@@ -58,9 +58,12 @@ class Daemon:
         return pids
 
     async def wait_ready(self, count: int) -> None:
-        with trio.fail_after(30):
+        with trio.move_on_after(30):
             while self.ready_count < count:
                 await self.notified.wait()
+        if self.ready_count < count:  # the log is gone once the test's directory is
+            tail = self.log_path.read_text(errors="replace")[-4000:] if self.log_path.exists() else ""
+            raise AssertionError(f"daemon not ready {count} time(s) in 30 s; its log ends:\n{tail}")
 
 
 def processes_with_env(entry: str) -> list[int]:

@@ -67,8 +67,6 @@ CONTEXT_CHEAP = 0.05
 PRIOR_SHARE = 0.05
 
 
-
-
 def _check(deadline: float | None) -> None:
     if deadline is not None and time.monotonic() > deadline:
         raise PruneTimeout("pruning deadline passed")
