@@ -160,8 +160,8 @@ def kept(text: str, sel: Selection) -> list[str]:
     return [line for line, k in zip(text.split("\n"), sel.keep, strict=True) if k]
 
 
-def lines_of(text: str, needle: str) -> list[int]:
-    return [i for i, line in enumerate(text.split("\n")) if needle in line]
+def lines_of(text: str, *needles: str) -> list[int]:
+    return [i for i, line in enumerate(text.split("\n")) if any(n in line for n in needles)]
 
 
 def test_shape_and_reasons():
@@ -523,3 +523,71 @@ def test_plural_acronym_is_one_term():
     assert "url" in query_terms("Fix digest authentication for URLs with reserved characters")
     assert "ur" not in query_terms("Fix digest authentication for URLs")
     assert terms("parseURLsFrom HTTPServer") == ["pars", "url", "http", "server"]
+
+
+DOCUMENTED = '''\
+"""Network helpers."""
+
+import time
+
+
+class Client:
+    """A client for the store's API."""
+
+    banner = """not a docstring: an assigned string"""
+
+    def fetch_with_retry(self, url, attempts):
+        """Fetch a url, retrying a few times.
+
+        Every retry of a url waits longer than the one before: a fetch that
+        fails is retried after one second, then two, then four, until the
+        attempts are spent. A fetch of a url that answers is never retried.
+        The url is fetched as is; retry and fetch errors are logged, and the
+        last error of the last retry of the url is raised to the caller.
+        """
+        for attempt in range(attempts):
+            try:
+                return self.download(url)
+            except TimeoutError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(2**attempt)
+'''
+
+
+def test_docstring_lines_are_known_to_the_python_layout():
+    from jeeves_mcp.pruning.engine._code import code_layout
+
+    lines = DOCUMENTED.split("\n")
+    prose = code_layout(lines, "client.py").prose
+    assert 0 in prose  # the module's
+    assert lines_of(DOCUMENTED, '"""A client for')[0] in prose
+    start = lines_of(DOCUMENTED, '"""Fetch a url')[0]
+    assert set(range(start, start + 8)) <= prose
+    assert lines_of(DOCUMENTED, "banner =")[0] not in prose
+    assert not prose & set(lines_of(DOCUMENTED, "for attempt", "return self.download"))
+
+
+def test_a_code_line_ranks_before_its_twin_in_the_docstring():
+    # The docstring repeats the code word for word: the same evidence, but the code is
+    # what a question about the file needs to see.
+    body = [
+        "delay = retry_base * 2 ** retry_attempt",
+        "retry_deadline = clock() + delay",
+        "return retry_deadline",
+    ]
+    text = "\n".join(
+        ["import time", "", "", "def retry_deadline(retry_base, retry_attempt):",
+         '    """When the next retry may start:', ""]
+        + [f"        {x}" for x in body]
+        + ['    """']
+        + [f"    {x}" for x in body]
+        + [""]
+        + [f"\ndef helper_{n}(value):\n    return value * {n}\n" for n in range(40)]
+    )
+    lines = text.split("\n")
+    sel = select_lines(lines, "how is the retry deadline computed?", "code", max_bytes=4000)
+    assert sel.order is not None
+    for x in body:
+        doc, code = lines_of(text, x)
+        assert sel.order.index(code) < sel.order.index(doc), x

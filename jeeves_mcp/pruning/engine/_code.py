@@ -87,7 +87,23 @@ def _python_layout(lines: list[str]) -> Layout | None:
         body = body[1:]
     imports: set[int] = set()
     _python_body(lines, body, [], units, imports, top=True, owner="")
-    return Layout(units=units, always=always, context=imports)
+    return Layout(units=units, always=always, context=imports, prose=_docstring_lines(tree))
+
+
+def _docstring_lines(tree: ast.Module) -> set[int]:
+    """The lines of every docstring: the module's, each class's and each function's."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+                and first.end_lineno is not None
+            ):
+                found.update(range(first.lineno - 1, first.end_lineno))
+    return found
 
 
 def _sig_range(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[int, int]:

@@ -30,3 +30,4 @@ class Layout:
     always: set[int]  # lines that are always kept (imports, headings, errors...)
     atoms: list[tuple[int, int]] = field(default_factory=list)  # kept or pruned whole
     context: set[int] = field(default_factory=set)  # worth keeping when there is room (imports)
+    prose: set[int] = field(default_factory=set)  # docstring lines: worth less than code
