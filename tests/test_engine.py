@@ -591,3 +591,16 @@ def test_a_code_line_ranks_before_its_twin_in_the_docstring():
     for x in body:
         doc, code = lines_of(text, x)
         assert sel.order.index(code) < sel.order.index(doc), x
+
+
+def test_a_name_run_together_matches_the_word_spelled_inside_it():
+    # Only the run-together name says what the function is about.
+    helpers = "".join(f"\ndef leghelper{n}(c):\n    return c * {n} + len(c)\n\n" for n in range(40))
+    gold = "def legcompanion(c):\n    c = as_series(c)\n    return mat(c)[::-1]\n"
+    text = "import numbers\n\n" + helpers + "\n" + gold + helpers.replace("leghelper", "legother")
+    lines = text.split("\n")
+    sel = select_lines(lines, "Return the scaled companion matrix of c.", "code", max_bytes=2048)
+    assert sel.order is not None
+    (def_line,) = lines_of(text, "def legcompanion")
+    assert sel.keep[def_line]
+    assert sel.order.index(def_line) < 5

@@ -40,13 +40,15 @@ def score_units(
     identifiers: Sequence[str] = (),
     *,
     by_line: bool = True,
+    compound: bool = False,
 ) -> Scores:
-    """One score per unit, and (if `by_line`) the evidence of each line."""
+    """One score per unit, and (if `by_line`) the evidence of each line; `compound`: names
+    run together match the question terms spelled inside them (code)."""
     if not units or not (question_terms or identifiers):
         return Scores([0.0] * len(units), [0.0] * len(lines))
     line_tf: dict[int, list[float]] = {}
     line_len: dict[int, int] = {}
-    match = Matcher(question_terms)
+    match = Matcher(question_terms, compound=compound)
     word = match.word
     findall = _WORD.findall
     nq = len(question_terms)

@@ -99,7 +99,12 @@ def select_lines(
     layout = _layout(lines, source_type, path)
     _check(deadline)
     scored = score_units(
-        lines, layout.units, qterms, identifiers, by_line=source_type != "logs"
+        lines,
+        layout.units,
+        qterms,
+        identifiers,
+        by_line=source_type != "logs",
+        compound=source_type == "code",
     )
     scores = scored.units
     _check(deadline)

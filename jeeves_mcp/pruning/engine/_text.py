@@ -230,6 +230,14 @@ _SYN = _build_groups()
 SYN_WEIGHT = 0.6
 PREFIX_WEIGHT = 0.6
 PREFIX_MIN = 4
+# In code, a name run together ("legcompanion", "rpartition", "abspath") matches a question
+# term of at least COMPOUND_TERM letters spelled inside it, when nothing else matched it
+# (not in prose, where "work" is not what "networking" is about):
+# +1.2 points of recall on function needles from the standard library (never tuned on),
+# +1.1 on held-out needles, commit tasks level.
+COMPOUND_WEIGHT = 0.6
+COMPOUND_MIN = 6
+COMPOUND_TERM = 4
 
 
 def name_text(name: str) -> str:
@@ -242,8 +250,9 @@ def name_text(name: str) -> str:
 class Matcher:
     """Maps text terms to the question terms they match, with a weight."""
 
-    def __init__(self, question_terms: list[str]) -> None:
+    def __init__(self, question_terms: list[str], *, compound: bool = False) -> None:
         self.qterms = question_terms
+        self.compound = compound
         self.index = {t: i for i, t in enumerate(question_terms)}
         self.qgroups = [_SYN.get(t, frozenset()) for t in question_terms]
         self._cache: dict[str, tuple[tuple[int, float], ...]] = {}
@@ -264,6 +273,12 @@ class Matcher:
                     found.append((qi, SYN_WEIGHT))
                 elif min(len(p), len(q)) >= PREFIX_MIN and (p.startswith(q) or q.startswith(p)):
                     found.append((qi, PREFIX_WEIGHT))
+            if not found and self.compound and len(p) >= COMPOUND_MIN:
+                found = [
+                    (qi, COMPOUND_WEIGHT)
+                    for qi, q in enumerate(self.qterms)
+                    if len(q) >= COMPOUND_TERM and q in p
+                ]
             hit = tuple(found)
         self._cache[p] = hit
         return hit
