@@ -49,14 +49,12 @@ CODE_TEMP = 0.1
 DOCS_SHARE = 0.3
 # A unit over this share of the lines means the text has no structure to rank by.
 UNSTRUCTURED = 0.6
-# Code: share of the view's bytes the chosen lines may fill.
-CODE_SHARE = 0.35
+# Code: share of the view's bytes the chosen lines fill. A view always fills it (or the
+# response budget): an early stop once the ranking looked confident left a large file's
+# budget partly unused, and on real bug-fix tasks a confident ranking is wrong too often.
+CODE_SHARE = 0.3
 # ... but never less than this (or half a small text): below it pruning saves little and risks much.
 CODE_MIN_BYTES = 2048
-# A view that holds this share of the value may end at the first line worth less
-# than DENSITY_STOP of the best line's value per byte.
-CODE_MASS = 0.9
-DENSITY_STOP = 0.003
 # A partly kept unit is completed when the rest takes at most this share of the budget.
 COMPLETE_SHARE = 0.2
 # Imports lead the view when they take at most this share of the budget.
@@ -123,7 +121,7 @@ def select_lines(
         if sum(view[i] for i in layout.context) <= max(256, CONTEXT_CHEAP * budget):
             first |= layout.context
         ranking = Ranking(lines, layout, values, first)
-        keep = _prefix(lines, ranking, values, budget)
+        keep = _prefix(lines, ranking, budget)
         _complete_units(lines, layout, keep, max(256, COMPLETE_SHARE * budget))
     elif source_type == "docs":
         keep = _choose_by_chance(lines, layout, scores)
@@ -188,24 +186,12 @@ class _UnitRanking:
         return iter(self.order)
 
 
-def _prefix(
-    lines: Sequence[str], order: Iterable[int], values: list[float], max_bytes: float
-) -> list[bool]:
-    """The longest prefix of `order` whose view fits `max_bytes`, ended early once it holds
-    CODE_MASS of the value and the next line is worth far less per byte than the best:
-    a confident ranking keeps less, an uncertain one fills the budget."""
+def _prefix(lines: Sequence[str], order: Iterable[int], max_bytes: float) -> list[bool]:
+    """The longest prefix of `order` whose view fits `max_bytes`."""
     n = len(lines)
     keep = [False] * n
     used = MARKER_BYTES  # a view that hides anything has at least one marker
-    mass = 0.0
-    enough = CODE_MASS * sum(values)
-    top = 0.0
     for i in order:
-        density = values[i] / line_bytes(i, lines[i])
-        if density < DENSITY_STOP * top and mass >= enough:
-            break
-        top = max(top, density)
-        mass += values[i]
         c = line_bytes(i, lines[i]) + marker_change(keep, i, MARKER_BYTES)
         if used + c > max_bytes and any(keep):
             break
