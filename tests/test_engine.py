@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jeeves_mcp.pruning.engine import PruneTimeout, Selection, guess_source_type, select_lines
-from jeeves_mcp.pruning.render import trim_by_order
+from jeeves_mcp.pruning.render import numbered_line_bytes, trim_by_order
 
 PY_SOURCE = '''\
 #!/usr/bin/env python3
@@ -510,7 +510,7 @@ def test_a_confident_ranking_still_fills_the_view():
     sel = select_lines(lines, "where is the config file parsed and its settings returned?", "code")
     kept = [i for i in range(len(lines)) if sel.keep[i]]
     assert any("def parse_config_file" in lines[i] for i in kept)
-    view = [len(x) + len(str(i + 1)) + 5 for i, x in enumerate(lines)]
+    view = [numbered_line_bytes(i + 1, x) for i, x in enumerate(lines)]
     assert sum(view[i] for i in kept) >= 0.15 * sum(view)
 
 
