@@ -11,6 +11,7 @@ import pwd
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -24,6 +25,7 @@ import httpx
 import pytest
 import trio
 
+import jeeves_mcp
 from jeeves_mcp.supervisor.cgroups import SlotCgroups
 from tests._child import kill_all, stop_process_group, tool_json, with_cmdline
 from tests._daemon import running_daemon
@@ -184,12 +186,27 @@ def service_python(home: Path) -> Path:
     return venv / "bin" / "python"
 
 
+def unreachable_by_others(package: Path) -> Path | None:
+    """The first directory above `package` that users other than its owner cannot enter
+    (a clone under `mktemp -d` is one), or None."""
+    for directory in [package, *package.parents]:
+        if not directory.stat().st_mode & stat.S_IXOTH:
+            return directory
+    return None
+
+
 def as_service_user(home: Path) -> str:
     """An interpreter that starts as SERVICE_UID with the unit's ambient capabilities,
     as systemd's User= plus AmbientCapabilities= start the daemon."""
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         pytest.skip("setpriv (util-linux) is needed to start a daemon as a service user")
+    closed = unreachable_by_others(Path(jeeves_mcp.__file__).parent) or unreachable_by_others(
+        Path(sysconfig.get_paths()["purelib"])
+    )
+    if closed is not None:
+        pytest.skip(f"the service user cannot import jeeves_mcp: {closed} is closed to other users "
+                    f"(mode {closed.stat().st_mode & 0o777:o}); clone the tree where others may enter")
     wrapper = home / "python-as-service"
     wrapper.write_text(f"#!/bin/sh\nexec {setpriv} --reuid={SERVICE_UID} --regid={SERVICE_UID} "
                        f"--clear-groups --inh-caps={SERVICE_CAPS} --ambient-caps={SERVICE_CAPS} "
