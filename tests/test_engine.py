@@ -627,3 +627,37 @@ def test_a_name_run_together_matches_the_word_spelled_inside_it():
     (def_line,) = lines_of(text, "def legcompanion")
     assert sel.keep[def_line]
     assert sel.order.index(def_line) < 5
+
+
+def test_the_functions_one_call_away_rank_next():
+    # Only `load_settings` shares the question's words; the helper it calls and the function
+    # that calls it come next in the view's order, ahead of functions unrelated to it.
+    parts = ["import json\n\n\n"]
+    for n in range(60):
+        parts.append(
+            f"def helper_{n}(value):\n    total = value * {n}\n    if total > {n}:\n"
+            f"        total -= {n}\n    return total + {n}\n\n\n"
+        )
+        if n == 20:
+            parts.append(
+                "def merge_layers(base, extra):\n    out = dict(base)\n    for key in extra:\n"
+                "        out[key] = extra[key]\n    return out\n\n\n"
+            )
+        if n == 30:
+            parts.append(
+                "def load_settings(path):\n    with open(path) as handle:\n"
+                "        data = json.load(handle)\n    return merge_layers({}, data)\n\n\n"
+            )
+        if n == 45:
+            parts.append(
+                "def reload_everything(paths):\n    for item in paths:\n"
+                "        refreshed = load_settings(item)\n    return refreshed\n\n\n"
+            )
+    lines = "".join(parts).split("\n")
+    sel = select_lines(lines, "why does loading the settings file fail?", "code")
+    assert sel.order is not None
+    rank = {i: r for r, i in enumerate(sel.order)}  # the order may stop before the last lines
+    unrelated = [rank.get(i, math.inf) for i in range(len(lines)) if "total = value" in lines[i]]
+    for body in ("out[key] = extra[key]", "refreshed = load_settings(item)"):
+        (line,) = lines_of("\n".join(lines), body)
+        assert rank[line] < min(unrelated), body

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
@@ -21,6 +22,13 @@ W_OWNER = 0.5  # a term of the enclosing class's name counts this share of one o
 W_IDENT = 1.0  # an identifier of the question spelled out, against one matched term
 LINE_B = 0.5  # length normalisation of a line's own evidence
 W_PRIOR = 2.0  # weight of a unit's question-independent relevance (errors in logs)
+# Code: a unit that one of the REF_TOP best units names (a helper it calls), or that names
+# one of them (a caller), gains REF_SHARE of that unit's score: what a question is about
+# often sits one call away from the function whose words it shares (+0.5 points of recall
+# on held-out commit tasks, +1.1 on held-out function needles, -0.6 on needles-dev).
+REF_TOP = 10
+REF_SHARE = 0.3
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Scores:
@@ -41,9 +49,11 @@ def score_units(
     *,
     by_line: bool = True,
     compound: bool = False,
+    references: bool = False,
 ) -> Scores:
     """One score per unit, and (if `by_line`) the evidence of each line; `compound`: names
-    run together match the question terms spelled inside them (code)."""
+    run together match the question terms spelled inside them (code); `references`: units
+    one name reference away from the best ones share their score (code)."""
     if not units or not (question_terms or identifiers):
         return Scores([0.0] * len(units), [0.0] * len(lines))
     line_tf: dict[int, list[float]] = {}
@@ -130,7 +140,58 @@ def score_units(
     evidence = _line_evidence(len(lines), line_tf, line_len, nq)
     if identifiers:
         _identifier_evidence(lines, units, identifiers, scores, evidence)
+    if references:
+        scores = _spread_along_references(lines, units, scores)
     return Scores(scores, evidence)
+
+
+def _spread_along_references(
+    lines: Sequence[str], units: list[Unit], scores: list[float]
+) -> list[float]:
+    """Scores raised by REF_SHARE of the best score among the top units a unit names or is
+    named by (by its own name, a dunder name or one under three characters tells nothing)."""
+    top = [
+        k for k in sorted(range(len(units)), key=lambda k: -scores[k])[:REF_TOP] if scores[k] > 0
+    ]
+    if not top:
+        return scores
+    by_name: dict[str, list[int]] = {}
+    for k, u in enumerate(units):
+        if len(u.name) >= 3 and not u.name.startswith("__"):
+            by_name.setdefault(u.name, []).append(k)
+    gain = [0.0] * len(units)
+    for k in top:  # what the top units name: their helpers
+        u = units[k]
+        named = {w for i in range(u.start, u.end + 1) for w in _NAME.findall(lines[i])}
+        for w in named - {u.name}:
+            for j in by_name.get(w, ()):
+                if j != k:
+                    gain[j] = max(gain[j], REF_SHARE * scores[k])
+    owner = [-1] * len(lines)
+    for k, u in enumerate(units):
+        for i in range(u.start, u.end + 1):
+            owner[i] = k
+    text = "\n".join(lines)
+    starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+    for k in top:  # what names the top units: their callers
+        name = units[k].name
+        if name not in by_name:
+            continue
+        at = text.find(name)
+        while at >= 0:
+            end = at + len(name)
+            if not (at and _is_name_char(text[at - 1])) and not (
+                end < len(text) and _is_name_char(text[end])
+            ):
+                j = owner[bisect_right(starts, at) - 1]
+                if j >= 0 and j != k and units[j].name != name:
+                    gain[j] = max(gain[j], REF_SHARE * scores[k])
+            at = text.find(name, end)
+    return [s + g for s, g in zip(scores, gain, strict=True)]
+
+
+def _is_name_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 def _identifier_evidence(

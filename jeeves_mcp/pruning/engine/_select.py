@@ -103,6 +103,7 @@ def select_lines(
         identifiers,
         by_line=source_type != "logs",
         compound=source_type == "code",
+        references=source_type == "code",
     )
     scores = scored.units
     _check(deadline)
