@@ -1,6 +1,10 @@
 """Rebuild bench/data/docs.jsonl from Markdown and reStructuredText found on this machine.
 
-    python bench/data/make_docs.py [--out bench/data/docs.jsonl]
+    python bench/data/make_docs.py [--out bench/data/docs.jsonl] [--root DIR ...] [--max N]
+
+--root replaces the default roots (the documentation this machine has): a set from other
+documents, e.g. the docs/ of repositories checked out under one directory, is held out
+from the one the engine was tuned on.
 
 Rule, mirroring needles-dev.jsonl: in a real document of at least 150 lines, pick
 one section (heading to the line before the next heading of any level) whose body
@@ -122,9 +126,11 @@ def candidate(path: Path) -> dict | None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(Path(__file__).with_name("docs.jsonl")))
+    ap.add_argument("--root", action="append", help="a directory to search (repeatable)")
+    ap.add_argument("--max", type=int, default=MAX_CASES, help="stop after this many cases")
     args = ap.parse_args()
     files: dict[str, list[Path]] = {}
-    for root in ROOTS:
+    for root in args.root or ROOTS:
         for p in Path(root).rglob("*"):
             if (
                 p.suffix.lower() in (".md", ".rst")
@@ -142,7 +148,7 @@ def main() -> None:
                 picked += 1
             if picked >= PER_DIR:
                 break
-        if len(cases) >= MAX_CASES:
+        if len(cases) >= args.max:
             break
     with open(args.out, "w") as f:
         for k, c in enumerate(cases):
