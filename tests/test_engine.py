@@ -661,3 +661,16 @@ def test_the_functions_one_call_away_rank_next():
     for body in ("out[key] = extra[key]", "refreshed = load_settings(item)"):
         (line,) = lines_of("\n".join(lines), body)
         assert rank[line] < min(unrelated), body
+
+
+def test_docs_the_section_after_the_likely_one_comes_with_it():
+    # "Migrating" is the section asked about; "Rolling back" carries on from it without a word
+    # of the question, and is kept with it, though six sections share a word with the question.
+    sections = [(t, "unrelated matters") for t in ("Alpha", "Beta", "Gamma")]
+    sections += [("Migrating", "schema changes"), ("Rolling back", "undoing a step")]
+    sections += [(t, "schema design") for t in ("Delta", "Epsilon", "Kappa", "Lambda", "Mu", "Nu")]
+    sections += [(t, "unrelated matters") for t in ("Zeta", "Eta", "Theta", "Iota")]
+    lines = _manual(sections).split("\n")
+    sel = select_lines(lines, "how are schema changes applied", "docs")
+    topics = {t for _, t in sections for i, x in enumerate(lines) if sel.keep[i] and t in x}
+    assert {"schema changes", "undoing a step"} <= topics

@@ -28,6 +28,12 @@ W_PRIOR = 2.0  # weight of a unit's question-independent relevance (errors in lo
 # on held-out commit tasks, +1.1 on held-out function needles, -0.6 on needles-dev).
 REF_TOP = 10
 REF_SHARE = 0.3
+# Docs: the sections just before and after the best one gain NEXT_SHARE of its score: a
+# document keeps what belongs together side by side, and a section often goes on from the
+# one before it. Small enough that a section far ahead of the rest is still kept alone
+# (+2.8 points of recall on docs from 21 repositories' docs/, +1.8 on 20 others held out,
+# the project's docs set unchanged; 0.45 gained 1.6 more on the first and nothing on the rest).
+NEXT_SHARE = 0.3
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -50,10 +56,12 @@ def score_units(
     by_line: bool = True,
     compound: bool = False,
     references: bool = False,
+    neighbours: bool = False,
 ) -> Scores:
     """One score per unit, and (if `by_line`) the evidence of each line; `compound`: names
     run together match the question terms spelled inside them (code); `references`: units
-    one name reference away from the best ones share their score (code)."""
+    one name reference away from the best ones share their score (code); `neighbours`: the
+    units beside the best one share its score (docs)."""
     if not units or not (question_terms or identifiers):
         return Scores([0.0] * len(units), [0.0] * len(lines))
     line_tf: dict[int, list[float]] = {}
@@ -142,6 +150,11 @@ def score_units(
         _identifier_evidence(lines, units, identifiers, scores, evidence)
     if references:
         scores = _spread_along_references(lines, units, scores)
+    if neighbours:
+        best = max(range(n), key=lambda k: scores[k])
+        for k in (best - 1, best + 1):
+            if 0 <= k < n:
+                scores[k] += NEXT_SHARE * scores[best]
     return Scores(scores, evidence)
 
 

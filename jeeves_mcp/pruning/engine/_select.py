@@ -104,6 +104,7 @@ def select_lines(
         by_line=source_type != "logs",
         compound=source_type == "code",
         references=source_type == "code",
+        neighbours=source_type == "docs",
     )
     scores = scored.units
     _check(deadline)
