@@ -674,3 +674,30 @@ def test_docs_the_section_after_the_likely_one_comes_with_it():
     sel = select_lines(lines, "how are schema changes applied", "docs")
     topics = {t for _, t in sections for i, x in enumerate(lines) if sel.keep[i] and t in x}
     assert {"schema changes", "undoing a step"} <= topics
+
+
+def test_a_docstring_word_counts_less_than_a_word_in_code():
+    # Two functions spell the question's words once each: `alpha` in its docstring, `beta`
+    # (a line longer) in its code. The code is the stronger evidence.
+    from jeeves_mcp.pruning.engine._code import code_layout
+    from jeeves_mcp.pruning.engine._rank import score_units
+    from jeeves_mcp.pruning.engine._text import query_terms
+
+    lines = [
+        "def alpha(path):",
+        '    """The header fields of a file."""',
+        "    size = os.path.getsize(path)",
+        "    return size",
+        "",
+        "",
+        "def beta(handle):",
+        "    fields = handle.header()",
+        "    size = len(handle)",
+        "    mode = os.stat(handle).st_mode",
+        "    return size, mode",
+    ]
+    layout = code_layout(lines, "module.py")
+    assert layout.prose == {1}
+    scores = score_units(lines, layout.units, query_terms("header fields"), prose=layout.prose)
+    by_name = {u.name: s for u, s in zip(layout.units, scores.units, strict=True)}
+    assert by_name["beta"] > by_name["alpha"] > 0

@@ -105,6 +105,7 @@ def select_lines(
         compound=source_type == "code",
         references=source_type == "code",
         neighbours=source_type == "docs",
+        prose=layout.prose,
     )
     scores = scored.units
     _check(deadline)
