@@ -630,8 +630,9 @@ def test_a_name_run_together_matches_the_word_spelled_inside_it():
 
 
 def test_the_functions_one_call_away_rank_next():
-    # Only `load_settings` shares the question's words; the helper it calls and the function
-    # that calls it come next in the view's order, ahead of functions unrelated to it.
+    # Only `ingest` shares the question's words (in its body); the helper it calls and the
+    # function that calls it share none, yet come next in the view's order, ahead of
+    # functions unrelated to it.
     parts = ["import json\n\n\n"]
     for n in range(60):
         parts.append(
@@ -645,35 +646,63 @@ def test_the_functions_one_call_away_rank_next():
             )
         if n == 30:
             parts.append(
-                "def load_settings(path):\n    with open(path) as handle:\n"
-                "        data = json.load(handle)\n    return merge_layers({}, data)\n\n\n"
+                "def ingest(path):\n    with open(path) as settings_file:\n"
+                "        loaded = json.load(settings_file)\n    return merge_layers({}, loaded)\n\n\n"
             )
         if n == 45:
             parts.append(
-                "def reload_everything(paths):\n    for item in paths:\n"
-                "        refreshed = load_settings(item)\n    return refreshed\n\n\n"
+                "def refresh_all(paths):\n    for item in paths:\n"
+                "        refreshed = ingest(item)\n    return refreshed\n\n\n"
             )
     lines = "".join(parts).split("\n")
     sel = select_lines(lines, "why does loading the settings file fail?", "code")
     assert sel.order is not None
     rank = {i: r for r, i in enumerate(sel.order)}  # the order may stop before the last lines
     unrelated = [rank.get(i, math.inf) for i in range(len(lines)) if "total = value" in lines[i]]
-    for body in ("out[key] = extra[key]", "refreshed = load_settings(item)"):
+    for body in ("out[key] = extra[key]", "refreshed = ingest(item)"):
         (line,) = lines_of("\n".join(lines), body)
         assert rank[line] < min(unrelated), body
 
 
+def test_a_control_block_is_not_a_function_one_call_away():
+    # In a layout by indentation a `for` block is a unit too; a best unit that loops does
+    # not make every other loop of the file its helper.
+    from jeeves_mcp.pruning.engine._code import code_layout
+    from jeeves_mcp.pruning.engine._rank import score_units
+    from jeeves_mcp.pruning.engine._text import query_terms
+
+    lines = [
+        "function loadUsers(db) {",
+        "  const users = db.users();",
+        "  for (const user of users) {",
+        "    user.load();",
+        "  }",
+        "}",
+        "",
+        "for (const job of jobs) {",
+        "  job.run();",
+        "}",
+    ]
+    layout = code_layout(lines, "app.js")
+    loop = next(k for k, u in enumerate(layout.units) if u.start == 7)
+    assert layout.units[loop].name == "for"
+    scored = score_units(lines, layout.units, query_terms("how are users loaded"), references=True)
+    assert scored.units[loop] == 0
+
+
 def test_docs_the_section_after_the_likely_one_comes_with_it():
-    # "Migrating" is the section asked about; "Rolling back" carries on from it without a word
-    # of the question, and is kept with it, though six sections share a word with the question.
-    sections = [(t, "unrelated matters") for t in ("Alpha", "Beta", "Gamma")]
+    # "Migrating" is the section asked about; "Rolling back" carries on from it and "Planning"
+    # leads to it, without a word of the question, and both are kept with it, though six
+    # sections share a word with the question.
+    sections = [(t, "unrelated matters") for t in ("Alpha", "Beta")]
+    sections += [("Planning", "deciding a step")]
     sections += [("Migrating", "schema changes"), ("Rolling back", "undoing a step")]
     sections += [(t, "schema design") for t in ("Delta", "Epsilon", "Kappa", "Lambda", "Mu", "Nu")]
     sections += [(t, "unrelated matters") for t in ("Zeta", "Eta", "Theta", "Iota")]
     lines = _manual(sections).split("\n")
     sel = select_lines(lines, "how are schema changes applied", "docs")
     topics = {t for _, t in sections for i, x in enumerate(lines) if sel.keep[i] and t in x}
-    assert {"schema changes", "undoing a step"} <= topics
+    assert {"deciding a step", "schema changes", "undoing a step"} <= topics
 
 
 def test_a_docstring_word_counts_less_than_a_word_in_code():
@@ -701,3 +730,30 @@ def test_a_docstring_word_counts_less_than_a_word_in_code():
     scores = score_units(lines, layout.units, query_terms("header fields"), prose=layout.prose)
     by_name = {u.name: s for u, s in zip(layout.units, scores.units, strict=True)}
     assert by_name["beta"] > by_name["alpha"] > 0
+
+
+def test_a_view_ranks_a_function_by_its_code_before_one_by_its_docstring():
+    # As above through select_lines: `beta`'s lines (its code names the question's words)
+    # come before `alpha`'s (only its docstring does), the rest of the file far behind.
+    lines = [
+        "import os",
+        "",
+        "",
+        "def alpha(path):",
+        '    """The header fields of a file."""',
+        "    size = os.path.getsize(path)",
+        "    return size",
+        "",
+        "",
+        "def beta(handle):",
+        "    fields = handle.header()",
+        "    size = len(handle)",
+        "    mode = os.stat(handle).st_mode",
+        "    return size, mode",
+    ]
+    for n in range(40):
+        lines += ["", "", f"def helper_{n}(value):", f"    return value * {n}"]
+    sel = select_lines(lines, "header fields", "code")
+    assert sel.order is not None
+    rank = {i: r for r, i in enumerate(sel.order)}
+    assert rank.get(11, math.inf) < rank.get(5, math.inf)  # "size = len(handle)" first

@@ -187,8 +187,8 @@ def service_python(home: Path) -> Path:
 
 
 def unreachable_by_others(package: Path) -> Path | None:
-    """The first directory above `package` that users other than its owner cannot enter
-    (a clone under `mktemp -d` is one), or None."""
+    """The first of `package` and the directories above it that other users cannot enter
+    (no execute bit for others: a clone under `mktemp -d`), or None."""
     for directory in [package, *package.parents]:
         if not directory.stat().st_mode & stat.S_IXOTH:
             return directory

@@ -125,10 +125,18 @@ def candidate(path: Path) -> dict | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=str(Path(__file__).with_name("docs.jsonl")))
+    ap.add_argument("--out", help="the set to write (default: bench/data/docs.jsonl, "
+                    "required with --root, so a held-out set never replaces the tuned one)")
     ap.add_argument("--root", action="append", help="a directory to search (repeatable)")
-    ap.add_argument("--max", type=int, default=MAX_CASES, help="stop after this many cases")
+    ap.add_argument("--max", type=int, default=MAX_CASES, help="stop once this many cases are made (the directory being read may add "
+                    f"up to {PER_DIR - 1} more)")
     args = ap.parse_args()
+    if args.root and not args.out:
+        ap.error("--root needs --out")
+    missing = [r for r in args.root or [] if not Path(r).is_dir()]
+    if missing:
+        ap.error(f"not a directory: {', '.join(missing)}")
+    args.out = args.out or str(Path(__file__).with_name("docs.jsonl"))
     files: dict[str, list[Path]] = {}
     for root in args.root or ROOTS:
         for p in Path(root).rglob("*"):

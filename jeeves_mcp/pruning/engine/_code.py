@@ -7,7 +7,7 @@ import re
 
 from ._units import Layout, Unit
 
-__all__ = ["GENERIC", "code_layout"]
+__all__ = ["CONTROL", "GENERIC", "code_layout"]
 
 # The label of a unit with no name (loose statements); reasons do not list it.
 GENERIC = "code"
@@ -21,7 +21,7 @@ _IMPORT = re.compile(
     r"^\s*(?:import\s|from\s+\S+\s+import\s|#\s*include\b|using\s+[\w.:]+\s*;|use\s+[\w:{}, *]+;"
     r"|package\s+[\w.]+|extern\s+crate\b|require\s*\(|(?:const|let|var)\s+[\w{}, ]+=\s*require\s*\()"
 )
-_CONTROL = re.compile(
+CONTROL = re.compile(
     r"^\s*(?:if|for|while|switch|catch|else|try|do|return|with|elif|except|finally|foreach|"
     r"match|case|when|unless|until|loop|select|defer|go|throw|raise|yield|assert|print)\b"
 )
@@ -267,7 +267,7 @@ def _label(line: str) -> str:
 
 
 def _is_decl(line: str) -> bool:
-    return bool(_DECL.search(line)) and not _CONTROL.match(line)
+    return bool(_DECL.search(line)) and not CONTROL.match(line)
 
 
 def _indent_layout(lines: list[str]) -> Layout:

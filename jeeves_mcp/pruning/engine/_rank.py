@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from itertools import accumulate
 
+from ._code import CONTROL
 from ._text import _WORD, Matcher, name_text, terms
 from ._units import Unit
 
@@ -34,13 +36,15 @@ W_PRIOR = 2.0  # weight of a unit's question-independent relevance (errors in lo
 # on held-out commit tasks, +1.1 on held-out function needles, -0.6 on needles-dev).
 REF_TOP = 10
 REF_SHARE = 0.3
-# Docs: the sections just before and after the best one gain NEXT_SHARE of its score: a
-# document keeps what belongs together side by side, and a section often goes on from the
-# one before it. Small enough that a section far ahead of the rest is still kept alone
-# (+2.8 points of recall on docs from 21 repositories' docs/, +1.8 on 20 others held out,
-# the project's docs set unchanged; 0.45 gained 1.6 more on the first and nothing on the rest).
+# Docs: the units just before and after the best one (the sections beside it, or the chunks
+# of a long section) gain NEXT_SHARE of its score: a document keeps what belongs together
+# side by side, and a section often goes on from the one before it. Small enough that a
+# section far ahead of the rest is still kept alone (+2.8 points of recall on docs from 20
+# repositories' docs/, +1.8 on 19 others held out, the project's docs set unchanged; 0.45
+# gained 1.6 more on the first and nothing on the rest).
 NEXT_SHARE = 0.3
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A name as Python and most C-like languages spell it (not `$init` or `Foo::bar`).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Scores:
@@ -63,7 +67,7 @@ def score_units(
     compound: bool = False,
     references: bool = False,
     neighbours: bool = False,
-    prose: Collection[int] = (),
+    prose: AbstractSet[int] = frozenset(),
 ) -> Scores:
     """One score per unit, and (if `by_line`) the evidence of each line; `compound`: names
     run together match the question terms spelled inside them (code); `references`: units
@@ -173,7 +177,8 @@ def _spread_along_references(
     lines: Sequence[str], units: list[Unit], scores: list[float]
 ) -> list[float]:
     """Scores raised by REF_SHARE of the best score among the top units a unit names or is
-    named by (by its own name, a dunder name or one under three characters tells nothing)."""
+    named by. Ignored: names under three characters, dunder names, blocks named by a
+    control keyword (`for`, `if` in an indentation layout), a unit naming itself."""
     top = [
         k for k in sorted(range(len(units)), key=lambda k: -scores[k])[:REF_TOP] if scores[k] > 0
     ]
@@ -181,22 +186,22 @@ def _spread_along_references(
         return scores
     by_name: dict[str, list[int]] = {}
     for k, u in enumerate(units):
-        if len(u.name) >= 3 and not u.name.startswith("__"):
+        if (
+            len(u.name) >= 3
+            and not u.name.startswith("__")
+            and not (u.sig is not None and CONTROL.match(lines[u.sig[0]]))
+        ):
             by_name.setdefault(u.name, []).append(k)
     gain = [0.0] * len(units)
     for k in top:  # what the top units name: their helpers
         u = units[k]
-        named = {w for i in range(u.start, u.end + 1) for w in _NAME.findall(lines[i])}
+        named = {w for i in range(u.start, u.end + 1) for w in _IDENTIFIER.findall(lines[i])}
         for w in named - {u.name}:
             for j in by_name.get(w, ()):
-                if j != k:
-                    gain[j] = max(gain[j], REF_SHARE * scores[k])
-    owner = [-1] * len(lines)
-    for k, u in enumerate(units):
-        for i in range(u.start, u.end + 1):
-            owner[i] = k
+                gain[j] = max(gain[j], REF_SHARE * scores[k])
+    owner = _line_owner(units, len(lines))
     text = "\n".join(lines)
-    starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+    starts = _line_starts(lines)
     for k in top:  # what names the top units: their callers
         name = units[k].name
         if name not in by_name:
@@ -208,10 +213,24 @@ def _spread_along_references(
                 end < len(text) and _is_name_char(text[end])
             ):
                 j = owner[bisect_right(starts, at) - 1]
-                if j >= 0 and j != k and units[j].name != name:
+                if j >= 0 and units[j].name != name:
                     gain[j] = max(gain[j], REF_SHARE * scores[k])
             at = text.find(name, end)
     return [s + g for s, g in zip(scores, gain, strict=True)]
+
+
+def _line_owner(units: list[Unit], n: int) -> list[int]:
+    """Per line, the index of the unit holding it (-1: none)."""
+    owner = [-1] * n
+    for k, u in enumerate(units):
+        for i in range(u.start, u.end + 1):
+            owner[i] = k
+    return owner
+
+
+def _line_starts(lines: Sequence[str]) -> list[int]:
+    """Per line, its offset in the lines joined by newlines."""
+    return list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
 
 
 def _is_name_char(ch: str) -> bool:
@@ -227,13 +246,10 @@ def _identifier_evidence(
 ) -> None:
     """Lines (and units) that spell out an identifier of the question gain its idf."""
     n = len(lines)
-    owner = [-1] * n
-    for k, u in enumerate(units):
-        for i in range(u.start, u.end + 1):
-            owner[i] = k
+    owner = _line_owner(units, n)
     lowered = [line.lower() for line in lines]  # lower() may change a line's length
     text = "\n".join(lowered)
-    starts = list(accumulate((len(line) + 1 for line in lowered[:-1]), initial=0))
+    starts = _line_starts(lowered)
     for ident in identifiers:
         # A dotted name may be spelled by its last part in the code.
         hits_set: set[int] = set()
