@@ -757,3 +757,28 @@ def test_a_view_ranks_a_function_by_its_code_before_one_by_its_docstring():
     assert sel.order is not None
     rank = {i: r for r, i in enumerate(sel.order)}
     assert rank.get(11, math.inf) < rank.get(5, math.inf)  # "size = len(handle)" first
+
+
+def test_a_name_mentioned_everywhere_names_no_caller(monkeypatch):
+    # Past REF_MAX_MENTIONS mentions, the functions naming a best unit gain nothing from it:
+    # such a name points at no caller in particular, and each mention costs a lookup.
+    from jeeves_mcp.pruning.engine import _rank
+    from jeeves_mcp.pruning.engine._code import code_layout
+    from jeeves_mcp.pruning.engine._text import query_terms
+
+    lines = ["def tokenize(text):", "    return text.split()", ""]
+    for n in range(3):
+        lines += [f"def step_{n}(value):", f"    return tokenize(value) * {n}", ""]
+    layout = code_layout(lines, "module.py")
+    callers = [k for k, u in enumerate(layout.units) if u.name.startswith("step_")]
+
+    def caller_scores(references: bool) -> list[float]:
+        scored = _rank.score_units(
+            lines, layout.units, query_terms("tokenize"), references=references
+        )
+        return [scored.units[k] for k in callers]
+
+    alone = caller_scores(references=False)
+    assert all(a > b for a, b in zip(caller_scores(references=True), alone, strict=True))
+    monkeypatch.setattr(_rank, "REF_MAX_MENTIONS", 3)  # tokenize is spelled 4 times
+    assert caller_scores(references=True) == alone

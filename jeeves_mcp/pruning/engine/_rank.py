@@ -36,6 +36,9 @@ W_PRIOR = 2.0  # weight of a unit's question-independent relevance (errors in lo
 # on held-out commit tasks, +1.1 on held-out function needles, -0.6 on needles-dev).
 REF_TOP = 10
 REF_SHARE = 0.3
+# A name spelled more often than this names no caller in particular (and would cost a
+# bisection per mention: a crafted file could repeat it a million times).
+REF_MAX_MENTIONS = 1000
 # Docs: the units just before and after the best one (the sections beside it, or the chunks
 # of a long section) gain NEXT_SHARE of its score: a document keeps what belongs together
 # side by side, and a section often goes on from the one before it. Small enough that a
@@ -204,7 +207,7 @@ def _spread_along_references(
     starts = _line_starts(lines)
     for k in top:  # what names the top units: their callers
         name = units[k].name
-        if name not in by_name:
+        if name not in by_name or text.count(name) > REF_MAX_MENTIONS:
             continue
         at = text.find(name)
         while at >= 0:
