@@ -491,22 +491,30 @@ def test_a_view_over_budget_keeps_the_lines_ranked_first():
     assert view + 110 * len(_blocks_of(trimmed)) <= budget
 
 
-def test_a_confident_ranking_still_fills_the_view():
-    # Only one function names the question's words; the view still spends its share of the
-    # text on what ranks next, since on real tasks a confident first guess is often not
-    # the line to edit (an early stop kept 12.5% of this text's lines here, markers aside).
+def filler_module(count: int, inserted: dict[int, str]) -> list[str]:
+    """The lines of a module of `count` small functions unrelated to any question asked here
+    (each has the line "total = value * N"), with inserted[n] after the n-th."""
     parts = ["import json\n\n\n"]
-    for n in range(80):
+    for n in range(count):
         parts.append(
             f"def helper_{n}(value):\n    total = value * {n}\n    if total > {n}:\n"
             f"        total -= {n}\n    return total + {n}\n\n\n"
         )
-        if n == 40:
-            parts.append(
-                "def parse_config_file(path):\n    with open(path) as handle:\n"
-                "        data = json.load(handle)\n    return data['settings']\n\n\n"
-            )
-    lines = "".join(parts).split("\n")
+        parts.append(inserted.get(n, ""))
+    return "".join(parts).split("\n")
+
+
+def test_a_confident_ranking_still_fills_the_view():
+    # Only one function names the question's words; the view still spends its share of the
+    # text on what ranks next, since on real tasks a confident first guess is often not
+    # the line to edit (an early stop kept 12.5% of this text's lines here, markers aside).
+    lines = filler_module(
+        80,
+        {
+            40: "def parse_config_file(path):\n    with open(path) as handle:\n"
+            "        data = json.load(handle)\n    return data['settings']\n\n\n"
+        },
+    )
     sel = select_lines(lines, "where is the config file parsed and its settings returned?", "code")
     kept = [i for i in range(len(lines)) if sel.keep[i]]
     assert any("def parse_config_file" in lines[i] for i in kept)
@@ -633,28 +641,17 @@ def test_the_functions_one_call_away_rank_next():
     # Only `ingest` shares the question's words (in its body); the helper it calls and the
     # function that calls it share none, yet come next in the view's order, ahead of
     # functions unrelated to it.
-    parts = ["import json\n\n\n"]
-    for n in range(60):
-        parts.append(
-            f"def helper_{n}(value):\n    total = value * {n}\n    if total > {n}:\n"
-            f"        total -= {n}\n    return total + {n}\n\n\n"
-        )
-        if n == 20:
-            parts.append(
-                "def merge_layers(base, extra):\n    out = dict(base)\n    for key in extra:\n"
-                "        out[key] = extra[key]\n    return out\n\n\n"
-            )
-        if n == 30:
-            parts.append(
-                "def ingest(path):\n    with open(path) as settings_file:\n"
-                "        loaded = json.load(settings_file)\n    return merge_layers({}, loaded)\n\n\n"
-            )
-        if n == 45:
-            parts.append(
-                "def refresh_all(paths):\n    for item in paths:\n"
-                "        refreshed = ingest(item)\n    return refreshed\n\n\n"
-            )
-    lines = "".join(parts).split("\n")
+    lines = filler_module(
+        60,
+        {
+            20: "def merge_layers(base, extra):\n    out = dict(base)\n    for key in extra:\n"
+            "        out[key] = extra[key]\n    return out\n\n\n",
+            30: "def ingest(path):\n    with open(path) as settings_file:\n"
+            "        loaded = json.load(settings_file)\n    return merge_layers({}, loaded)\n\n\n",
+            45: "def refresh_all(paths):\n    for item in paths:\n"
+            "        refreshed = ingest(item)\n    return refreshed\n\n\n",
+        },
+    )
     sel = select_lines(lines, "why does loading the settings file fail?", "code")
     assert sel.order is not None
     rank = {i: r for r, i in enumerate(sel.order)}  # the order may stop before the last lines
@@ -705,6 +702,22 @@ def test_docs_the_section_after_the_likely_one_comes_with_it():
     assert {"deciding a step", "schema changes", "undoing a step"} <= topics
 
 
+# `alpha` spells "header fields" in its docstring, `beta` (a line longer) in its code.
+DOCSTRING_OR_CODE = [
+    "def alpha(path):",
+    '    """The header fields of a file."""',
+    "    size = os.path.getsize(path)",
+    "    return size",
+    "",
+    "",
+    "def beta(handle):",
+    "    fields = handle.header()",
+    "    size = len(handle)",
+    "    mode = os.stat(handle).st_mode",
+    "    return size, mode",
+]
+
+
 def test_a_docstring_word_counts_less_than_a_word_in_code():
     # Two functions spell the question's words once each: `alpha` in its docstring, `beta`
     # (a line longer) in its code. The code is the stronger evidence.
@@ -712,19 +725,7 @@ def test_a_docstring_word_counts_less_than_a_word_in_code():
     from jeeves_mcp.pruning.engine._rank import score_units
     from jeeves_mcp.pruning.engine._text import query_terms
 
-    lines = [
-        "def alpha(path):",
-        '    """The header fields of a file."""',
-        "    size = os.path.getsize(path)",
-        "    return size",
-        "",
-        "",
-        "def beta(handle):",
-        "    fields = handle.header()",
-        "    size = len(handle)",
-        "    mode = os.stat(handle).st_mode",
-        "    return size, mode",
-    ]
+    lines = DOCSTRING_OR_CODE
     layout = code_layout(lines, "module.py")
     assert layout.prose == {1}
     scores = score_units(lines, layout.units, query_terms("header fields"), prose=layout.prose)
@@ -735,22 +736,7 @@ def test_a_docstring_word_counts_less_than_a_word_in_code():
 def test_a_view_ranks_a_function_by_its_code_before_one_by_its_docstring():
     # As above through select_lines: `beta`'s lines (its code names the question's words)
     # come before `alpha`'s (only its docstring does), the rest of the file far behind.
-    lines = [
-        "import os",
-        "",
-        "",
-        "def alpha(path):",
-        '    """The header fields of a file."""',
-        "    size = os.path.getsize(path)",
-        "    return size",
-        "",
-        "",
-        "def beta(handle):",
-        "    fields = handle.header()",
-        "    size = len(handle)",
-        "    mode = os.stat(handle).st_mode",
-        "    return size, mode",
-    ]
+    lines = ["import os", "", "", *DOCSTRING_OR_CODE]
     for n in range(40):
         lines += ["", "", f"def helper_{n}(value):", f"    return value * {n}"]
     sel = select_lines(lines, "header fields", "code")
