@@ -91,6 +91,8 @@ from jeeves_mcp.tools.base import text_budget  # noqa: E402
 # budget the pipeline starts from; the fit lowers it until the result fits.
 CONFIG = PrunerConfig()
 RESPONSE_BUDGET = text_budget(CONFIG)
+# As long as the ids the store makes ("prn_" and 16 hex digits): each marker names it.
+PRUNE_ID = "prn_" + "0" * 16
 
 SHARED = ROOT.parent / "shared" / "bench"
 SETS = {
@@ -236,9 +238,9 @@ def seen_lines(
         chosen = keep
         if order is not None:
             chosen = trim_by_order(lines, keep, order, budget) or keep
-        rows, _ = pruned_rows(lines, chosen, reasons, "prn_bench", annotate_lines=True,
+        rows, _ = pruned_rows(lines, chosen, reasons, PRUNE_ID, annotate_lines=True,
                               include_markers=True)
-        rows, _ = fit_rows(rows, budget, "prn_bench")
+        rows, _ = fit_rows(rows, budget, PRUNE_ID)
         shown["rows"] = rows
         text = rows_text(rows)
         # The fields a focused read's result carries beside its text, at their usual size.
