@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from jeeves_mcp.pruning.engine._text import is_word_char
 from jeeves_mcp.pruning.render import (
     MARKER_OVERHEAD,
     Row,
@@ -47,10 +48,6 @@ def question_terms(question: str) -> list[str]:
         if key not in terms:
             terms.append(key)
     return terms[:MAX_TERMS]
-
-
-def _is_word(char: str) -> bool:
-    return char.isalnum() or char == "_"
 
 
 @dataclass
@@ -172,8 +169,8 @@ def _find_term(haystack: str, term: str, hits: dict[int, _Hit]) -> int:
         if at < 0 or lines >= MAX_LINES_PER_TERM:
             break
         after = at + len(term)
-        if (at == 0 or not _is_word(haystack[at - 1])) and (
-            after == len(haystack) or not _is_word(haystack[after])
+        if (at == 0 or not is_word_char(haystack[at - 1])) and (
+            after == len(haystack) or not is_word_char(haystack[after])
         ):
             line += haystack.count("\n", counted_to, at)
             counted_to = at

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from bisect import bisect_right
@@ -10,7 +11,7 @@ from collections.abc import Set as AbstractSet
 from itertools import accumulate
 
 from ._code import CONTROL
-from ._text import _WORD, Matcher, name_text, terms
+from ._text import _WORD, Matcher, is_word_char, name_text, terms
 from ._units import Unit
 
 __all__ = ["Scores", "score_units"]
@@ -164,10 +165,11 @@ def score_units(
             s += W_NAME * ns * ((1 - NAME_COVER) + NAME_COVER * cover)
         scores.append(s)
     evidence = _line_evidence(len(lines), line_tf, line_len, nq)
+    owner = _line_owner(units, len(lines)) if identifiers or references else []
     if identifiers:
-        _identifier_evidence(lines, units, identifiers, scores, evidence)
+        _identifier_evidence(lines, owner, len(units), identifiers, scores, evidence)
     if references:
-        scores = _spread_along_references(lines, units, scores)
+        scores = _spread_along_references(lines, units, owner, scores)
     if neighbours:
         best = max(range(n), key=lambda k: scores[k])
         for k in (best - 1, best + 1):
@@ -177,13 +179,15 @@ def score_units(
 
 
 def _spread_along_references(
-    lines: Sequence[str], units: list[Unit], scores: list[float]
+    lines: Sequence[str], units: list[Unit], owner: list[int], scores: list[float]
 ) -> list[float]:
     """Scores raised by REF_SHARE of the best score among the top units a unit names or is
     named by. Ignored: names under three characters, dunder names, blocks named by a
     control keyword (`for`, `if` in an indentation layout), a unit naming itself."""
     top = [
-        k for k in sorted(range(len(units)), key=lambda k: -scores[k])[:REF_TOP] if scores[k] > 0
+        k
+        for k in heapq.nlargest(REF_TOP, range(len(units)), key=scores.__getitem__)
+        if scores[k] > 0
     ]
     if not top:
         return scores
@@ -202,7 +206,6 @@ def _spread_along_references(
         for w in named - {u.name}:
             for j in by_name.get(w, ()):
                 gain[j] = max(gain[j], REF_SHARE * scores[k])
-    owner = _line_owner(units, len(lines))
     text = "\n".join(lines)
     starts = _line_starts(lines)
     for k in top:  # what names the top units: their callers
@@ -212,8 +215,8 @@ def _spread_along_references(
         at = text.find(name)
         while at >= 0:
             end = at + len(name)
-            if not (at and _is_name_char(text[at - 1])) and not (
-                end < len(text) and _is_name_char(text[end])
+            if not (at and is_word_char(text[at - 1])) and not (
+                end < len(text) and is_word_char(text[end])
             ):
                 j = owner[bisect_right(starts, at) - 1]
                 if j >= 0 and units[j].name != name:
@@ -236,20 +239,17 @@ def _line_starts(lines: Sequence[str]) -> list[int]:
     return list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
 
 
-def _is_name_char(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
-
-
 def _identifier_evidence(
     lines: Sequence[str],
-    units: list[Unit],
+    owner: list[int],
+    n_units: int,
     identifiers: Sequence[str],
     scores: list[float],
     evidence: list[float],
 ) -> None:
-    """Lines (and units) that spell out an identifier of the question gain its idf."""
+    """Lines (and units) that spell out an identifier of the question gain its idf;
+    `owner` is the unit of each line (-1: none)."""
     n = len(lines)
-    owner = _line_owner(units, n)
     lowered = [line.lower() for line in lines]  # lower() may change a line's length
     text = "\n".join(lowered)
     starts = _line_starts(lowered)
@@ -267,7 +267,7 @@ def _identifier_evidence(
             continue
         idf = math.log(1.0 + (n - len(hits) + 0.5) / (len(hits) + 0.5))
         hit_units = {owner[i] for i in hits if owner[i] >= 0}
-        uidf = math.log(1.0 + (len(units) - len(hit_units) + 0.5) / (len(hit_units) + 0.5))
+        uidf = math.log(1.0 + (n_units - len(hit_units) + 0.5) / (len(hit_units) + 0.5))
         for i in hits:
             evidence[i] += W_IDENT * idf
         for k in hit_units:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["query_identifiers", "query_terms", "terms"]
+__all__ = ["is_word_char", "query_identifiers", "query_terms", "terms"]
 
 # Runs of letters/digits; identifiers are then split on case changes and digits.
 # A plural acronym ("URLs", "IDs") is one part, not "UR" + "Ls".
@@ -29,6 +29,11 @@ STOP = frozenset(
     method methods argument arguments param params parameter parameters
     """.split()
 )
+
+
+def is_word_char(char: str) -> bool:
+    """Whether `char` may be part of an identifier: a match next to one is not a whole word."""
+    return char.isalnum() or char == "_"
 
 
 @lru_cache(maxsize=65536)
