@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from jeeves_mcp.pruning.engine._text import is_word_char
+from jeeves_mcp.pruning.engine import is_word_char
 from jeeves_mcp.pruning.render import (
     MARKER_OVERHEAD,
     Row,

@@ -7,6 +7,14 @@ question with BM25F, and the best ones are kept whole with what encloses them.
 
 from ._select import PruneTimeout, Selection, select_lines
 from ._sniff import guess_source_type
-from ._text import query_terms, terms
+from ._text import is_word_char, query_terms, terms
 
-__all__ = ["PruneTimeout", "Selection", "guess_source_type", "query_terms", "select_lines", "terms"]
+__all__ = [
+    "PruneTimeout",
+    "Selection",
+    "guess_source_type",
+    "is_word_char",
+    "query_terms",
+    "select_lines",
+    "terms",
+]
