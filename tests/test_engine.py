@@ -745,6 +745,27 @@ def test_a_view_ranks_a_function_by_its_code_before_one_by_its_docstring():
     assert rank.get(11, math.inf) < rank.get(5, math.inf)  # "size = len(handle)" first
 
 
+@pytest.mark.parametrize(
+    ("question", "docstring_first"),
+    [
+        ("header fields", False),
+        ("the header fields in the docs", True),
+        ("typo in the header fields docstring", True),
+        ("header fields document", False),  # a noun of many domains, not the docs
+    ],
+)
+def test_a_question_about_the_docs_weighs_docstrings_as_code(question, docstring_first):
+    # The file above: a question that speaks of the documentation ranks `alpha`'s docstring
+    # (line 5) before `beta`'s code (line 12); any other question ranks the code first.
+    lines = ["import os", "", "", *DOCSTRING_OR_CODE]
+    for n in range(40):
+        lines += ["", "", f"def helper_{n}(value):", f"    return value * {n}"]
+    sel = select_lines(lines, question, "code")
+    assert sel.order is not None
+    rank = {i: r for r, i in enumerate(sel.order)}
+    assert (rank.get(4, math.inf) < rank.get(11, math.inf)) is docstring_first
+
+
 def test_a_name_mentioned_everywhere_names_no_caller(monkeypatch):
     # Past REF_MAX_MENTIONS mentions, the functions naming a best unit gain nothing from it:
     # such a name points at no caller in particular, and each mention costs a lookup.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 
 from jeeves_mcp.pruning.render import marker_change, numbered_line_bytes
 
@@ -68,9 +69,12 @@ def line_values(
     unit_scores: Sequence[float],
     evidence: Sequence[float],
     temp: float,
+    *,
+    prose: AbstractSet[int],
 ) -> list[float]:
     """The value of each line (they sum to at most 1); `temp` is the softmax temperature
-    of the unit scores, relative to the best score."""
+    of the unit scores, relative to the best score; `prose`: the docstring lines, worth
+    DOCSTRING_WEIGHT of a code line."""
     values = [0.0] * n
     units = layout.units
     owner = [-1] * n
@@ -104,7 +108,7 @@ def line_values(
         g = (1.0 - unit_share if top > 0 else 1.0) / total_evidence
         for i in range(n):
             values[i] += g * smooth[i]
-    for i in layout.prose:
+    for i in prose:
         values[i] *= DOCSTRING_WEIGHT
     for i in layout.context:
         values[i] += CONTEXT_WEIGHT / n

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -64,6 +65,17 @@ CONTEXT_CHEAP = 0.05
 # needles from the same repositories.
 PRIOR_SHARE = 0.05
 
+# Words of a question about a text's documentation (a docstring's wording, a typo): its
+# docstrings then weigh as much as its code. Not "comment" (a `#` comment is code already,
+# and lexers have comment tokens) nor "document" (a noun of many domains). Commit tasks
+# whose fix edits a docstring and whose subject says so: 0.66 -> 0.71 recall held out
+# (49 cases; all held-out commit tasks +0.2 points, tuning set +0.3, needles level).
+ABOUT_DOCS = re.compile(
+    r"\b(?:docs?|docstrings?|documentation|documented|typos?|spelling|misspel\w*|wording"
+    r"|grammar|codespell|reword\w*|rephrase\w*)\b",
+    re.IGNORECASE,
+)
+
 
 def _check(deadline: float | None) -> None:
     if deadline is not None and time.monotonic() > deadline:
@@ -95,6 +107,8 @@ def select_lines(
         return Selection([True] * n, [None] * n)
     lines = list(lines)
     layout = _layout(lines, source_type, path)
+    # A question about the documentation wants the docstrings as much as the code.
+    prose = layout.prose if not ABOUT_DOCS.search(question) else frozenset()
     _check(deadline)
     scored = score_units(
         lines,
@@ -105,14 +119,15 @@ def select_lines(
         compound=source_type == "code",
         references=source_type == "code",
         neighbours=source_type == "docs",
-        prose=layout.prose,
+        prose=prose,
     )
     scores = scored.units
     _check(deadline)
     ranking: Ranking | _UnitRanking | None = None
     if source_type in PLANNED or (source_type == "docs" and _unstructured(layout, n)):
         docs = source_type == "docs"
-        values = line_values(n, layout, scores, scored.lines, DOCS_TEMP if docs else CODE_TEMP)
+        temp = DOCS_TEMP if docs else CODE_TEMP
+        values = line_values(n, layout, scores, scored.lines, temp, prose=prose)
         if not docs and line_prior is not None and len(line_prior) == n:
             values = with_prior(values, line_prior, PRIOR_SHARE)
         view = [line_bytes(i, x) for i, x in enumerate(lines)]
