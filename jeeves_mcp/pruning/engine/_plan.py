@@ -77,10 +77,6 @@ def line_values(
     DOCSTRING_WEIGHT of a code line."""
     values = [0.0] * n
     units = layout.units
-    owner = [-1] * n
-    for k, u in enumerate(units):
-        for i in range(u.start, u.end + 1):
-            owner[i] = k
     smooth = _smooth(evidence)
     top = max(unit_scores, default=0.0)
     total_evidence = sum(smooth)
