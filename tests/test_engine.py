@@ -789,3 +789,38 @@ def test_a_name_mentioned_everywhere_names_no_caller(monkeypatch):
     assert all(a > b for a, b in zip(caller_scores(references=True), alone, strict=True))
     monkeypatch.setattr(_rank, "REF_MAX_MENTIONS", 3)  # tokenize is spelled 4 times
     assert caller_scores(references=True) == alone
+
+
+def _class_opened_by_comments() -> list[str]:
+    lines = ["import os", "", "", "class Router:  # the class line keeps its own comment"]
+    lines += [f"    # grammar note {n}: scheme ':' hier-part [ '?' query ]" for n in range(60)]
+    lines += ["", "    routes = {}", ""]
+    for n in range(30):
+        lines += [f"    def handler_{n}(self, value):", f"        return value * {n}", ""]
+    lines += ["    def dispatch(self, request):", "        # a comment opening the body", "",
+              "        return self.routes[request.path]", ""]
+    return lines
+
+
+def test_a_signature_ends_before_the_comments_that_open_the_body():
+    # Every unit of a class carries the class's signature: the comment lines that open its
+    # body (or a function's) are not part of it.
+    from jeeves_mcp.pruning.engine._code import code_layout
+
+    lines = _class_opened_by_comments()
+    units = {u.name: u for u in code_layout(lines, "module.py").units if u.name}
+    dispatch = units["dispatch"]
+    assert dispatch.heads == [(3, 3), dispatch.sig]
+    assert dispatch.sig == (dispatch.start, dispatch.start)
+    assert lines[dispatch.start] == "    def dispatch(self, request):"
+
+
+def test_a_method_shown_does_not_bring_the_comments_that_open_its_class():
+    # Before, the 60 comment lines came with every method shown and filled a 2 KiB view
+    # before the line the question asks about.
+    lines = _class_opened_by_comments()
+    sel = select_lines(lines, "dispatch the request path to its route", "code", max_bytes=2048)
+    kept = {lines[i] for i in range(len(lines)) if sel.keep[i]}
+    assert "        return self.routes[request.path]" in kept
+    assert "class Router:  # the class line keeps its own comment" in kept
+    assert sum("grammar note" in line for line in kept) <= 1  # the one beside kept code

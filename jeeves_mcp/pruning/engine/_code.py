@@ -106,10 +106,18 @@ def _docstring_lines(tree: ast.Module) -> set[int]:
     return found
 
 
-def _sig_range(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[int, int]:
-    """Decorators through the line before the body (a one-line def is its own signature)."""
+def _sig_range(
+    lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+) -> tuple[int, int]:
+    """Decorators through the line before the body (a one-line def is its own signature),
+    without the comment and blank lines that open the body: they are not the signature, and
+    every unit of a class carries its signature (a class opened by 70 lines of comments
+    made each method shown bring them along)."""
     start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
-    return start, max(node.lineno - 1, node.body[0].lineno - 2)
+    end = node.body[0].lineno - 2
+    while end > node.lineno - 1 and (not lines[end].strip() or lines[end].lstrip().startswith("#")):
+        end -= 1
+    return start, max(node.lineno - 1, end)
 
 
 def _python_body(
@@ -136,7 +144,7 @@ def _python_body(
     for st in stmts:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             flush()
-            s, sig_end = _sig_range(st)
+            s, sig_end = _sig_range(lines, st)
             s = _leading_comments(lines, s, prev_end)
             # Decorators and comments come along with the def only when short: a function
             # under fifty @click.option lines must not bring them all to show one line.
