@@ -11,7 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jeeves_mcp.pruning.engine import PruneTimeout, Selection, guess_source_type, select_lines
-from jeeves_mcp.pruning.render import numbered_line_bytes, trim_by_order
+from jeeves_mcp.pruning.render import (
+    numbered_line_bytes,
+    pruned_rows,
+    rows_text,
+    text_bytes,
+    trim_by_order,
+)
 
 PY_SOURCE = '''\
 #!/usr/bin/env python3
@@ -520,6 +526,31 @@ def test_a_confident_ranking_still_fills_the_view():
     assert any("def parse_config_file" in lines[i] for i in kept)
     view = [numbered_line_bytes(i + 1, x) for i, x in enumerate(lines)]
     assert sum(view[i] for i in kept) >= 0.15 * sum(view)
+
+
+def _view_bytes(lines: list[str], sel: Selection) -> int:
+    rows, _ = pruned_rows(
+        lines, sel.keep, sel.reasons, "prn_" + "0" * 16, annotate_lines=True, include_markers=True
+    )
+    return text_bytes(rows_text(rows))
+
+
+def test_an_unsure_ranking_keeps_more_than_a_sure_one():
+    # With one function answering the question the view keeps its base share; with two
+    # answering it equally, which one is asked about is a coin toss and the view keeps more.
+    reader = (
+        "def {0}(path):\n    with open(path) as handle:\n"
+        "        data = json.load(handle)\n    return data['settings']\n\n\n"
+    )
+    question = "where is the config file read and its settings returned?"
+    sure = filler_module(200, {100: reader.format("load_config_file")})
+    unsure = filler_module(
+        200, {60: reader.format("load_config_file"), 140: reader.format("open_config_file")}
+    )
+    sure_view = _view_bytes(sure, select_lines(sure, question, "code"))
+    unsure_view = _view_bytes(unsure, select_lines(unsure, question, "code"))
+    # The texts differ by one small function; the views by a fifth of the view.
+    assert unsure_view > 1.2 * sure_view
 
 
 def big_module() -> str:

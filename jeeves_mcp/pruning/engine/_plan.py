@@ -23,7 +23,7 @@ from jeeves_mcp.pruning.render import marker_change, numbered_line_bytes
 
 from ._units import Layout
 
-__all__ = ["MARKER_BYTES", "Ranking", "line_bytes", "line_values"]
+__all__ = ["MARKER_BYTES", "Ranking", "line_bytes", "line_values", "unit_chances"]
 
 # A marker line with its newline: "⟦PRUNÉ: prune_id=prn_… lignes a-b (n) raison=…⟧".
 MARKER_BYTES = 110
@@ -63,6 +63,17 @@ def _smooth(evidence: Sequence[float]) -> list[float]:
     return out
 
 
+def unit_chances(unit_scores: Sequence[float], temp: float) -> list[float]:
+    """A softmax of the unit scores at `temp` relative to the best score, read as the
+    chance that each unit is the one asked about (all 0 when nothing scored)."""
+    top = max(unit_scores, default=0.0)
+    if top <= 0:
+        return [0.0] * len(unit_scores)
+    weights = [math.exp((s - top) / (temp * top)) for s in unit_scores]
+    z = sum(weights)
+    return [w / z for w in weights]
+
+
 def line_values(
     n: int,
     layout: Layout,
@@ -82,11 +93,9 @@ def line_values(
     total_evidence = sum(smooth)
     unit_share = 1.0 - (GLOBAL_SHARE if total_evidence > 0 else 0.0)
     if top > 0:
-        temp = temp * top
-        weights = [math.exp((s - top) / temp) for s in unit_scores]
-        z = sum(weights)
+        chances = unit_chances(unit_scores, temp)
         for k, u in enumerate(units):
-            p = unit_share * weights[k] / z
+            p = unit_share * chances[k]
             rows = range(u.start, u.end + 1)
             size = len(rows)
             unit_evidence = sum(smooth[i] for i in rows)

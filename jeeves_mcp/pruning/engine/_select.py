@@ -13,7 +13,7 @@ from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change
 from ._code import GENERIC, code_layout
 from ._docs import docs_layout
 from ._logs import logs_layout
-from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values
+from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._rank import score_units
 from ._text import query_identifiers, query_terms
 from ._units import Layout
@@ -50,10 +50,15 @@ CODE_TEMP = 0.1
 DOCS_SHARE = 0.3
 # A unit over this share of the lines means the text has no structure to rank by.
 UNSTRUCTURED = 0.6
-# Code: share of the view's bytes the chosen lines fill. A view always fills it (or the
-# response budget): an early stop once the ranking looked confident left a large file's
-# budget partly unused, and on real bug-fix tasks a confident ranking is wrong too often.
-CODE_SHARE = 0.3
+# Code: share of the view's bytes the chosen lines fill, plus UNSURE_SHARE x (1 - the
+# chance that the best unit is the one asked about, see unit_chances). A view always fills
+# it (or the response budget): an early stop once the ranking looked confident left a large
+# file's budget partly unused, and on real bug-fix tasks a confident ranking is wrong too
+# often. An unsure ranking keeps more: at the same mean reduction, +0.3 points of recall on
+# held-out commit tasks, +0.5 on the tuning set, +0.3 on held-out function needles (share
+# >= 0.9 +0.4) against one share for every view (0.3).
+CODE_SHARE = 0.27
+UNSURE_SHARE = 0.15
 # ... but never less than this (or half a small text): below it pruning saves little and risks much.
 CODE_MIN_BYTES = 2048
 # A partly kept unit is completed when the rest takes at most this share of the budget.
@@ -131,7 +136,11 @@ def select_lines(
         if not docs and line_prior is not None and len(line_prior) == n:
             values = with_prior(values, line_prior, PRIOR_SHARE)
         view = [line_bytes(i, x) for i, x in enumerate(lines)]
-        share = DOCS_SHARE if docs else CODE_SHARE
+        if docs:
+            share = DOCS_SHARE
+        else:
+            sure = max(unit_chances(scores, CODE_TEMP), default=0.0)
+            share = CODE_SHARE + UNSURE_SHARE * (1 - sure)
         budget = max(min(CODE_MIN_BYTES, 0.6 * sum(view)), share * sum(view))
         if max_bytes is not None:
             budget = min(budget, max_bytes)
