@@ -77,23 +77,21 @@ def unit_chances(unit_scores: Sequence[float], temp: float) -> list[float]:
 def line_values(
     n: int,
     layout: Layout,
-    unit_scores: Sequence[float],
+    chances: Sequence[float],
     evidence: Sequence[float],
-    temp: float,
     *,
     prose: AbstractSet[int],
 ) -> list[float]:
-    """The value of each line (they sum to at most 1); `temp` is the softmax temperature
-    of the unit scores, relative to the best score; `prose`: the docstring lines, worth
-    DOCSTRING_WEIGHT of a code line."""
+    """The value of each line (they sum to at most 1); `chances`: per unit, the chance that
+    it is the one asked about (unit_chances; all 0 when nothing scored); `prose`: the
+    docstring lines, worth DOCSTRING_WEIGHT of a code line."""
     values = [0.0] * n
     units = layout.units
     smooth = _smooth(evidence)
-    top = max(unit_scores, default=0.0)
+    scored = any(chances)
     total_evidence = sum(smooth)
     unit_share = 1.0 - (GLOBAL_SHARE if total_evidence > 0 else 0.0)
-    if top > 0:
-        chances = unit_chances(unit_scores, temp)
+    if scored:
         for k, u in enumerate(units):
             p = unit_share * chances[k]
             rows = range(u.start, u.end + 1)
@@ -110,7 +108,7 @@ def line_values(
                 for i in rows:
                     values[i] += p / size
     if total_evidence > 0:
-        g = (1.0 - unit_share if top > 0 else 1.0) / total_evidence
+        g = (1.0 - unit_share if scored else 1.0) / total_evidence
         for i in range(n):
             values[i] += g * smooth[i]
     for i in prose:

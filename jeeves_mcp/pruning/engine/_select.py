@@ -137,16 +137,15 @@ def select_lines(
     ranking: Ranking | _UnitRanking | None = None
     if source_type in PLANNED or (source_type == "docs" and _unstructured(layout, n)):
         docs = source_type == "docs"
-        temp = DOCS_TEMP if docs else CODE_TEMP
-        values = line_values(n, layout, scores, scored.lines, temp, prose=prose)
+        chances = unit_chances(scores, DOCS_TEMP if docs else CODE_TEMP)
+        values = line_values(n, layout, chances, scored.lines, prose=prose)
         if not docs and line_prior is not None and len(line_prior) == n:
             values = with_prior(values, line_prior, PRIOR_SHARE)
         view = [line_bytes(i, x) for i, x in enumerate(lines)]
         if docs:
             share = DOCS_SHARE
         else:
-            sure = max(unit_chances(scores, CODE_TEMP), default=0.0)
-            share = CODE_SHARE + UNSURE_SHARE * (1 - sure)
+            share = CODE_SHARE + UNSURE_SHARE * (1 - max(chances, default=0.0))
         budget = max(min(CODE_MIN_BYTES, 0.6 * sum(view)), share * sum(view))
         if max_bytes is not None:
             budget = min(budget, max_bytes)
