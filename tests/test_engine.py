@@ -587,6 +587,22 @@ def test_plural_acronym_is_one_term():
     assert terms("parseURLsFrom HTTPServer") == ["pars", "url", "http", "server"]
 
 
+def test_a_dunder_name_in_a_question_is_spelled_out_whole():
+    """`__module__` names the attribute, not every line with "module" in it; the
+    underscores around an ordinary name are still dropped."""
+    from jeeves_mcp.pruning.engine._text import query_identifiers
+
+    assert query_identifiers("Check that `__module__` is `str`") == ["__module__"]
+    assert query_identifiers("Fix AgentKey.__str__ on py3") == ["agentkey.__str__"]
+    assert query_identifiers("Call `_private_helper_` first") == ["private_helper"]
+    lines = [f"def helper_{k}(modules):\n    return modules[{k}]\n" for k in range(40)]
+    lines.insert(20, "def qualname(func):\n    if hasattr(func, '__module__'):\n        return func.__module__\n")
+    text = "\n".join(lines).split("\n")
+    sel = select_lines(text, "Check that `__module__` is `str`", "code", max_bytes=1024)
+    dunder = [i for i, line in enumerate(text) if "__module__" in line]
+    assert dunder and all(sel.keep[i] for i in dunder)
+
+
 DOCUMENTED = '''\
 """Network helpers."""
 

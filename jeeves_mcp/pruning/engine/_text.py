@@ -92,6 +92,8 @@ def query_terms(question: str) -> list[str]:
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+# A special name (`__module__`, `Key.__str__`) keeps its underscores: without them it is a word.
+_SPECIAL_NAME = re.compile(r"(?:^|\.)__\w+__$")
 
 
 def query_identifiers(question: str) -> list[str]:
@@ -104,7 +106,9 @@ def query_identifiers(question: str) -> list[str]:
         found.setdefault(number, None)
     quoted = set(re.findall(r"`+([^`]+)`+", question))
     for tok in _IDENT.findall(question):
-        tok = tok.strip("._")
+        tok = tok.strip(".")
+        if not _SPECIAL_NAME.search(tok):
+            tok = tok.strip("._")
         if len(tok) < 4:
             continue
         if "_" in tok or "." in tok or _CAMEL.search(tok) or any(tok in q for q in quoted):
