@@ -133,8 +133,9 @@ later, 484 and 368 cases, at 0.748 and 0.802:)
 - PRIOR_SHARE 0.08 / 0.12 on the later sets: the 484-case set +0.4 / 0, every other set
   -0.1 to -1.3.
 - subject terms weighted by their place in the question (1 / (1 + d x position), the
-  thing fixed is often named first): d 0.05 / 0.15, the 484-case set +0.5 to +0.7, the
-  tuning set -0.6 / -0.5, two held-out commit sets -0.7 / -0.6 (d 0.15), needles -0.4 to -0.8.
+  thing fixed is often named first): d 0.05 / 0.15, the 484-case set +0.7 / +0.5, the
+  tuning set -0.7 / -0.8, the first and third held-out commit sets +0.1 / -0.7 and -0.7 /
+  -1.0; held-out needles -0.4 / -0.9, needles from 15 libraries +0.5 / +1.0.
 - more words making a question about the documentation (clarify, link, param, describe,
   explain): commit tasks level (+0.03 on one set), needles from 15 libraries -0.5.
 """
