@@ -130,8 +130,8 @@ later, 484 and 368 cases, at 0.748 and 0.802:)
   sets, 5 / 3 held out: level.
 - a question word spelled by two adjacent parts of an identifier ("keepalive" for
   `keep_alive`): one case changes in 4,080.
-- PRIOR_SHARE 0.08 / 0.12 on the later sets: the 484-case set +0.4 / 0, every other set
-  -0.1 to -1.3.
+- PRIOR_SHARE 0.08 / 0.12 on the later sets: the 484-case set +0.4 / 0, every other set level
+  to -1.3.
 - subject terms weighted by their place in the question (1 / (1 + d x position), the
   thing fixed is often named first): d 0.05 / 0.15, the 484-case set +0.7 / +0.5, the
   tuning set -0.7 / -0.8, the first and third held-out commit sets +0.1 / -0.7 and -0.7 /
