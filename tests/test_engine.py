@@ -595,6 +595,7 @@ def test_a_dunder_name_in_a_question_is_spelled_out_whole():
     assert query_identifiers("Check that `__module__` is `str`") == ["__module__"]
     assert query_identifiers("Fix AgentKey.__str__ on py3") == ["agentkey.__str__"]
     assert query_identifiers("Call `_private_helper_` first") == ["private_helper"]
+    assert query_identifiers("Drop the ______ rule above the ____init____ title") == []
     lines = [f"def helper_{k}(modules):\n    return modules[{k}]\n" for k in range(40)]
     lines.insert(20, "def qualname(func):\n    if hasattr(func, '__module__'):\n        return func.__module__\n")
     text = "\n".join(lines).split("\n")

@@ -93,7 +93,7 @@ def query_terms(question: str) -> list[str]:
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 # A special name (`__module__`, `Key.__str__`) keeps its underscores: without them it is a word.
-_SPECIAL_NAME = re.compile(r"(?:^|\.)__\w+__$")
+_SPECIAL_NAME = re.compile(r"(?:^|\.)__[A-Za-z]\w*__$")
 
 
 def query_identifiers(question: str) -> list[str]:
