@@ -26,8 +26,10 @@ import pytest
 import trio
 
 import jeeves_mcp
+from jeeves_mcp.mcp.errors import ToolError
+from jeeves_mcp.proc import command_user
 from jeeves_mcp.supervisor.cgroups import SlotCgroups
-from tests._child import kill_all, stop_process_group, tool_json, with_cmdline
+from tests._child import Child, kill_all, running_child, stop_process_group, tool_json, with_cmdline
 from tests._daemon import running_daemon
 
 NOBODY = 65534
@@ -307,3 +309,57 @@ async def test_what_a_killed_child_left_dies_with_its_cgroup(tmp_path: Path, run
             assert not (own / group.removeprefix(cgroup_of(os.getpid())).lstrip("/")).exists()
     finally:
         kill_all(with_cmdline(marker))
+
+
+# -- The attack review: a run cannot change whom its commands run as -----------------------
+
+
+async def child_bash(child: Child, cmd: str, **arguments: Any) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "bash", "arguments": {"cmd": cmd, "timeout_ms": 30_000, **arguments}}}
+    async with httpx.AsyncClient(timeout=60) as http:
+        reply = (await http.post(f"{child.base}/rpc", json=body, headers=child.headers())).json()
+    return tool_json(reply["result"])
+
+
+@contextmanager
+def replaced_by_symlink(root: Path, target: Path) -> Iterator[None]:
+    """`root` moved aside and a symlink to `target` in its place, as a run that may rename its
+    own root can do; put back after."""
+    moved = root.with_name(root.name + ".moved")
+    root.rename(moved)
+    try:
+        root.symlink_to(target)
+        yield
+    finally:
+        if root.is_symlink():
+            root.unlink()
+        moved.rename(root)
+
+
+def test_the_command_user_is_decided_once_and_a_replaced_root_is_refused() -> None:
+    """F1: the owner was read from the path on every call, following symlinks, and a root-owned
+    target meant "run as the pruner" (root). Now the first look decides, and a root that is no
+    longer the same directory is refused rather than run as anyone else."""
+    with directory_owned_by(NOBODY, "jeeves-run-") as root, directory_owned_by(0, "jeeves-rootdir-") as other:
+        assert command_user(root) == (NOBODY, NOBODY)
+        with replaced_by_symlink(root, other), pytest.raises(ToolError) as refused:
+            command_user(root)
+        assert refused.value.code == "FORBIDDEN", refused.value
+        assert command_user(root) == (NOBODY, NOBODY)  # the same directory back: its owner again
+
+
+async def test_a_run_that_swaps_its_root_for_a_symlink_gets_no_root_shell(tmp_path: Path) -> None:
+    """F1 through a real child: between two `bash` calls the root (nobody's) becomes a symlink
+    to a root-owned directory. With `allow_outside_root` the cwd check lets that through, so
+    this needs no race; the second call is refused, never run as uid 0."""
+    with directory_owned_by(NOBODY, "jeeves-run-") as root, directory_owned_by(0, "jeeves-rootdir-") as other:
+        async with running_child(root, tmp_path, env={"JEEVES_MCP_ALLOW_OUTSIDE_ROOT": "true"}) as child:
+            first = await child_bash(child, "id -u")
+            assert first["stdout"] == f"{NOBODY}\n", first
+            with replaced_by_symlink(root, other):
+                second = await child_bash(child, "id -u")
+            assert second.get("stdout") != "0\n", second
+            assert second["code"] == "FORBIDDEN", second
+            again = await child_bash(child, "id -u")
+            assert again["stdout"] == f"{NOBODY}\n", again

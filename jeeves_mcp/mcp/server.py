@@ -82,6 +82,7 @@ async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
         become_subreaper,
         clear_ambient_capabilities,
         kill_descendants,
+        pin_root,
         set_dumpable,
         set_process_name,
     )
@@ -90,6 +91,10 @@ async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
     set_dumpable(False)  # our memory holds the token: not for processes of our user to read
     clear_ambient_capabilities()  # what lets us run commands as their owner is not theirs to keep
     set_process_name("jeeves-pruner")  # forked children would otherwise look like their zygote
+    # Whom commands run as is decided now, from the root directory itself (attack review F1).
+    unusable = pin_root(config.root)
+    if unusable is not None:
+        _log.event(log, "pruner.root_unusable", level=logging.ERROR, root=str(config.root), reason=unusable)
     server = build_server(config)
     shutdown = trio.Event()
     try:

@@ -18,7 +18,7 @@ from .procfs import (
     set_process_title,
     user_name,
 )
-from .runner import CommandResult, command_user, new_tag, run_command
+from .runner import CommandResult, command_user, new_tag, pin_root, run_command
 from .tree import TAG_VAR, TREE_VAR, kill_descendants, kill_tree, sweep_zombies
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "kill_descendants",
     "kill_tree",
     "new_tag",
+    "pin_root",
     "prepare_process_title",
     "proc_stat",
     "process_alive",

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 import subprocess
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +50,48 @@ class CommandResult:
         return self.stdout_bytes > len(self.stdout) or self.stderr_bytes > len(self.stderr)
 
 
+@dataclass(frozen=True)
+class _RootPin:
+    """The run root as first seen: its identity and whom its commands run as. `fd` (O_PATH) is
+    kept open so the inode number cannot be reused by another directory while we compare."""
+
+    fd: int | None
+    device: int
+    inode: int
+    user: tuple[int, int] | None
+    error: str | None = None
+
+
+# One pin per root path for the life of the process (a child serves one root; in-process
+# servers in tests may serve several). Decided once: re-reading the owner from the path on each
+# call let a run swap its root for a symlink to a root-owned directory and get a root shell.
+_pins: dict[Path, _RootPin] = {}
+_pins_lock = threading.Lock()
+
+
+def _open_pin(root: Path) -> _RootPin:
+    try:
+        fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        return _RootPin(None, -1, -1, None, error=exc.strerror or str(exc))
+    info = os.fstat(fd)
+    user = None
+    if can_switch_users() and info.st_uid not in (0, os.geteuid()):
+        user = (info.st_uid, info.st_gid)
+    return _RootPin(fd, info.st_dev, info.st_ino, user)
+
+
+def pin_root(root: Path) -> str | None:
+    """Decide, once, whom `root`'s commands run as (see `command_user`), from a handle on the
+    directory itself. The child calls it as it starts; `command_user` pins a root it has not
+    seen on first use. Returns why the root cannot be used, or None."""
+    with _pins_lock:
+        pin = _pins.get(root)
+        if pin is None:
+            pin = _pins[root] = _open_pin(root)
+    return pin.error
+
+
 def command_user(root: Path) -> tuple[int, int] | None:
     """(uid, gid) to run a root's commands as, or None for the pruner's own user.
 
@@ -57,16 +101,29 @@ def command_user(root: Path) -> tuple[int, int] | None:
     workspace but neither the daemon's state dir (0700, tokens) nor another run's
     child (other uid, non-dumpable). A root-owned workspace, or a pruner that may
     not switch users, runs them as the pruner's user: see the README's isolation section.
+
+    The owner is read once, when the root is pinned (`pin_root`). Every call then checks that
+    the path still names that same directory (not a symlink, same device and inode) and
+    raises FORBIDDEN otherwise: it never falls back to the pruner's user.
     """
-    if not can_switch_users():
-        return None
+    error = pin_root(root)
+    pin = _pins[root]
+    if error is not None:
+        raise ToolError("FORBIDDEN", f"the run root {root} could not be opened ({error}): commands are refused")
     try:
-        info = root.stat()
-    except OSError:
-        return None
-    if info.st_uid in (0, os.geteuid()):
-        return None
-    return info.st_uid, info.st_gid
+        now = os.stat(root, follow_symlinks=False)
+    except OSError as exc:
+        raise ToolError(
+            "FORBIDDEN", f"the run root {root} is gone ({exc.strerror}): commands are refused"
+        ) from exc
+    if not stat.S_ISDIR(now.st_mode) or (now.st_dev, now.st_ino) != (pin.device, pin.inode):
+        raise ToolError(
+            "FORBIDDEN",
+            f"the run root {root} is no longer the directory this run started with "
+            "(moved, replaced or a symlink): commands are refused",
+            hint="put the run root back, or start the run again",
+        )
+    return pin.user
 
 
 def new_tag() -> str:

@@ -95,11 +95,11 @@ def _quote(cmd: str, room: int) -> str:
 async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     config = ctx.config
     cmd: str = args["cmd"]
+    user = command_user(config.root)  # first: a replaced root is refused as such
     cwd = resolve_in_root(config, args.get("cwd", "."), what="cwd")
     if not cwd.is_dir():
         raise ToolError("NOT_FOUND", f"cwd is not a directory: {display_path(config, cwd)}")
     env = sanitized_env(config.env_allow, args.get("env"))
-    user = command_user(ctx.config.root)
     if user is not None:
         env = owner_env(env, user[0], keep=set(args.get("env") or ()))
     timeout_ms = timeout_ms_arg(args, config.bash_timeout_ms)
