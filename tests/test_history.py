@@ -82,8 +82,9 @@ async def test_the_last_commits_lines_weigh_most_and_uncommitted_lines_count_as_
 ) -> None:
     path = repository(tmp_path / "repo", same_second=same_second)
     lines = path.read_text().split("\n")[:-1]
-    prior = await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1)
-    assert prior is not None and len(prior) == len(lines)
+    history = await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1)
+    assert history is not None and len(history) == len(lines)
+    prior = history.prior
     # Newest first: function 50, then 30, then 5; the first commit's lines get nothing.
     assert prior[body_line(50)] == 1.0
     assert prior[body_line(30)] == 0.5
@@ -92,8 +93,9 @@ async def test_the_last_commits_lines_weigh_most_and_uncommitted_lines_count_as_
 
     lines[body_line(10)] = "    return value - 10  # not committed"
     path.write_text("\n".join(lines) + "\n")
-    prior = await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1)
-    assert prior is not None
+    history = await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1)
+    assert history is not None
+    prior = history.prior
     assert prior[body_line(10)] == 1.0
     assert (prior[body_line(50)], prior[body_line(30)], prior[body_line(5)]) == (0.5, 0.25, 0.0)
 
@@ -103,8 +105,9 @@ async def test_a_checkout_with_crlf_line_ends_keeps_its_history(tmp_path: Path) 
     path = repository(tmp_path / "repo")
     lines = [line + "\r" for line in path.read_text().split("\n")[:-1]]
     path.write_bytes("".join(line + "\n" for line in lines).encode())
-    prior = await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1)
-    assert prior is not None
+    history = await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1)
+    assert history is not None
+    prior = history.prior
     assert (prior[body_line(50)], prior[body_line(30)], prior[body_line(5)]) == (1.0, 0.5, 0.25)
     assert sum(1 for p in prior if p) == 3
 
@@ -122,9 +125,9 @@ async def test_the_commit_that_wrote_the_file_gives_no_prior(tmp_path: Path) -> 
     path.write_text(module({20: "    return value * 20  # the only change"}))
     git(root, "commit", "-q", "-am", "second")
     lines = path.read_text().split("\n")[:-1]
-    prior = await line_history(path, lines, root=root, timeout_s=10, kill_grace_s=1)
-    assert prior is not None
-    assert [i for i, p in enumerate(prior) if p] == [body_line(20)]
+    history = await line_history(path, lines, root=root, timeout_s=10, kill_grace_s=1)
+    assert history is not None
+    assert [i for i, p in enumerate(history.prior) if p] == [body_line(20)]
 
 
 async def test_no_repository_or_an_untracked_file_gives_no_prior_and_edits_are_followed(tmp_path: Path) -> None:
@@ -143,8 +146,9 @@ async def test_no_repository_or_an_untracked_file_gives_no_prior_and_edits_are_f
     now = ["import os", "import sys", "", *path.read_text().split("\n")[:-1]]
     path.write_text("\n".join(now) + "\n")
     got = await line_history(path, now, root=path.parent, timeout_s=10, kill_grace_s=1)
-    assert got is not None and got[:3] == [1.0, 1.0, 1.0]
-    assert (got[3 + body_line(50)], got[3 + body_line(30)], got[3 + body_line(5)]) == (0.5, 0.25, 0)
+    assert got is not None and got.prior[:3] == [1.0, 1.0, 1.0]
+    prior = got.prior
+    assert (prior[3 + body_line(50)], prior[3 + body_line(30)], prior[3 + body_line(5)]) == (0.5, 0.25, 0)
 
 
 async def test_a_workspaces_git_config_and_attributes_run_nothing(tmp_path: Path) -> None:
@@ -161,8 +165,8 @@ async def test_a_workspaces_git_config_and_attributes_run_nothing(tmp_path: Path
     (root / ".gitattributes").write_text("*.py filter=x diff=x\n")
     lines = path.read_text().split("\n")[:-1]
     # The working tree differs from HEAD (.gitattributes is new): blame must still not read it.
-    prior = await line_history(path, lines, root=root, timeout_s=10, kill_grace_s=1)
-    assert prior is not None and prior[body_line(50)] == 1.0
+    history = await line_history(path, lines, root=root, timeout_s=10, kill_grace_s=1)
+    assert history is not None and history.prior[body_line(50)] == 1.0
     assert sorted(os.listdir(proof)) == []
 
 
@@ -183,6 +187,64 @@ def test_the_engine_keeps_a_recently_changed_line_no_question_word_names() -> No
     assert select_lines(lines, question, "logs", line_prior=prior).keep == select_lines(
         lines, question, "logs"
     ).keep
+
+
+async def test_each_line_carries_the_subject_of_the_commit_that_last_changed_it(
+    tmp_path: Path,
+) -> None:
+    path = repository(tmp_path / "repo")
+    lines = path.read_text().split("\n")[:-1]
+    lines[body_line(10)] = "    return value - 10  # not committed"
+    path.write_text("\n".join(lines) + "\n")
+    history = await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1)
+    assert history is not None and len(history.subjects) == len(lines)
+    subjects = history.subjects
+    assert (subjects[body_line(5)], subjects[body_line(30)], subjects[body_line(50)]) == (
+        "change 1", "change 2", "change 3")
+    assert subjects[0] == "first" and subjects[body_line(10)] is None
+    # A window of the file is a window of both.
+    window = history[body_line(30) : body_line(50) + 1]
+    assert window.subjects[0] == "change 2" and window.subjects[-1] == "change 3"
+    assert window.prior[0] == history.prior[body_line(30)]
+
+
+def test_an_earlier_change_on_the_questions_topic_is_kept() -> None:
+    """Lines written by a commit whose subject shares two terms with the question are worth
+    more; one shared term is not enough."""
+    lines = module().split("\n")[:-1]
+    question = "overflow of large walnut values"
+    subjects: list[str | None] = ["first"] * len(lines)
+    subjects[body_line(20)] = "Guard against overflow in large inputs"
+    plain = select_lines(lines, question, "code")
+    on_topic = select_lines(lines, question, "code", line_subjects=subjects)
+    assert plain.keep[body_line(37)] and on_topic.keep[body_line(37)]  # walnut_handler
+    assert not plain.keep[body_line(20)]
+    assert on_topic.keep[body_line(20)]
+    subjects[body_line(20)] = "Guard against overflow"
+    assert select_lines(lines, question, "code", line_subjects=subjects).keep == plain.keep
+    assert select_lines(lines, question, "code", line_subjects=subjects[:-1]).keep == plain.keep
+
+
+async def test_the_pruner_hands_the_commit_subjects_to_the_engine() -> None:
+    from jeeves_mcp.pruner_config import PrunerConfig
+    from jeeves_mcp.pruning import LocalEngine, PruneOptions, Pruner
+    from jeeves_mcp.pruning.contract import LineHistory
+    from jeeves_mcp.pruning.recovery import RecoveryStore
+
+    lines = module().split("\n")[:-1]
+    subjects: list[str | None] = ["first"] * len(lines)
+    subjects[body_line(20)] = "Guard against overflow in large inputs"
+    history = LineHistory([0.0] * len(lines), subjects)
+    pruner = Pruner(PrunerConfig(), RecoveryStore(60, 1 << 20), LocalEngine())
+    question = "overflow of large walnut values"
+    shown = {}
+    for given in (None, history):
+        outcome = await pruner.prune("\n".join(lines), question, "code", PruneOptions(),
+                                     line_prior=given)
+        shown[given is None] = outcome.contract()["pruned_text"]
+    assert "def walnut_handler(value):" in shown[True] and "def walnut_handler(value):" in shown[False]
+    assert "def peach_handler(value):" not in shown[True]
+    assert "def peach_handler(value):" in shown[False]
 
 
 @pytest.mark.parametrize("history_ms", ["1000", "0"])

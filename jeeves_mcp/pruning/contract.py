@@ -29,6 +29,21 @@ class PruneOptions:
 
 
 @dataclass(frozen=True)
+class LineHistory:
+    """What git says of each line of a file (pruning.history): a recency prior, and the
+    subject of the commit that last changed the line (None: not committed)."""
+
+    prior: list[float]
+    subjects: list[str | None]
+
+    def __len__(self) -> int:
+        return len(self.prior)
+
+    def __getitem__(self, lines: slice) -> LineHistory:
+        return LineHistory(self.prior[lines], self.subjects[lines])
+
+
+@dataclass(frozen=True)
 class Selection:
     keep: list[bool]
     reasons: list[str | None]
@@ -56,7 +71,7 @@ class Engine(Protocol):
         *,
         options: PruneOptions,
         path: str | None,
-        line_prior: list[float] | None = None,
+        line_prior: LineHistory | None = None,
     ) -> Selection: ...
 
     async def aclose(self) -> None: ...

@@ -7,7 +7,9 @@ the cases. The engine gives such lines a small share of its value
 (`select_lines(line_prior=...)`), so a question that names nothing in them
 still sees them. Commits are ranked by `git rev-list` (history order, which
 holds when commit times tie), and one that wrote most of the file (its
-creation, in a young repository) counts for nothing.
+creation, in a young repository) counts for nothing. The subject of the commit
+that last changed each line comes along (`line_subjects`): a question that
+shares terms with an earlier change's subject weighs what that change wrote.
 
 Git runs as the user the run's commands run as (`command_user`), with no system
 or global config, and blames HEAD, not the working tree: no clean filter and no
@@ -32,8 +34,9 @@ import trio
 
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc.runner import command_user, run_command
+from jeeves_mcp.pruning.contract import LineHistory
 
-__all__ = ["find_git", "line_history", "prior_from_blame"]
+__all__ = ["find_git", "history_from_blame", "line_history"]
 
 log = logging.getLogger("jeeves_mcp.pruning")
 
@@ -57,7 +60,7 @@ UNCOMMITTED = "0" * 40
 
 @dataclass
 class _State:
-    cache: OrderedDict[tuple[str, int, int, int], list[float] | None] = field(
+    cache: OrderedDict[tuple[str, int, int, int], LineHistory | None] = field(
         default_factory=OrderedDict
     )
     timeouts: int = 0
@@ -66,10 +69,12 @@ class _State:
 _state = _State()
 
 
-def blame_commits(porcelain: str) -> tuple[list[str], list[str]]:
-    """The lines and the commit of each line from `git blame --porcelain`."""
+def blame_commits(porcelain: str) -> tuple[list[str], list[str], dict[str, str]]:
+    """The lines, the commit of each line and each commit's subject from `git blame
+    --porcelain`."""
     lines: list[str] = []
     commits: list[str] = []
+    subjects: dict[str, str] = {}
     sha = ""
     for row in porcelain.split("\n"):
         if row.startswith("\t"):
@@ -79,7 +84,9 @@ def blame_commits(porcelain: str) -> tuple[list[str], list[str]]:
         head, _, rest = row.partition(" ")
         if len(head) == 40 and rest[:1].isdigit():
             sha = head
-    return lines, commits
+        elif head == "summary" and sha:
+            subjects.setdefault(sha, rest)
+    return lines, commits, subjects
 
 
 def recency_prior(commits: Sequence[str], newest_first: Sequence[str]) -> list[float]:
@@ -116,14 +123,19 @@ def align(head_lines: list[str], head_commits: list[str], lines: Sequence[str]) 
     return out
 
 
-def prior_from_blame(porcelain: str, newest_first: Sequence[str], lines: Sequence[str]) -> list[float] | None:
-    """The recency prior of `lines` from git's answers: `git blame --porcelain` of the file at
-    some commit and `git rev-list` of the file's commits from it, newest first."""
-    head_lines, head_commits = blame_commits(porcelain)
+def history_from_blame(
+    porcelain: str, newest_first: Sequence[str], lines: Sequence[str]
+) -> LineHistory | None:
+    """The recency prior of `lines` and the subject of the commit that last changed each
+    (None: changed since) from git's answers: `git blame --porcelain` of the file at some
+    commit and `git rev-list` of the file's commits from it, newest first."""
+    head_lines, head_commits, subjects = blame_commits(porcelain)
     if not head_lines or not newest_first:
         return None
     commits = align(head_lines, head_commits, lines)
-    return None if commits is None else recency_prior(commits, newest_first)
+    if commits is None:
+        return None
+    return LineHistory(recency_prior(commits, newest_first), [subjects.get(c) for c in commits])
 
 
 @functools.cache
@@ -147,8 +159,8 @@ def _git_env() -> dict[str, str]:
 
 async def line_history(
     path: Path, lines: Sequence[str], *, root: Path, timeout_s: float, kill_grace_s: float
-) -> list[float] | None:
-    """The recency prior of each of `lines` (the whole file at `path`, as read), or None."""
+) -> LineHistory | None:
+    """The history of each of `lines` (the whole file at `path`, as read), or None."""
     try:
         info = os.stat(path)  # the read that came before blocked as long
     except OSError:
@@ -172,7 +184,7 @@ async def line_history(
 
 async def _blame(
     path: Path, lines: Sequence[str], root: Path, timeout_s: float, kill_grace_s: float
-) -> list[float] | None:
+) -> LineHistory | None:
     git = find_git()
     if git is None or timeout_s <= 0:
         return None
@@ -192,7 +204,7 @@ async def _blame(
     )
     if porcelain is None:
         return None
-    return await trio.to_thread.run_sync(prior_from_blame, porcelain, newest.split(), lines)
+    return await trio.to_thread.run_sync(history_from_blame, porcelain, newest.split(), lines)
 
 
 async def _git(

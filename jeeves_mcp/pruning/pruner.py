@@ -30,6 +30,7 @@ from jeeves_mcp.pruning.render import (
 from .contract import (
     Engine,
     EngineError,
+    LineHistory,
     PruneOptions,
     Selection,
     check_selection,
@@ -52,7 +53,7 @@ class LocalEngine:
         *,
         options: PruneOptions,
         path: str | None,
-        line_prior: list[float] | None = None,
+        line_prior: LineHistory | None = None,
     ) -> Selection:
         from jeeves_mcp.pruning import engine  # imported on first use: keeps child start-up light
 
@@ -69,7 +70,8 @@ class LocalEngine:
                 path=path,
                 deadline=deadline,
                 max_bytes=options.max_bytes,
-                line_prior=line_prior,
+                line_prior=None if line_prior is None else line_prior.prior,
+                line_subjects=None if line_prior is None else line_prior.subjects,
             )
             return Selection(list(chosen.keep), list(chosen.reasons), chosen.order)
 
@@ -131,7 +133,7 @@ class Pruner:
         path: str | None = None,
         request_id: str | None = None,
         first_line: int = 1,
-        line_prior: list[float] | None = None,
+        line_prior: LineHistory | None = None,
     ) -> PruneOutcome:
         started = time.monotonic()
         if text.endswith("\n"):

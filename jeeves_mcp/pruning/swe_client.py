@@ -57,7 +57,13 @@ import httpx
 import trio
 
 from jeeves_mcp import _log
-from jeeves_mcp.pruning.contract import EngineError, PruneOptions, Selection, protected_lines
+from jeeves_mcp.pruning.contract import (
+    EngineError,
+    LineHistory,
+    PruneOptions,
+    Selection,
+    protected_lines,
+)
 from jeeves_mcp.pruning.swe_models import (
     DEFAULT_CHUNK_OVERLAP_TOKENS,
     DEFAULT_THRESHOLD,
@@ -119,7 +125,7 @@ class ExternalEngine:
         *,
         options: PruneOptions,
         path: str | None,
-        line_prior: list[float] | None = None,  # SWE-Pruner's protocol has no place for it
+        line_prior: LineHistory | None = None,  # SWE-Pruner's protocol has no place for it
     ) -> Selection:
         code = "\n".join(lines)
         request = PruneRequest(

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from jeeves_mcp.mcp.progress import ProgressReporter
     from jeeves_mcp.pruner_config import PrunerConfig
     from jeeves_mcp.pruning import Pruner
+    from jeeves_mcp.pruning.contract import LineHistory
     from jeeves_mcp.pruning.recovery import RecoveryStore
 
 SCHEMA_VERSION = 1
@@ -67,7 +68,7 @@ class TextOutput:
     first_line: int = 1  # original number of its first line (a window of a file)
     # Per line, a worth known before the question is read (recently changed lines of a
     # file, see pruning.history); asked for only when the text is pruned.
-    line_prior: Callable[[], Awaitable[list[float] | None]] | None = None
+    line_prior: Callable[[], Awaitable[LineHistory | None]] | None = None
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import Any, BinaryIO
 import trio
 
 from jeeves_mcp.mcp.errors import ToolError
+from jeeves_mcp.pruning.contract import LineHistory
 from jeeves_mcp.pruning.history import line_history
 from jeeves_mcp.tools.base import (
     FOCUS_PROPERTY,
@@ -140,7 +141,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     timeout_ms = ctx.config.history_timeout_ms
     if source_type == "code" and timeout_ms > 0:
 
-        async def window_history() -> list[float] | None:
+        async def window_history() -> LineHistory | None:
             prior = await line_history(
                 path,
                 lines,

@@ -75,6 +75,13 @@ CONTEXT_CHEAP = 0.05
 # pruning.history): +4.4 points of recall on held-out commit tasks, -0.9 on function
 # needles from the same repositories.
 PRIOR_SHARE = 0.05
+# Share given to the lines last changed by a commit whose subject shares SUBJECT_TERMS terms
+# of the question (a fix often lands where an earlier change on the same topic did; such
+# lines hold 5.6 times their share of the fixes on 2,908 commit tasks). Judged on 368 commit
+# tasks from 8 repositories never tuned on: +1.9 points of recall (9 cases up, none down),
+# reduction level; +1.7 on 484 more, +0.5 and +0.6 on the held-out sets, tuning set level.
+SUBJECT_SHARE = 0.05
+SUBJECT_TERMS = 2
 
 # Words of a question about a text's documentation (a docstring's wording, a typo): its
 # docstrings then weigh as much as its code. Not "comment" (a `#` comment is code already,
@@ -104,10 +111,12 @@ def select_lines(
     deadline: float | None = None,
     max_bytes: int | None = None,
     line_prior: Sequence[float] | None = None,
+    line_subjects: Sequence[str | None] | None = None,
 ) -> Selection:
     """The lines to keep; `max_bytes` is the size the caller's view may take (line
     numbers and markers included), so that the lines chosen first fit it. `line_prior`
-    (code only): per line, a worth known before the question is read (recent changes)."""
+    (code only): per line, a worth known before the question is read (recent changes);
+    `line_subjects` (code only): per line, the subject of the commit that last changed it."""
     if source_type not in ("code", "logs", "docs"):
         raise ValueError(f"unknown source_type {source_type!r}")
     n = len(lines)
@@ -139,8 +148,13 @@ def select_lines(
         docs = source_type == "docs"
         chances = unit_chances(scores, DOCS_TEMP if docs else CODE_TEMP)
         values = line_values(n, layout, chances, scored.lines, prose=prose)
-        if not docs and line_prior is not None and len(line_prior) == n:
-            values = with_prior(values, line_prior, PRIOR_SHARE)
+        if not docs:
+            priors = []
+            if line_prior is not None and len(line_prior) == n:
+                priors.append((line_prior, PRIOR_SHARE))
+            if line_subjects is not None and len(line_subjects) == n:
+                priors.append((on_topic(line_subjects, qterms), SUBJECT_SHARE))
+            values = with_priors(values, priors)
         view = [line_bytes(i, x) for i, x in enumerate(lines)]
         if docs:
             share = DOCS_SHARE
@@ -172,14 +186,43 @@ def select_lines(
     return Selection(keep, _reasons(layout, keep), order)
 
 
-def with_prior(values: list[float], prior: Sequence[float], share: float) -> list[float]:
-    """`values` with `share` of their total given out in proportion to `prior`."""
-    weight = sum(p for p in prior if p > 0)
-    if weight <= 0:
+def with_priors(
+    values: list[float], priors: Sequence[tuple[Sequence[float], float]]
+) -> list[float]:
+    """`values` with, for each (prior, share), `share` of their total given out in proportion
+    to the prior; a prior that is zero everywhere gives nothing and takes nothing."""
+    given = []
+    for prior, share in priors:
+        weight = sum(p for p in prior if p > 0)
+        if weight > 0:
+            given.append((prior, share, weight))
+    if not given:
         return values
     total = sum(values)
-    give = share * total / weight
-    return [v * (1 - share) + give * max(0.0, p) for v, p in zip(values, prior, strict=True)]
+    kept = 1 - sum(share for _, share, _ in given)
+    out = [v * kept for v in values]
+    for prior, share, weight in given:
+        give = share * total / weight
+        for i, p in enumerate(prior):
+            if p > 0:
+                out[i] += give * p
+    return out
+
+
+def on_topic(subjects: Sequence[str | None], question_terms: Sequence[str]) -> list[float]:
+    """1.0 for a line whose commit subject shares SUBJECT_TERMS terms with the question."""
+    asked = set(question_terms)
+    if len(asked) < SUBJECT_TERMS:
+        return [0.0] * len(subjects)
+    shared: dict[str | None, float] = {None: 0.0}
+    out = []
+    for subject in subjects:
+        hit = shared.get(subject)
+        if hit is None:
+            hit = float(len(asked.intersection(query_terms(subject or ""))) >= SUBJECT_TERMS)
+            shared[subject] = hit
+        out.append(hit)
+    return out
 
 
 def _unstructured(layout: Layout, n: int) -> bool:
