@@ -363,3 +363,21 @@ async def test_a_run_that_swaps_its_root_for_a_symlink_gets_no_root_shell(tmp_pa
             assert second["code"] == "FORBIDDEN", second
             again = await child_bash(child, "id -u")
             assert again["stdout"] == f"{NOBODY}\n", again
+
+
+async def test_a_command_enters_its_cwd_as_its_own_user(tmp_path: Path) -> None:
+    """F4: subprocess changed directory as the pruner (root), before switching users, so a cwd
+    behind a directory only root may traverse was entered anyway (with a swapped symlink, any
+    such directory on the host). The command now enters it itself, and may not."""
+    with directory_owned_by(NOBODY, "jeeves-run-") as root:
+        inner = root / "private" / "sub"
+        inner.mkdir(parents=True)
+        (inner / "file.txt").write_text("behind a 0700 parent\n")
+        (root / "private").chmod(0o700)  # root's, as mkdir made it
+        async with running_child(root, tmp_path) as child:
+            ran = await child_bash(child, "id -u; cat file.txt", cwd="private/sub")
+            assert "behind a 0700 parent" not in ran.get("stdout", ""), ran
+            assert ran["code"] == "FORBIDDEN", ran
+            assert "cannot enter" in ran["message"], ran
+            fine = await child_bash(child, "id -u; pwd", cwd=".")
+            assert fine["stdout"] == f"{NOBODY}\n{root}\n", fine

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import stat
 import subprocess
 import threading
@@ -30,6 +31,13 @@ from .procfs import can_switch_users
 from .tree import KILL_WAIT_S, TAG_VAR, TREE_VAR, kill_tree
 
 _READ_CHUNK = 64 * 1024
+# Commands start in "/" and enter their directory themselves, as their own user: subprocess
+# changes directory before it switches users, as the pruner (root), so a cwd swapped for a
+# symlink took a command where its user may not go (attack review F4). The directory is an
+# argument, never part of the script. Until the exec, stdin is a status pipe: `cd` writes there
+# why it failed, which tells that apart from the command's own failure.
+_SH = "/bin/sh"
+_ENTER = 'cd -- "$1" 2>&0 || { echo >&0; exit 125; }; exec </dev/null; shift; exec "$@"'
 # After the command's leader exited and its tree was killed, how long the
 # readers may still drain pipes (held open only by a tag-scrubbed escapee).
 _DRAIN_AFTER_EXIT_S = 1.0
@@ -210,13 +218,17 @@ async def run_command(
     as_user: dict[str, Any] = {}
     if user is not None:
         as_user = {"user": user[0], "group": user[1], "extra_groups": []}
+    command_env = _command_env(env, tag)
+    _check_executable(argv[0], command_env)
     started = trio.current_time()
+    status_read, status_write = os.pipe()
+    proc: trio.Process | None = None
     try:
         proc = await trio.lowlevel.open_process(
-            argv,
-            cwd=str(cwd),
-            env=_command_env(env, tag),
-            stdin=subprocess.DEVNULL,
+            [_SH, "-c", _ENTER, "jeeves-mcp", str(cwd), *argv],
+            cwd="/",
+            env=command_env,
+            stdin=status_write,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -226,7 +238,11 @@ async def run_command(
         raise ToolError("NOT_FOUND", f"cannot run {argv[0]!r}: {exc.strerror}") from exc
     except PermissionError as exc:
         raise ToolError("FORBIDDEN", f"cannot run {argv[0]!r}: {exc.strerror}") from exc
-    assert proc.stdout is not None and proc.stderr is not None
+    finally:
+        os.close(status_write)
+        if proc is None:
+            os.close(status_read)
+    assert proc is not None and proc.stdout is not None and proc.stderr is not None
     out = _Capture(max_output_bytes, keep_tail)
     err = _Capture(max_output_bytes, keep_tail)
     out_done, err_done = trio.Event(), trio.Event()
@@ -246,16 +262,20 @@ async def run_command(
                 await out_done.wait()
                 await err_done.wait()
             nursery.cancel_scope.cancel()
+        not_entered = _status(status_read)
     except BaseException:
         # Cancelled (or anything else): trio's _run_process pattern.
         with trio.CancelScope(shield=True, deadline=_kill_deadline(kill_grace_s)):
             await kill_tree(proc.pid, tag, grace_s=kill_grace_s, leader=proc)
         raise
     finally:
+        os.close(status_read)
         with trio.CancelScope(shield=True):
             await trio.aclose_forcefully(proc.stdout)
             await trio.aclose_forcefully(proc.stderr)
     duration_ms = int((trio.current_time() - started) * 1000)
+    if not_entered is not None:
+        raise _not_entered(cwd, not_entered)
     if timed_out:
         raise ToolError(
             "TOOL_TIMEOUT",
@@ -275,6 +295,33 @@ async def run_command(
         signal=-code if code < 0 else None,
         duration_ms=duration_ms,
     )
+
+
+def _check_executable(name: str, env: dict[str, str]) -> None:
+    """NOT_FOUND (or FORBIDDEN) for what the wrapper's `exec` would fail to run, as
+    subprocess raised before commands started through `_ENTER`."""
+    if shutil.which(name, path=env.get("PATH", os.defpath)) is not None:
+        return
+    if "/" in name and os.path.isfile(name):
+        raise ToolError("FORBIDDEN", f"cannot run {name!r}: Permission denied")
+    raise ToolError("NOT_FOUND", f"cannot run {name!r}: No such file or directory")
+
+
+def _status(status_read: int) -> str | None:
+    """Why the wrapper could not enter the directory (what it wrote on the status pipe), or
+    None when it wrote nothing: it entered, closed the pipe and ran the command."""
+    os.set_blocking(status_read, False)
+    try:
+        said = os.read(status_read, 4096)
+    except BlockingIOError:  # still open: the wrapper has not failed
+        return None
+    return said.decode("utf-8", "replace").strip() if said else None
+
+
+def _not_entered(cwd: Path, why: str) -> ToolError:
+    if not cwd.is_dir():
+        return ToolError("NOT_FOUND", f"cannot enter {cwd}: no such directory", detail=why)
+    return ToolError("FORBIDDEN", f"cannot enter {cwd}: the command's user may not", detail=why)
 
 
 def _command_env(env: dict[str, str], tag: str) -> dict[str, str]:
