@@ -282,7 +282,7 @@ async def test_builtin_grep_timeout_stops_the_walk(root, monkeypatch):
     monkeypatch.setattr(grep, "find_rg", lambda: None)
     entered, stopped = threading.Event(), threading.Event()
 
-    def slow_search(rx, targets, *, glob, max_matches, stop):
+    def slow_search(rx, targets, *, root, user, glob, max_matches, stop):
         entered.set()
         stop.wait(30)  # a walk that only ends when told to
         stopped.set()

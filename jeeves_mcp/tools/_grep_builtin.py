@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import re2
+
+from jeeves_mcp.beneath import mode_permits
+from jeeves_mcp.tools.base import open_in_root
 
 MAX_LINE_CHARS = 500
 MAX_FILE_BYTES = 64 * 1024 * 1024  # larger files are skipped (counted in skipped_files)
@@ -91,47 +95,77 @@ def glob_matcher(glob: str | None):
     return matches
 
 
-def _walk(target: Path, shown: str, stop: threading.Event) -> Iterator[tuple[Path, str]]:
-    """Files under `target` in path order, hidden entries skipped, symlinks not followed."""
-    if target.is_file():
-        yield target, shown
-        return
-    stack = [_entries(target, shown)]
-    while stack and not stop.is_set():
-        entry = next(stack[-1], None)
-        if entry is None:
-            stack.pop()
-            continue
-        path, rel, is_dir = entry
-        if is_dir:
-            stack.append(_entries(path, rel))
-        else:
-            yield path, rel
+# Every file and directory is opened relative to its parent's descriptor, never following
+# a link, and checked on the descriptor (attack review F2: a run may swap a component for a
+# symlink out of the root while the pruner, possibly root, reads).
+_FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+User = tuple[int, int] | None  # the run's commands' (uid, gid); None: the pruner's own
 
 
-def _entries(directory: Path, prefix: str) -> Iterator[tuple[Path, str, bool]]:
+def _may(fd: int, user: User, want: int) -> bool:
+    """Whether the run's user could do `want` to what `fd` is (ripgrep runs as that user)."""
+    return user is None or mode_permits(os.fstat(fd), *user, want)
+
+
+def _entries(dir_fd: int) -> list[tuple[str, bool]]:
+    """(name, is a directory) of the files and directories in `dir_fd`, by name, hidden skipped."""
+    found = []
     try:
-        with os.scandir(directory) as scan:
-            entries = sorted(scan, key=lambda e: e.name)
+        with os.scandir(dir_fd) as scan:
+            for entry in sorted(scan, key=lambda e: e.name):
+                if entry.name.startswith("."):
+                    continue
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        found.append((entry.name, True))
+                    elif entry.is_file(follow_symlinks=False):
+                        found.append((entry.name, False))
+                except OSError:
+                    continue
     except OSError:
-        return
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        rel = entry.name if prefix in ("", ".") else f"{prefix}/{entry.name}"
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                yield Path(entry.path), rel, True
-            elif entry.is_file(follow_symlinks=False):
-                yield Path(entry.path), rel, False
-        except OSError:
-            continue
+        pass
+    return found
+
+
+def _files(top: int, prefix: str, user: User, stop: threading.Event) -> Iterator[tuple[int, str, str]]:
+    """(directory fd, name, path) of the files below the directory `top`, in path order;
+    a directory the run's user could not list is skipped, as ripgrep run as it would."""
+    stack: list[tuple[int, str, Iterator[tuple[str, bool]]]] = [(top, prefix, iter(_entries(top)))]
+    try:
+        while stack and not stop.is_set():
+            fd, base, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                if fd != top:
+                    os.close(fd)
+                continue
+            name, is_dir = entry
+            rel = name if base in ("", ".") else f"{base}/{name}"
+            if not is_dir:
+                yield fd, name, rel
+                continue
+            try:
+                sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                continue
+            if not _may(sub, user, os.R_OK | os.X_OK):
+                os.close(sub)
+                continue
+            stack.append((sub, rel, iter(_entries(sub))))
+    finally:
+        for fd, _, _ in stack:
+            if fd != top:
+                os.close(fd)
 
 
 def search(
     rx: Pattern,
     targets: list[tuple[Path, str]],
     *,
+    root: Path,
+    user: User,
     glob: str | None,
     max_matches: int,
     stop: threading.Event,
@@ -139,27 +173,55 @@ def search(
     result = GrepResult()
     wanted = glob_matcher(glob)
     for target, shown in targets:
-        explicit_file = target.is_file()
-        for path, rel in _walk(target, shown, stop):
-            if stop.is_set():
-                return result
-            if not explicit_file and not wanted(rel):
+        try:
+            fd = open_in_root(root, target, _FILE_FLAGS, user)
+        except OSError:
+            result.skipped_files += 1
+            continue
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISREG(mode):  # a file named explicitly: the glob does not apply
+                _search_file(rx, fd, shown, result, max_matches, user)
                 continue
-            _search_file(rx, path, rel, result, max_matches)
+            if not stat.S_ISDIR(mode) or not _may(fd, user, os.R_OK | os.X_OK):
+                continue
+            for dir_fd, name, rel in _files(fd, shown, user, stop):
+                if stop.is_set():
+                    return result
+                if not wanted(rel):
+                    continue
+                try:
+                    file_fd = os.open(name, _FILE_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
+                except OSError:
+                    result.skipped_files += 1
+                    continue
+                try:
+                    _search_file(rx, file_fd, rel, result, max_matches, user)
+                finally:
+                    os.close(file_fd)
+        finally:
+            os.close(fd)
     result.truncated = result.truncated or result.match_count > len(result.lines)
     return result
 
 
 def _search_file(
-    rx: Pattern, path: Path, rel: str, result: GrepResult, max_matches: int
+    rx: Pattern, fd: int, rel: str, result: GrepResult, max_matches: int, user: User
 ) -> None:
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return  # swapped for a FIFO or a device since the listing
+        if info.st_size > MAX_FILE_BYTES or (user is not None and not mode_permits(info, *user, os.R_OK)):
             result.skipped_files += 1
             return
-        with path.open("rb") as handle:
-            data = handle.read()
+        data = bytearray()
+        while len(data) <= MAX_FILE_BYTES and (chunk := os.read(fd, 1 << 20)):
+            data += chunk
     except OSError:
+        result.skipped_files += 1
+        return
+    if len(data) > MAX_FILE_BYTES:  # grew since the fstat
         result.skipped_files += 1
         return
     if b"\0" in data[:_BINARY_PROBE]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jeeves_mcp.beneath import open_beneath
 from jeeves_mcp.mcp.errors import INVALID_PARAMS, McpError, ToolError
 
 # Re-exported: the tools import them from here.
@@ -129,6 +132,10 @@ class Tool:
                 if version >= DEFINITION_FIELD_SINCE.get(key, "")}
 
 
+PATH_MAX = 4096  # bytes, with the final NUL (Linux)
+NAME_MAX = 255  # bytes of one name
+
+
 def resolve_in_root(config: PrunerConfig, raw: str, *, what: str = "path") -> Path:
     """Resolve `raw` against the run root; FORBIDDEN if it leaves the root.
 
@@ -145,6 +152,40 @@ def resolve_in_root(config: PrunerConfig, raw: str, *, what: str = "path") -> Pa
             hint=f"use a path inside {config.root}",
         )
     return candidate
+
+
+def path_error(exc: OSError, shown: str, what: str = "path") -> ToolError:
+    """What a failed lookup or open of an agent's path means, as a tool error."""
+    if len(shown) > 200:
+        shown = shown[:200] + "…"
+    code = exc.errno
+    if code in (errno.ENOENT, errno.ENOTDIR):
+        return ToolError("NOT_FOUND", f"no such file: {shown}")
+    if code in (errno.EACCES, errno.EPERM):
+        return ToolError("FORBIDDEN", f"permission denied: {shown}")
+    if code == errno.EXDEV:  # open_beneath: a component now leads out of the root
+        return ToolError("FORBIDDEN", f"{what} {shown!r} is outside the run root")
+    if code == errno.ELOOP:
+        return ToolError("INVALID_REQUEST", f"{what} {shown!r}: too many levels of symbolic links",
+                         hint="a symlink loop?")
+    if code == errno.ENAMETOOLONG:
+        return ToolError("INVALID_REQUEST", f"{what} is too long",
+                         hint=f"names up to {NAME_MAX} bytes, paths up to {PATH_MAX - 1}")
+    return ToolError("NOT_FOUND", f"{what} {shown!r}: {exc.strerror or exc}")
+
+
+def open_in_root(root: Path, path: Path, flags: int, user: tuple[int, int] | None = None) -> int:
+    """A descriptor of `path` (as `resolve_in_root` gave it), opened through one of the root:
+    a component swapped for a symlink out of the root since the check is EXDEV, not followed
+    (the attack review's F2). `user`: the run's commands' (uid, gid), who must be able to
+    search every directory crossed (EACCES). A path outside the root (allow_outside_root)
+    is opened beneath /."""
+    base = root if path.is_relative_to(root) else Path("/")
+    base_fd = os.open(base, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        return open_beneath(base_fd, str(path.relative_to(base)), flags, search_as=user)
+    finally:
+        os.close(base_fd)
 
 
 def display_path(config: PrunerConfig, path: Path) -> str:

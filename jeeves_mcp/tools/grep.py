@@ -103,7 +103,9 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         )
         engine = "rg"
     else:
-        result = await _run_builtin(pattern, targets, glob, ignore_case, max_matches, timeout_ms)
+        result = await _run_builtin(
+            ctx.config.root, pattern, targets, glob, ignore_case, max_matches, timeout_ms
+        )
         engine = "builtin"
     files = len(result.files)
     more = "+" if result.truncated else ""
@@ -127,6 +129,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
 
 
 async def _run_builtin(
+    root: Path,
     pattern: str,
     targets: list[tuple[Path, str]],
     glob: str | None,
@@ -142,11 +145,13 @@ async def _run_builtin(
             hint="RE2 syntax (as ripgrep's): no look-around or backreferences",
         ) from exc
     stop = threading.Event()
+    user = command_user(root)  # the files ripgrep, run as this user, could read
     try:
         with trio.move_on_after(timeout_ms / 1000) as scope:
             return await trio.to_thread.run_sync(
                 lambda: _grep_builtin.search(
-                    rx, targets, glob=glob, max_matches=max_matches, stop=stop
+                    rx, targets, root=root, user=user, glob=glob,
+                    max_matches=max_matches, stop=stop,
                 ),
                 abandon_on_cancel=True,
             )

@@ -9,7 +9,9 @@ from typing import Any, BinaryIO
 
 import trio
 
+from jeeves_mcp.beneath import mode_permits
 from jeeves_mcp.mcp.errors import ToolError
+from jeeves_mcp.proc import command_user
 from jeeves_mcp.pruning.contract import LineHistory
 from jeeves_mcp.pruning.history import line_history
 from jeeves_mcp.tools.base import (
@@ -22,6 +24,8 @@ from jeeves_mcp.tools.base import (
     clip_summary,
     display_path,
     human_bytes,
+    open_in_root,
+    path_error,
     plural,
     resolve_in_root,
 )
@@ -57,22 +61,30 @@ def source_type_for(path: Path) -> str:
     return "code"
 
 
-def _open_regular(path: Path, shown: str) -> tuple[BinaryIO, int]:
-    """`path` opened, with its size, if it is a regular file.
+def _open_regular(root: Path, path: Path, shown: str) -> tuple[BinaryIO, int]:
+    """`path` opened, with its size, if it is a regular file the run's commands could read.
 
-    Opened non-blocking and checked on the descriptor: what is read is what
-    was checked, even if the path was replaced in between. A FIFO or a device
-    would block a read until some writer came: refused.
+    Opened through the root's descriptor, never following a link out of it, and
+    checked on the descriptor: what is read is what was checked, even if a run's
+    command swaps a component for a symlink meanwhile (attack review F2). The
+    pruner may be root: a file its commands' user could not reach or read by its
+    mode is refused. A FIFO or a device would block a read until some writer
+    came: refused.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    user = command_user(root)
+    fd = open_in_root(root, path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, user)
     try:
         info = os.fstat(fd)
-    except OSError:
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolError("INVALID_REQUEST", f"{shown} is a directory", hint="use bash ls or grep")
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError("INVALID_REQUEST", f"{shown} is not a regular file", hint="use bash")
+        if user is not None and not mode_permits(info, *user, os.R_OK):
+            raise ToolError("FORBIDDEN", f"permission denied: {shown}",
+                            hint="its mode does not let the run's user read it")
+    except BaseException:
         os.close(fd)
         raise
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise ToolError("INVALID_REQUEST", f"{shown} is not a regular file", hint="use bash")
     return os.fdopen(fd, "rb"), info.st_size
 
 
@@ -95,22 +107,16 @@ def _decode(handle: BinaryIO) -> tuple[str, bool]:
 async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     path = resolve_in_root(ctx.config, args["path"])
     shown = display_path(ctx.config, path)
-    if not path.exists():
-        raise ToolError("NOT_FOUND", f"no such file: {shown}")
-    if path.is_dir():
-        raise ToolError("INVALID_REQUEST", f"{shown} is a directory", hint="use bash ls or grep")
     try:
         await trio.lowlevel.checkpoint()  # a cancel point, as the thread hop is
-        handle, size = _open_regular(path, shown)
+        handle, size = _open_regular(ctx.config.root, path, shown)
         with handle:
             if size <= INLINE_READ_BYTES:
                 text, replaced = _decode(handle)
             else:
                 text, replaced = await trio.to_thread.run_sync(_decode, handle)
-    except PermissionError as exc:
-        raise ToolError("FORBIDDEN", f"permission denied: {shown}") from exc
     except OSError as exc:
-        raise ToolError("NOT_FOUND", f"cannot read {shown}: {exc.strerror}") from exc
+        raise path_error(exc, shown) from exc
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # a final newline ends the last line, it does not start a new one

@@ -1,0 +1,256 @@
+"""Files the pruner reads for a run are opened beneath its root, as the run's user could (attack
+review F2: a run swapped a checked file for a symlink to /etc/shadow before the pruner, root,
+opened it by name).
+
+The race is made deterministic: the check (`resolve_in_root`) runs, the swap happens, then the
+open, in that order every time.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from jeeves_mcp.beneath import mode_permits, open_beneath, openat2_available
+from jeeves_mcp.mcp.errors import ToolError
+from jeeves_mcp.mcp.progress import NullProgress
+from jeeves_mcp.pruner_config import PrunerConfig
+from jeeves_mcp.pruning.recovery import RecoveryStore
+from jeeves_mcp.tools import base, grep
+from jeeves_mcp.tools import read as read_tool
+from jeeves_mcp.tools.base import CallContext
+from tests._child import running_child, tool_json
+
+SECRET = "s3cr3t-canary-beneath"
+NOBODY = 65534
+WAYS = [pytest.param(True, id="openat2"), pytest.param(False, id="walk")]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text(f"{SECRET}\n")
+    root = tmp_path / "root"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "ok.py").write_text("x = 1\n")
+    (root / "abs").symlink_to(outside)  # absolute, out
+    (root / "up").symlink_to("../outside")  # relative, climbing out
+    (root / "etc").symlink_to("/etc")
+    (root / "passwd").symlink_to("/etc/passwd")  # the last component itself
+    (root / "inner").symlink_to("src")  # stays inside
+    (root / "src" / "same").symlink_to("ok.py")
+    (root / "loop1").symlink_to("loop2")
+    (root / "loop2").symlink_to("loop1")
+    return root
+
+
+@contextmanager
+def dirfd(path: Path) -> Iterator[int]:
+    fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_beneath(root: Path, rel: str, use_openat2: bool, **kw: Any) -> bytes:
+    if use_openat2 and not openat2_available():
+        pytest.skip("this kernel has no openat2 (Linux < 5.6, or a seccomp filter refuses it)")
+    with dirfd(root) as top:
+        fd = open_beneath(top, rel, os.O_RDONLY | os.O_CLOEXEC, use_openat2=use_openat2, **kw)
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
+# -- the primitive --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("use_openat2", WAYS)
+@pytest.mark.parametrize("rel", ["abs/secret.txt", "up/secret.txt", "etc/passwd", "passwd", "/etc/passwd",
+                                 "src/../../outside/secret.txt", "inner/../up/secret.txt", ".."])
+def test_a_path_leading_out_of_the_root_is_refused(tree: Path, rel: str, use_openat2: bool) -> None:
+    with pytest.raises(OSError) as info:
+        read_beneath(tree, rel, use_openat2)
+    assert info.value.errno == errno.EXDEV, rel
+
+
+@pytest.mark.parametrize("use_openat2", WAYS)
+@pytest.mark.parametrize("rel", ["src/ok.py", "inner/ok.py", "src/same", "inner/same", "inner/../src/same"])
+def test_links_that_stay_inside_are_followed(tree: Path, rel: str, use_openat2: bool) -> None:
+    assert read_beneath(tree, rel, use_openat2) == b"x = 1\n"
+
+
+@pytest.mark.parametrize("use_openat2", WAYS)
+def test_a_loop_is_eloop_and_a_missing_name_enoent(tree: Path, use_openat2: bool) -> None:
+    for rel, code in (("loop1", errno.ELOOP), ("loop1/x", errno.ELOOP), ("src/nope", errno.ENOENT),
+                      ("src/ok.py/x", errno.ENOTDIR)):
+        with pytest.raises(OSError) as info:
+            read_beneath(tree, rel, use_openat2)
+        assert info.value.errno == code, rel
+
+
+def test_the_walk_refuses_a_directory_the_user_could_not_search(tree: Path) -> None:
+    (tree / "src").chmod(0o700)  # ours; another user gets the others' bits: none
+    me = (os.geteuid(), os.getegid())
+    other = (os.geteuid() + 1, os.getegid() + 1)
+    assert read_beneath(tree, "src/ok.py", False, search_as=me) == b"x = 1\n"
+    with pytest.raises(OSError) as info:
+        read_beneath(tree, "inner/ok.py", False, search_as=other)  # through the link too
+    assert info.value.errno == errno.EACCES
+
+
+def test_mode_permits_takes_the_owners_bits_then_the_groups_then_the_others(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_text("")
+    path.chmod(0o604)  # owner may read, its group may not, others may
+    info = os.stat(path)
+    owner, group = info.st_uid, info.st_gid
+    assert mode_permits(info, owner, group + 1, os.R_OK)
+    assert not mode_permits(info, owner + 1, group, os.R_OK)
+    assert mode_permits(info, owner + 1, group + 1, os.R_OK)
+    assert not mode_permits(info, owner + 1, group + 1, os.R_OK | os.X_OK)
+
+
+# -- the tools, with a swap between the check and the open ------------------------------
+
+
+def make_ctx(root: Path) -> CallContext:
+    return CallContext(
+        config=PrunerConfig(root=root, kill_grace_ms=300, history_timeout_ms=0),
+        store=RecoveryStore(60, 1024 * 1024),
+        pruner=None,  # type: ignore[arg-type]  # not needed by these handlers
+        progress=NullProgress(),
+        request_id="test",
+        log=logging.getLogger("jeeves_mcp.test"),
+    )
+
+
+@pytest.fixture
+def swapping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A root where, once a tool has checked its path, `d` (asked for `d` or `d/f`) or the file
+    `d/g` (asked for `d/g`) is swapped for a symlink out of the root to what holds the secret,
+    as the attacker's RENAME_EXCHANGE loop does, before the tool opens it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f").write_text(f"{SECRET}\n")
+    root = tmp_path / "ws"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "f").write_text("decoy\n")
+    (root / "d" / "g").write_text("decoy\n")
+    real = base.resolve_in_root
+
+    def check_then_swap(config: PrunerConfig, raw: str, **kw: Any) -> Path:
+        checked = real(config, raw, **kw)
+        if raw == "d/g":
+            (root / "d" / "g").unlink()
+            (root / "d" / "g").symlink_to(outside / "f")
+        else:
+            (root / "d").rename(root / "d.real")
+            (root / "d").symlink_to(outside)
+        return checked
+
+    monkeypatch.setattr(read_tool, "resolve_in_root", check_then_swap)
+    monkeypatch.setattr(grep, "resolve_in_root", check_then_swap)
+    return root
+
+
+@pytest.mark.parametrize("path", ["d/f", "d/g"])
+async def test_read_does_not_follow_a_path_swapped_out_of_the_root(swapping: Path, path: str) -> None:
+    with pytest.raises(ToolError) as info:
+        await read_tool.run(make_ctx(swapping), {"path": path})
+    assert info.value.code == "FORBIDDEN", info.value.payload()
+    assert SECRET not in json.dumps(info.value.payload())
+
+
+async def test_read_follows_a_component_swapped_for_a_link_inside(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "ws"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "f").write_text("first\n")
+    (root / "e").mkdir()
+    (root / "e" / "f").write_text("second\n")
+    real = base.resolve_in_root
+
+    def check_then_swap(config: PrunerConfig, raw: str, **kw: Any) -> Path:
+        checked = real(config, raw, **kw)
+        shutil.rmtree(root / "d")
+        (root / "d").symlink_to("e")
+        return checked
+
+    monkeypatch.setattr(read_tool, "resolve_in_root", check_then_swap)
+    out = await read_tool.run(make_ctx(root), {"path": "d/f"})
+    assert out.texts[0].text == "second"
+
+
+@pytest.mark.parametrize("path", ["d", "d/f", "d/g"])
+async def test_builtin_grep_does_not_follow_a_path_swapped_out_of_the_root(
+    swapping: Path, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    monkeypatch.setattr(grep, "find_rg", lambda: None)
+    out = await grep.run(make_ctx(swapping), {"pattern": "s3cr3t", "paths": [path]})
+    assert out.fields["engine"] == "builtin"
+    assert out.fields["match_count"] == 0, out.fields
+    assert SECRET not in json.dumps([t.text for t in out.texts])
+
+
+# -- what the run's user may not read, through a real child -------------------------------
+
+
+@pytest.fixture
+def nobodys_root() -> Iterator[Path]:
+    """A workspace owned by nobody holding files root keeps to itself; removed after."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a workspace to another user, and switching users, need root")
+    root = Path(tempfile.mkdtemp(prefix="jeeves-beneath-"))
+    try:
+        root.chmod(0o755)
+        os.chown(root, NOBODY, NOBODY)
+        for name, mode, owner in (("private.txt", 0o600, 0), ("shared.txt", 0o644, 0),
+                                  ("mine.txt", 0o600, NOBODY)):
+            (root / name).write_text(f"{SECRET} {name}\n" if name == "private.txt" else f"{name}\n")
+            (root / name).chmod(mode)
+            os.chown(root / name, owner, owner)
+        (root / "locked").mkdir(mode=0o700)  # root's: nobody may not cross it
+        (root / "locked" / "inside.txt").write_text(f"{SECRET} inside\n")
+        (root / "locked" / "inside.txt").chmod(0o644)
+        (root / "link.txt").symlink_to("shared.txt")
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def call(http: httpx.AsyncClient, child: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    reply = (await http.post(f"{child.base}/rpc", json=body, headers=child.headers())).json()
+    return {**tool_json(reply["result"]), "isError": reply["result"].get("isError", False)}
+
+
+@pytest.mark.parametrize("engine", ["rg", "builtin"])
+async def test_a_file_the_runs_user_may_not_read_is_refused(nobodys_root: Path, tmp_path: Path, engine: str) -> None:
+    async with running_child(nobodys_root, tmp_path, without_rg=engine == "builtin") as child, \
+            httpx.AsyncClient(timeout=20) as http:
+        for path in ("private.txt", "locked/inside.txt"):
+            result = await call(http, child, "read", {"path": path})
+            assert result["isError"] and result["code"] == "FORBIDDEN", (path, result)
+            assert SECRET not in json.dumps(result)
+        for path, text in (("shared.txt", "shared.txt"), ("mine.txt", "mine.txt"), ("link.txt", "shared.txt")):
+            result = await call(http, child, "read", {"path": path})
+            assert not result["isError"] and result["content"] == text, (path, result)
+        for paths in ([], ["private.txt"], ["locked"]):
+            found = await call(http, child, "grep", {"pattern": "s3cr3t", "paths": paths})
+            assert found.get("engine", engine) == engine, found
+            assert SECRET not in json.dumps(found), (engine, paths, found)
