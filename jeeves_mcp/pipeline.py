@@ -34,12 +34,25 @@ from jeeves_mcp.tools.base import (
     ToolOutput,
     clip_summary,
     text_budget,
+    unencodable_argument,
 )
 
 log = logging.getLogger("jeeves_mcp.tools")
 
 MIN_PRUNE_BYTES = 512  # smaller outputs are returned whole: a marker would cost as much
 FOCUS = "context_focus_question"
+
+
+async def _run_handler(tool: Tool, ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
+    """`tool`'s output. JSON allows a lone surrogate (`\\ud800`) that no argv, environment or
+    file name can hold: an argument holding one is the caller's error, not an internal one."""
+    try:
+        return await tool.handler(ctx, args)
+    except UnicodeEncodeError as exc:
+        name = unencodable_argument(args)
+        if name is None:
+            raise
+        raise ToolError("INVALID_REQUEST", f"{name} is not valid Unicode (a lone surrogate)") from exc
 
 
 @dataclass
@@ -142,7 +155,7 @@ class ToolRunner:
         started = time.monotonic()
         _log.event(log, "tool.exec_start", tool=tool.name, request_id=request_id)
         try:
-            output = await tool.handler(ctx, args)
+            output = await _run_handler(tool, ctx, args)
         except ToolError as exc:
             event = "tool.exec_timeout" if exc.code == "TOOL_TIMEOUT" else "tool.exec_failed"
             _log.event(log, event, tool=tool.name, request_id=request_id, error_code=exc.code,

@@ -140,18 +140,59 @@ def resolve_in_root(config: PrunerConfig, raw: str, *, what: str = "path") -> Pa
     """Resolve `raw` against the run root; FORBIDDEN if it leaves the root.
 
     Symlinks and `..` are resolved before the check, so a link pointing out
-    of the root is refused like an absolute path outside it.
+    of the root is refused like an absolute path outside it. The check is on
+    names: open what it returns with `open_in_root`, never by the path. A path
+    no file can have (a lone surrogate, a symlink loop, too long) is
+    INVALID_REQUEST rather than an internal error.
     """
     if "\x00" in raw:
         raise ToolError("INVALID_REQUEST", f"{what} contains a NUL byte")
-    candidate = (config.root / Path(raw).expanduser()).resolve()
+    if unencodable(raw):
+        raise ToolError("INVALID_REQUEST", f"{what} is not valid Unicode (a lone surrogate)")
+    try:
+        expanded = Path(raw).expanduser()
+    except RuntimeError as exc:  # ~user with no such user
+        raise ToolError("INVALID_REQUEST", f"{what} {raw!r}: no such user's home") from exc
+    try:
+        candidate = (config.root / expanded).resolve()
+    except RuntimeError as exc:  # Python before 3.13 says a symlink loop so
+        raise path_error(OSError(errno.ELOOP, os.strerror(errno.ELOOP)), raw, what) from exc
+    except OSError as exc:  # e.g. EINVAL while a run swaps a component
+        raise path_error(exc, raw, what) from exc
     if not config.allow_outside_root and not candidate.is_relative_to(config.root):
         raise ToolError(
             "FORBIDDEN",
             f"{what} {raw!r} is outside the run root",
             hint=f"use a path inside {config.root}",
         )
+    encoded = os.fsencode(candidate)
+    if len(encoded) >= PATH_MAX or any(len(name) > NAME_MAX for name in encoded.split(b"/")):
+        raise path_error(OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG)), raw, what)
     return candidate
+
+
+def unencodable(text: str) -> bool:
+    """Whether `text` holds a lone surrogate: JSON allows `\\ud800`, no file name or argv does."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def unencodable_argument(args: dict[str, Any]) -> str | None:
+    """The first argument holding a lone surrogate (in a string, list or object), if any."""
+
+    def holds(value: Any) -> bool:
+        if isinstance(value, str):
+            return unencodable(value)
+        if isinstance(value, dict):
+            return any(holds(key) or holds(item) for key, item in value.items())
+        if isinstance(value, list):
+            return any(holds(item) for item in value)
+        return False
+
+    return next((name for name, value in args.items() if holds(value)), None)
 
 
 def path_error(exc: OSError, shown: str, what: str = "path") -> ToolError:
