@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import resource
 import secrets
 import shutil
 import signal
@@ -27,7 +28,7 @@ import trio
 
 import jeeves_mcp
 from jeeves_mcp.mcp.errors import ToolError
-from jeeves_mcp.proc import command_user
+from jeeves_mcp.proc import COMMAND_MAX_PROCESSES, command_user
 from jeeves_mcp.supervisor.cgroups import SlotCgroups
 from tests._child import Child, kill_all, running_child, stop_process_group, tool_json, with_cmdline
 from tests._daemon import running_daemon
@@ -381,3 +382,60 @@ async def test_a_command_enters_its_cwd_as_its_own_user(tmp_path: Path) -> None:
             assert "cannot enter" in ran["message"], ran
             fine = await child_bash(child, "id -u; pwd", cwd=".")
             assert fine["stdout"] == f"{NOBODY}\n{root}\n", fine
+
+
+# A fork-and-exit loop, as the review's hop.py: one live process at a time, each exit a zombie
+# of the child (the subreaper). It says "x" once it has left the command's session, group and
+# environment, then makes `argv[1]` forks and touches `argv[2]`.
+HOPPER = (
+    "import os, sys\n"
+    "os.write(1, b'x')\n"
+    "null = os.open(os.devnull, os.O_RDWR)\n"
+    "for fd in (0, 1, 2):\n"
+    "    os.dup2(null, fd)\n"
+    "for _ in range(int(sys.argv[1])):\n"
+    "    if os.fork():\n"
+    "        os._exit(0)\n"
+    "open(sys.argv[2], 'w').close()\n"
+)
+
+
+def zombies_of(parent: int) -> int:
+    count = 0
+    for name in os.listdir("/proc"):
+        try:
+            raw = Path(f"/proc/{name}/stat").read_text() if name.isdigit() else ""
+        except OSError:
+            continue
+        fields = raw[raw.rfind(")") + 2 :].split()
+        count += bool(fields) and fields[0] == "Z" and fields[1] == str(parent)
+    return count
+
+
+def all_reaped(done: Path, parent: int) -> bool:
+    return done.exists() and not zombies_of(parent)
+
+
+async def test_what_a_command_leaves_exiting_is_reaped_with_no_further_call(tmp_path: Path, run_root: Path) -> None:
+    """F3: orphans' zombies were reaped only at the end of a later tool call, so a fork-and-exit
+    loop left behind filled the host's pid table. Now the child reaps them as they exit."""
+    python = shutil.which("python3", path="/usr/bin:/bin")  # one any user may run
+    if python is None:
+        pytest.skip("needs a system python3 for the fork-and-exit loop")
+    forks, done = 2000, run_root / "hopped"
+    async with running_child(run_root, tmp_path) as child:
+        ran = await child_bash(child, f'setsid env -i {python} -c "$HOP" {forks} {done} | head -c1; echo started',
+                               env={"HOP": HOPPER})
+        assert ran["stdout"] == "xstarted\n", ran
+        with trio.fail_after(30):  # a bound, not a timing: before, they stayed until the next call
+            while not all_reaped(done, child.process.pid):  # noqa: ASYNC110 - a /proc scan
+                await trio.sleep(0.05)
+
+
+async def test_commands_of_another_user_get_a_process_limit(tmp_path: Path, owned_root: Path) -> None:
+    """F3: commands had no RLIMIT_NPROC, so a run could fork until the host had no pid left."""
+    hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    limit = COMMAND_MAX_PROCESSES if hard == resource.RLIM_INFINITY else min(COMMAND_MAX_PROCESSES, hard)
+    async with running_child(owned_root, tmp_path) as child:
+        ran = await child_bash(child, f"ulimit -u; ulimit -Hu; ulimit -u {limit + 1} 2>/dev/null || echo kept")
+        assert ran["stdout"] == f"{limit}\n{limit}\nkept\n", ran

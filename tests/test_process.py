@@ -19,6 +19,7 @@ from jeeves_mcp.proc import (
     become_subreaper,
     kill_tree,
     new_tag,
+    reap_orphans,
     run_command,
     sweep_zombies,
 )
@@ -427,3 +428,32 @@ async def test_descendant_walk_kills_a_setsid_double_forked_tagged_process(
     assert walks and walks[0] is not None and daemon in walks[0]
     assert gone(daemon), "the setsid daemon survived the descendant walk"
     assert marked_pids(*marker) == []
+
+
+async def test_the_orphan_reaper_never_takes_the_status_of_a_command(tmp_path, marker, subreaper):
+    """Reaping orphans as they exit (attack review F3) while commands run and spawn: each
+    command's status stays its own (a status reaped under trio reads as exit 0), and the
+    orphans are gone after, with no sweep."""
+    results: dict[int, int | None] = {}
+
+    async def command(code: int) -> None:
+        result = await run_command(
+            ["bash", "-c", f"(sleep 0.0{code % 10}; exit 0) & exit {code}"],  # an orphan exiting
+            cwd=tmp_path,
+            env=base_env(marker),
+            timeout_s=30,
+            max_output_bytes=1024,
+            kill_grace_s=GRACE_S,
+        )
+        results[code] = result.exit_code
+
+    async with trio.open_nursery() as reaper:
+        await reaper.start(reap_orphans)
+        async with trio.open_nursery() as commands:
+            for code in range(1, 61):
+                commands.start_soon(command, code)
+        with trio.fail_after(10):
+            while our_zombies():  # noqa: ASYNC110 - a /proc scan; the reaper takes them
+                await trio.sleep(0.05)
+        reaper.cancel_scope.cancel()
+    assert results == {code: code for code in range(1, 61)}

@@ -110,8 +110,12 @@ async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
 
 
 async def _serve(server: PrunerServer, config: PrunerConfig, shutdown: trio.Event, stdio: bool) -> None:
+    from jeeves_mcp.proc import reap_orphans
+
     async with trio.open_nursery() as outer:
         outer.start_soon(_watch_signals, shutdown, outer.cancel_scope)
+        # What commands leave behind is reaped as it exits, not at the next call (attack review F3).
+        await outer.start(reap_orphans)
         if stdio:
             await serve_stdio(server.dispatcher)
         else:

@@ -18,10 +18,19 @@ from .procfs import (
     set_process_title,
     user_name,
 )
-from .runner import CommandResult, command_user, new_tag, pin_root, run_command
+from .reaper import reap_orphans
+from .runner import (
+    COMMAND_MAX_PROCESSES,
+    CommandResult,
+    command_user,
+    new_tag,
+    pin_root,
+    run_command,
+)
 from .tree import TAG_VAR, TREE_VAR, kill_descendants, kill_tree, sweep_zombies
 
 __all__ = [
+    "COMMAND_MAX_PROCESSES",
     "TAG_VAR",
     "TREE_VAR",
     "CommandResult",
@@ -39,6 +48,7 @@ __all__ = [
     "proc_stat",
     "process_alive",
     "processes_with_env",
+    "reap_orphans",
     "run_command",
     "set_dumpable",
     "set_process_name",

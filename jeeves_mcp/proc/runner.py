@@ -13,6 +13,7 @@ both a command's start and its final summary survive. Everything is counted
 from __future__ import annotations
 
 import os
+import resource
 import secrets
 import shutil
 import stat
@@ -28,6 +29,7 @@ import trio
 from jeeves_mcp.mcp.errors import ToolError
 
 from .procfs import can_switch_users
+from .reaper import spawning
 from .tree import KILL_WAIT_S, TAG_VAR, TREE_VAR, kill_tree
 
 _READ_CHUNK = 64 * 1024
@@ -36,8 +38,17 @@ _READ_CHUNK = 64 * 1024
 # symlink took a command where its user may not go (attack review F4). The directory is an
 # argument, never part of the script. Until the exec, stdin is a status pipe: `cd` writes there
 # why it failed, which tells that apart from the command's own failure.
+# It also lowers RLIMIT_NPROC first ($1; bash spells it -u, dash -p), soft and hard.
 _SH = "/bin/sh"
-_ENTER = 'cd -- "$1" 2>&0 || { echo >&0; exit 125; }; exec </dev/null; shift; exec "$@"'
+_ENTER = (
+    '[ -z "$1" ] || { ulimit -u "$1" || ulimit -p "$1"; } 2>/dev/null '
+    '|| { echo "cannot set RLIMIT_NPROC" >&0; exit 125; }; '
+    'cd -- "$2" 2>&0 || { echo >&0; exit 125; }; exec </dev/null; shift 2; exec "$@"'
+)
+# Processes (threads included) a command run as another user may have: RLIMIT_NPROC, which
+# counts every process of that uid, the run's and any other. Without it a run could fill the
+# host's pid table (attack review F3). A constant until it can be a PrunerConfig field.
+COMMAND_MAX_PROCESSES = 4096
 # After the command's leader exited and its tree was killed, how long the
 # readers may still drain pipes (held open only by a tag-scrubbed escapee).
 _DRAIN_AFTER_EXIT_S = 1.0
@@ -205,6 +216,7 @@ async def run_command(
     on_output: Callable[[str], None] | None = None,
     keep_tail: bool = True,
     user: tuple[int, int] | None = None,
+    max_processes: int = COMMAND_MAX_PROCESSES,
 ) -> CommandResult:
     """Run `argv`, capture its output, and leave no process of it behind.
 
@@ -212,7 +224,9 @@ async def run_command(
     on cancellation kills the tree inside a shielded, bounded scope and
     re-raises. A missing executable raises NOT_FOUND. `keep_tail=False` keeps
     only the head of each stream (no omission marker). `user`: (uid, gid) to run
-    it as, with no supplementary groups (see `command_user`).
+    it as, with no supplementary groups (see `command_user`) and RLIMIT_NPROC at most
+    `max_processes`. Commands as the pruner's own user get no such limit: it would count
+    the daemon's and every child's threads, and root is not bound by it anyway.
     """
     tag = new_tag()
     as_user: dict[str, Any] = {}
@@ -221,19 +235,21 @@ async def run_command(
     command_env = _command_env(env, tag)
     _check_executable(argv[0], command_env)
     started = trio.current_time()
+    nproc = "" if user is None else str(_process_limit(max_processes))
     status_read, status_write = os.pipe()
     proc: trio.Process | None = None
     try:
-        proc = await trio.lowlevel.open_process(
-            [_SH, "-c", _ENTER, "jeeves-mcp", str(cwd), *argv],
-            cwd="/",
-            env=command_env,
-            stdin=status_write,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            **as_user,
-        )
+        with spawning():
+            proc = await trio.lowlevel.open_process(
+                [_SH, "-c", _ENTER, "jeeves-mcp", nproc, str(cwd), *argv],
+                cwd="/",
+                env=command_env,
+                stdin=status_write,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                **as_user,
+            )
     except FileNotFoundError as exc:
         raise ToolError("NOT_FOUND", f"cannot run {argv[0]!r}: {exc.strerror}") from exc
     except PermissionError as exc:
@@ -318,7 +334,15 @@ def _status(status_read: int) -> str | None:
     return said.decode("utf-8", "replace").strip() if said else None
 
 
+def _process_limit(wanted: int) -> int:
+    """`wanted`, or the hard limit we have if lower: the command may only lower its own."""
+    hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+
+
 def _not_entered(cwd: Path, why: str) -> ToolError:
+    if why == "cannot set RLIMIT_NPROC":
+        return ToolError("INTERNAL", "could not limit the command's processes (RLIMIT_NPROC)")
     if not cwd.is_dir():
         return ToolError("NOT_FOUND", f"cannot enter {cwd}: no such directory", detail=why)
     return ToolError("FORBIDDEN", f"cannot enter {cwd}: the command's user may not", detail=why)
