@@ -26,6 +26,7 @@ from jeeves_mcp.supervisor.notify import SystemdNotifier
 from jeeves_mcp.supervisor.slot import SlotState
 from jeeves_mcp.supervisor.slots import SlotManager
 from jeeves_mcp.supervisor.store import SlotStore, StateDirInUse, StoreTooNew, lock_state_dir
+from jeeves_mcp.supervisor.strictmodes import dir_problem, state_dir_problem
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
@@ -51,15 +52,26 @@ def control_socket(path: Path, env: dict[str, str] | None = None) -> socket.sock
         sock.set_inheritable(False)
         return sock
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if path.exists() or path.is_symlink():
+    try:
+        owner: int | None = path.lstat().st_uid
+    except FileNotFoundError:
+        owner = None
+    if owner is not None:
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             probe.connect(str(path))
         except (ConnectionRefusedError, FileNotFoundError):
             path.unlink()  # left by a daemon that died
+            if owner != os.geteuid():  # in a dir that once was open to others
+                _log.event(log, "daemon.foreign_socket_removed", logging.WARNING, path=str(path), owner_uid=owner)
         except OSError as exc:
             raise DaemonError(f"cannot use control socket {path}: {exc.strerror}") from exc
         else:
+            if owner != os.geteuid():
+                raise DaemonError(
+                    f"control socket {path} is owned by uid {owner}, not {os.geteuid()}, and answers: "
+                    "another user's server listens there; stop it and remove the socket, or choose another --socket"
+                )
             raise DaemonError(f"another daemon is listening on {path}")
         finally:
             probe.close()
@@ -96,14 +108,23 @@ def _not_dumpable() -> None:
 async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -> None:
     _not_dumpable()
     notifier = SystemdNotifier()
-    config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    activated = socket_activated()
+    try:  # before anything there is read or written (attack review F5)
+        config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        problem = state_dir_problem(config.state_dir)
+        if problem is None and not activated:  # an activated socket's dir is systemd's
+            config.socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            problem = dir_problem(config.socket.parent, "socket dir", "--socket")
+    except OSError as exc:
+        raise DaemonError(f"cannot use {exc.filename}: {exc.strerror}") from None
+    if problem is not None:
+        raise DaemonError(problem)
     if not os.access(config.state_dir, os.W_OK):
         raise DaemonError(f"state dir {config.state_dir} is not writable")
     try:
         lock = lock_state_dir(config.state_dir)  # before anything there is touched
     except StateDirInUse as exc:
         raise DaemonError(str(exc)) from None
-    activated = socket_activated()
     try:
         # Before serving (and before systemd hears READY=1): an installation that cannot
         # start a child would answer every acquire with a disabled slot.

@@ -36,6 +36,7 @@ from jeeves_mcp.supervisor.forkserver import ForkServer, ForkServerUnavailable
 from jeeves_mcp.supervisor.metrics import Metrics
 from jeeves_mcp.supervisor.slot import Slot, SlotState
 from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
+from jeeves_mcp.supervisor.strictmodes import entry_problem
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
@@ -218,6 +219,11 @@ class SlotLifecycle:
 
     async def _spawn(self, slot: Slot, port: int) -> Child:
         record = slot.record
+        log_file = self.log_path(record.run_id)
+        for path in (log_file, log_file.with_name(log_file.name + ".1")):
+            # The child appends (and rotates) as the daemon's user, following symlinks.
+            if (problem := entry_problem(path, f"log dir {path.parent} holds")) is not None:
+                raise SpawnError(problem)
         env = children.child_environment(
             record.token,
             {**self.config.child_env, **record.env, **marker_env(self.config), "JEEVES_MCP_RUN_ID": record.run_id},
@@ -225,7 +231,7 @@ class SlotLifecycle:
         )
         options: dict[str, Any] = {
             "root": Path(record.root), "token": record.token, "port": port, "env": env,
-            "log_file": self.log_path(record.run_id), "log_bytes": self.config.child_log_bytes,
+            "log_file": log_file, "log_bytes": self.config.child_log_bytes,
             "timeout_s": self.config.startup_timeout_s,
         }
         async with self._spawning:

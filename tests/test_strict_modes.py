@@ -1,0 +1,224 @@
+"""StrictModes for the daemon's own files (attack review F5, F6): a state dir, socket dir or
+config another local user owns or may write is refused, so that user never reads the tokens,
+points the daemon's writes at files of its choosing, or answers in the daemon's place."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from tests._child import stop_process_group
+from tests._daemon import TEST_ENV, running_daemon
+
+OTHER_UID = 2001  # another local user, e.g. a run's command user
+
+
+def needs_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+
+
+async def daemon_outcome(tmp: Path, *args: str) -> tuple[int | None, str]:
+    """Start `jeeves-mcp daemon ARGS`: (exit code, output) once it exits, or (None, output)
+    if it got as far as READY=1 (it is then stopped)."""
+    notify = tmp / "outcome-notify.sock"
+    receiver = trio.socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    await receiver.bind(str(notify))
+    output = tmp / "outcome.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JEEVES_")}
+    with output.open("wb") as out:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "jeeves_mcp", "daemon", *args], stdin=subprocess.DEVNULL,
+            stdout=out, stderr=out, env={**env, **TEST_ENV, "NOTIFY_SOCKET": str(notify)},
+            start_new_session=True, cwd=tmp,
+        )
+    ready = False
+
+    async def wait_ready(done: trio.CancelScope) -> None:
+        nonlocal ready
+        while b"READY=1" not in (await receiver.recv(4096)).split(b"\n"):
+            pass
+        ready = True
+        done.cancel()
+
+    async def wait_exit(done: trio.CancelScope) -> None:
+        await process.wait()
+        done.cancel()
+
+    try:
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(wait_ready, nursery.cancel_scope)
+                nursery.start_soon(wait_exit, nursery.cancel_scope)
+    finally:
+        with trio.CancelScope(shield=True):
+            await stop_process_group(process)
+        receiver.close()
+    return (None if ready else process.returncode), output.read_text(errors="replace")
+
+
+def listing(path: Path) -> dict[str, tuple[int, int, int]]:
+    """Every entry below `path` with its owner, mode and size: what a refusal must leave as is."""
+    found = {}
+    for entry in sorted(path.rglob("*")):
+        info = entry.lstat()
+        found[str(entry.relative_to(path))] = (info.st_uid, info.st_mode, info.st_size)
+    return found
+
+
+def planted_state_dir(state: Path) -> None:
+    """What an attacker leaves in a shared place before the daemon starts (the review's F5)."""
+    (state / "logs").mkdir(parents=True)
+    (state / "slots.sqlite3").write_bytes(b"")
+    (state / "logs" / "victim.log").symlink_to("/etc/passwd")
+    for entry in (state, state / "logs", state / "slots.sqlite3"):
+        entry.chmod(0o777 if entry.is_dir() else 0o666)
+
+
+# -- the state dir ------------------------------------------------------------------------------
+
+
+async def test_a_state_dir_owned_by_another_user_is_refused_untouched(tmp_path: Path) -> None:
+    needs_root()
+    state = tmp_path / "shared"
+    planted_state_dir(state)
+    for entry in (state, state / "logs", state / "slots.sqlite3"):
+        os.chown(entry, OTHER_UID, OTHER_UID)
+    state.chmod(0o755)  # even closed to others: its owner still reads and plants
+    before = listing(state)
+    code, output = await daemon_outcome(tmp_path, "--state-dir", str(state), "--socket", str(state / "control.sock"))
+    assert code == 1, output
+    assert f"state dir {state} is owned by uid {OTHER_UID}, not 0: remove it or choose another --state-dir" \
+        in output.splitlines()[-1], output
+    assert listing(state) == before  # no lock, no socket, no database: nothing touched
+
+
+async def test_a_state_dir_writable_by_others_is_refused(tmp_path: Path) -> None:
+    state = tmp_path / "open"
+    planted_state_dir(state)
+    before = listing(state)
+    code, output = await daemon_outcome(tmp_path, "--state-dir", str(state), "--socket", str(tmp_path / "d.sock"))
+    assert code == 1, output
+    assert f"state dir {state} is mode 0777, writable by group and others" in output.splitlines()[-1], output
+    assert listing(state) == before and not (tmp_path / "d.sock").exists()
+
+
+async def test_an_absent_state_dir_is_created_0700(tmp_path: Path) -> None:
+    previous = os.umask(0)  # the daemon's own mode, whatever the umask
+    try:
+        async with running_daemon(tmp_path) as daemon:
+            assert daemon.state_dir.stat().st_mode & 0o777 == 0o700
+    finally:
+        os.umask(previous)
+
+
+@pytest.mark.parametrize("entry", ["slots.sqlite3", "slots.sqlite3-wal", "daemon.lock", "logs"])
+async def test_a_planted_entry_in_a_private_state_dir_is_refused(tmp_path: Path, entry: str) -> None:
+    """A dir that was open once (or chmod-ed 0700 after the fact) may still hold what
+    another user left there: a file of theirs, or a symlink to a file of the daemon's."""
+    needs_root()
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    target = tmp_path / "root-only"
+    target.write_text("root only\n")
+    target.chmod(0o600)
+    planted = state / entry
+    if entry == "logs":
+        planted.mkdir()
+        os.chown(planted, OTHER_UID, OTHER_UID)
+    elif entry == "slots.sqlite3":
+        planted.symlink_to(target)
+    else:
+        planted.write_bytes(b"")
+        os.chown(planted, OTHER_UID, OTHER_UID)
+    code, output = await daemon_outcome(tmp_path, "--state-dir", str(state), "--socket", str(tmp_path / "d.sock"))
+    assert code == 1, output
+    last = output.splitlines()[-1]
+    assert f"state dir {state} holds {entry}" in last and "remove it" in last, output
+    assert target.read_text() == "root only\n" and not (tmp_path / "d.sock").exists()
+
+
+async def test_a_symlinked_child_log_is_not_followed(tmp_path: Path, run_root: Path) -> None:
+    """The child appends its log as the daemon's user: a symlink there would make it append
+    to any file the link names."""
+    state = tmp_path / "state"
+    (state / "logs").mkdir(parents=True, mode=0o700)
+    state.chmod(0o700)
+    target = tmp_path / "victim-target"
+    target.write_text("untouched\n")
+    target.chmod(0o600)
+    (state / "logs" / "victim.log").symlink_to(target)
+    async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+        slot = await control.acquire("victim", run_root)
+        try:
+            assert slot["state"] == "disabled", slot
+            assert "holds victim.log as a symlink: remove it" in slot["reason"], slot
+            other = await control.acquire("bystander", run_root)  # the other slots are not affected
+            assert other["state"] == "running", other
+        finally:
+            await control.release("victim")
+            await control.release("bystander")
+    assert target.read_text() == "untouched\n"
+
+
+# -- the control socket -------------------------------------------------------------------------
+
+
+async def test_a_socket_dir_owned_by_another_user_is_refused(tmp_path: Path) -> None:
+    needs_root()
+    sockets = tmp_path / "sockets"
+    sockets.mkdir(mode=0o755)
+    os.chown(sockets, OTHER_UID, OTHER_UID)
+    code, output = await daemon_outcome(
+        tmp_path, "--state-dir", str(tmp_path / "state"), "--socket", str(sockets / "control.sock"))
+    assert code == 1, output
+    assert f"socket dir {sockets} is owned by uid {OTHER_UID}, not 0: remove it or choose another --socket" \
+        in output.splitlines()[-1], output
+    assert list(sockets.iterdir()) == []
+
+
+async def test_a_socket_dir_writable_by_others_is_refused(tmp_path: Path) -> None:
+    sockets = tmp_path / "sockets"
+    sockets.mkdir()
+    sockets.chmod(0o1777)  # sticky like /tmp: others still squat the name before the daemon binds it
+    code, output = await daemon_outcome(
+        tmp_path, "--state-dir", str(tmp_path / "state"), "--socket", str(sockets / "control.sock"))
+    assert code == 1, output
+    assert f"socket dir {sockets} is mode 1777, writable by group and others" in output.splitlines()[-1], output
+
+
+async def test_another_users_listening_socket_is_named_as_such(tmp_path: Path) -> None:
+    """A foreign server on the socket path is not "another daemon": the operator is told whose it is."""
+    needs_root()
+    path = tmp_path / "control.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(path))
+        listener.listen(8)
+        os.chown(path, OTHER_UID, OTHER_UID)
+        code, output = await daemon_outcome(tmp_path, "--state-dir", str(tmp_path / "state"), "--socket", str(path))
+    finally:
+        listener.close()
+    assert code == 1, output
+    assert f"control socket {path} is owned by uid {OTHER_UID}, not 0, and answers" in output.splitlines()[-1], output
+
+
+async def test_another_users_stale_socket_is_replaced_with_a_warning(tmp_path: Path) -> None:
+    needs_root()
+    path = tmp_path / "control.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(path))
+    stale.close()  # nothing listens: left behind
+    os.chown(path, OTHER_UID, OTHER_UID)
+    async with running_daemon(tmp_path) as daemon:
+        assert path.lstat().st_uid == 0  # the daemon's own socket now
+        warned = [json.loads(line) for line in daemon.log_path.read_text().splitlines()
+                  if '"daemon.foreign_socket_removed"' in line]
+        assert [(w["path"], w["owner_uid"], w["level"]) for w in warned] == [(str(path), OTHER_UID, "warning")]
