@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from jeeves_mcp import __version__
-from jeeves_mcp.cli._common import EXIT_FAILURE, Settings, print_table, settings
+from jeeves_mcp.cli._common import EXIT_FAILURE, Settings, print_table, settings, untrusted_socket
 from jeeves_mcp.pruning.render import plural
+from jeeves_mcp.supervisor.strictmodes import state_dir_problem
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -71,6 +72,8 @@ def check_socket(path: Path) -> Check:
     if info.st_uid != os.geteuid() and not in_group:
         return Check("socket", "fail", f"{path} belongs to {owner}, you are {_user(os.geteuid())}: "
                      f"run the CLI as {owner} (sudo) or the daemon as yourself")
+    if (problem := untrusted_socket(path)) is not None:  # the CLI's commands refuse it too
+        return Check("socket", "fail", problem)
     return Check("socket", "pass", f"{path} (mode {mode:04o}, owner {owner})")
 
 
@@ -143,6 +146,13 @@ def _check_state_dir(path: Path) -> Check:
                      "create it for the daemon's user or pass --state-dir")
     if not path.is_dir():
         return Check("state dir", "fail", f"{path} is not a directory")
+    info = path.stat()
+    # What the daemon refuses at start. Another user's dir is only judged when others may
+    # write it: the system service's is its user's, and doctor may run as an operator.
+    if info.st_uid == os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        problem = state_dir_problem(path)
+        if problem is not None:
+            return Check("state dir", "fail", problem)
     if not os.access(path, os.W_OK | os.X_OK):
         return Check("state dir", "fail", f"{path} is not writable by {_user(os.geteuid())}: "
                      "run as the daemon's user, fix its owner, or pass --state-dir")

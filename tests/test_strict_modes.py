@@ -222,3 +222,79 @@ async def test_another_users_stale_socket_is_replaced_with_a_warning(tmp_path: P
         warned = [json.loads(line) for line in daemon.log_path.read_text().splitlines()
                   if '"daemon.foreign_socket_removed"' in line]
         assert [(w["path"], w["owner_uid"], w["level"]) for w in warned] == [(str(path), OTHER_UID, "warning")]
+
+
+async def test_the_cli_does_not_talk_to_another_users_socket(tmp_path: Path) -> None:
+    """The review's attacker bound its own listener on the socket path: the CLI must not send
+    it the request (its env, the run's secrets) nor print its answer as the daemon's."""
+    needs_root()
+    path = tmp_path / "control.sock"
+    listener = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    await listener.bind(str(path))
+    listener.listen(8)
+    os.chown(path, OTHER_UID, OTHER_UID)
+    received: list[bytes] = []
+
+    async def fake_daemon() -> None:
+        while True:
+            conn, _ = await listener.accept()
+            with conn:
+                received.append(await conn.recv(65536))
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JEEVES_")}
+    try:
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(fake_daemon)
+                done = await trio.run_process(
+                    [sys.executable, "-m", "jeeves_mcp", "--socket", str(path), "acquire", "newrun",
+                     "--root", str(tmp_path), "--env", "OPENAI_API_KEY=sk-secret", "--json"],
+                    capture_stdout=True, capture_stderr=True, check=False, env=env, stdin=subprocess.DEVNULL,
+                )
+                nursery.cancel_scope.cancel()
+    finally:
+        listener.close()
+    err = done.stderr.decode()
+    assert received == [], received
+    assert done.returncode == 1, err
+    assert f"control socket {path} belongs to uid {OTHER_UID}, not to you (uid 0) nor root" in err, err
+
+
+# -- doctor -------------------------------------------------------------------------------------
+
+
+async def test_doctor_fails_a_state_dir_others_may_write(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    state.chmod(0o777)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JEEVES_")}
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            [sys.executable, "-m", "jeeves_mcp", "--socket", str(tmp_path / "absent.sock"), "doctor", "--json",
+             "--state-dir", str(state)], capture_stdout=True, capture_stderr=True, check=False, env=env,
+        )
+    checks = {check["name"]: check for check in json.loads(done.stdout)["checks"]}
+    assert checks["state dir"]["status"] == "fail", checks["state dir"]
+    assert f"state dir {state} is mode 0777, writable by group and others" in checks["state dir"]["detail"]
+
+
+async def test_doctor_fails_a_group_socket_of_another_user(tmp_path: Path) -> None:
+    """0660 with our group used to pass whoever owned it: the CLI's commands refuse it now."""
+    needs_root()
+    path = tmp_path / "group.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JEEVES_")}
+    try:
+        listener.bind(str(path))
+        path.chmod(0o660)
+        os.chown(path, OTHER_UID, os.getegid())
+        with trio.fail_after(60):
+            done = await trio.run_process(
+                [sys.executable, "-m", "jeeves_mcp", "--socket", str(path), "doctor", "--json",
+                 "--state-dir", str(tmp_path)], capture_stdout=True, capture_stderr=True, check=False, env=env,
+            )
+    finally:
+        listener.close()
+    checks = {check["name"]: check for check in json.loads(done.stdout)["checks"]}
+    assert checks["socket"]["status"] == "fail", checks["socket"]
+    assert f"belongs to uid {OTHER_UID}, not to you (uid 0) nor root" in checks["socket"]["detail"]
