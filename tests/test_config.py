@@ -97,6 +97,7 @@ def test_every_field_round_trips_from_the_toml_file(model: type[Settings], name:
     config_file = tmp_path / "jeeves.toml"
     table = "pruner" if model is PrunerConfig else None
     config_file.write_text(as_toml({name: value, **COMPANIONS.get(name, {})}, table))
+    config_file.chmod(0o600)  # it may hold tcp_token: the daemon refuses it readable by others
     assert getattr(load(model, {}, config_file), name) == value
 
 

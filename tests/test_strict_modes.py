@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import trio
 
+from jeeves_mcp.pruner_config import ConfigError
+from jeeves_mcp.supervisor.daemon_config import load_daemon_config
 from tests._child import stop_process_group
 from tests._daemon import TEST_ENV, running_daemon
 
@@ -258,6 +260,60 @@ async def test_the_cli_does_not_talk_to_another_users_socket(tmp_path: Path) -> 
     assert received == [], received
     assert done.returncode == 1, err
     assert f"control socket {path} belongs to uid {OTHER_UID}, not to you (uid 0) nor root" in err, err
+
+
+# -- the configuration (F6) ---------------------------------------------------------------------
+
+
+def config_file(tmp_path: Path, text: str, mode: int) -> Path:
+    path = tmp_path / "jeeves.toml"
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+@pytest.mark.parametrize(("text", "mode", "problem"), [
+    ('tcp_token = "s3cret"\n', 0o644, "holds tcp_token and is mode 0644, readable by group and others"),
+    ('tcp_token = "s3cret"\n', 0o604, "holds tcp_token and is mode 0604, readable by others"),
+    ('tcp_token = "s3cret"\n', 0o640, "holds tcp_token and is mode 0640, readable by group"),
+    ('[pruner]\ntoken = "s3cret"\n', 0o644, "holds [pruner] token and is mode 0644"),
+    ("max_slots = 3\n", 0o664, "is mode 0664, writable by group"),
+    ("max_slots = 3\n", 0o666, "is mode 0666, writable by group and others"),
+])
+def test_a_config_file_others_may_read_or_write_is_refused(tmp_path: Path, text: str, mode: int, problem: str) -> None:
+    path = config_file(tmp_path, text, mode)
+    with pytest.raises(ConfigError) as refused:
+        load_daemon_config(path, {}, state_dir=tmp_path / "state")
+    assert str(refused.value).startswith(f"config file {path} {problem}"), refused.value
+    assert f"chmod {'600' if 'token' in text else 'go-w'} {path}" in str(refused.value)
+
+
+@pytest.mark.parametrize(("text", "mode"), [
+    ('tcp_token = "s3cret"\n', 0o600),
+    ('tcp_token = "s3cret"\n', 0o400),
+    ("max_slots = 3\n", 0o644),  # nothing secret: readable like sshd_config
+])
+def test_a_private_config_file_is_accepted(tmp_path: Path, text: str, mode: int) -> None:
+    load_daemon_config(config_file(tmp_path, text, mode), {}, state_dir=tmp_path / "state")
+
+
+def test_a_config_file_owned_by_another_user_is_refused(tmp_path: Path) -> None:
+    needs_root()
+    path = config_file(tmp_path, "max_slots = 3\n", 0o600)
+    os.chown(path, OTHER_UID, OTHER_UID)
+    with pytest.raises(ConfigError, match=rf"^config file {path} is owned by uid {OTHER_UID}, not 0: "):
+        load_daemon_config(path, {}, state_dir=tmp_path / "state")
+
+
+async def test_the_daemon_refuses_a_token_file_others_can_read(tmp_path: Path) -> None:
+    """The review read a 0644 config's tcp_token from a run's bash with plain `cat`."""
+    path = config_file(tmp_path, 'tcp_host = "127.0.0.1"\ntcp_token = "s3cret"\n', 0o644)
+    code, output = await daemon_outcome(
+        tmp_path, "--config", str(path), "--state-dir", str(tmp_path / "state"), "--socket", str(tmp_path / "d.sock"))
+    assert code == 2, output
+    assert output.splitlines()[-1].startswith(
+        f"jeeves-mcp daemon: bad configuration: config file {path} holds tcp_token and is mode 0644"), output
+    assert not (tmp_path / "state").exists()
 
 
 # -- doctor -------------------------------------------------------------------------------------
