@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import traceback
@@ -58,44 +57,17 @@ class Settings:
     def client(self, timeout: float = 120.0) -> ControlClient:
         from jeeves_mcp.client import ControlClient
 
-        socket = None if self.url else self.trusted_socket()
+        socket = None if self.url else self.control_socket()
         return ControlClient(socket, url=self.url, token=self.token, timeout=timeout)
 
     def async_client(self, timeout: float = 120.0) -> AsyncControlClient:
         from jeeves_mcp.client import AsyncControlClient
 
-        socket = None if self.url else self.trusted_socket()
+        socket = None if self.url else self.control_socket()
         return AsyncControlClient(socket, url=self.url, token=self.token, timeout=timeout)
-
-    def trusted_socket(self) -> Path:
-        """The control socket, unless another user made it: whoever binds it receives every
-        request (a run's env, its secrets) and answers as the daemon (attack review F5)."""
-        from jeeves_mcp.client import ControlError
-
-        path = self.control_socket()
-        problem = untrusted_socket(path)
-        if problem is not None:
-            raise ControlError("UNTRUSTED_SOCKET", problem)
-        return path
 
     def where(self) -> str:
         return self.url or str(self.control_socket())
-
-
-def untrusted_socket(path: Path) -> str | None:
-    """Why the CLI will not talk to `path`, or None: it (or the symlink to it) is neither
-    the caller's nor root's (systemd's socket is root's)."""
-    euid = os.geteuid()
-    for follow in (False, True):
-        try:
-            owner = path.stat(follow_symlinks=follow).st_uid
-        except OSError:
-            return None  # absent or out of reach: the client says so
-        if owner not in (euid, 0):
-            return (f"control socket {path} belongs to uid {owner}, not to you (uid {euid}) nor root: "
-                    f"if that is the daemon's user, run the CLI as that user; otherwise another user may "
-                    "be answering in the daemon's place (remove it and restart the daemon)")
-    return None
 
 
 # Spaces rich pads a table's last column with, before any closing style codes.

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from jeeves_mcp import __version__
-from jeeves_mcp.cli._common import EXIT_FAILURE, Settings, print_table, settings, untrusted_socket
+from jeeves_mcp.cli._common import EXIT_FAILURE, Settings, print_table, settings
+from jeeves_mcp.client import untrusted_socket
 from jeeves_mcp.pruning.render import plural
 from jeeves_mcp.supervisor.strictmodes import state_dir_problem
 

@@ -26,7 +26,15 @@ import httpx
 
 from jeeves_mcp import paths
 
-__all__ = ["AsyncControlClient", "ControlClient", "ControlError", "DaemonUnavailable", "default_socket"]
+__all__ = [
+    "AsyncControlClient",
+    "ControlClient",
+    "ControlError",
+    "DaemonUnavailable",
+    "check_socket",
+    "default_socket",
+    "untrusted_socket",
+]
 
 
 class ControlError(Exception):
@@ -134,11 +142,37 @@ class _Api:
         return self._call("GET", "/metrics")
 
 
+def untrusted_socket(path: Path) -> str | None:
+    """Why a client (the CLI, the runner's) will not talk to `path`, or None: it (or the
+    symlink to it) is neither the caller's nor root's (systemd's socket is root's)."""
+    euid = os.geteuid()
+    for follow in (False, True):
+        try:
+            owner = path.stat(follow_symlinks=follow).st_uid
+        except OSError:
+            return None  # absent or out of reach: the client says so
+        if owner not in (euid, 0):
+            return (f"control socket {path} belongs to uid {owner}, not to you (uid {euid}) nor root: "
+                    f"if that is the daemon's user, run the client as that user; otherwise another user may "
+                    "be answering in the daemon's place (remove it and restart the daemon)")
+    return None
+
+
+def check_socket(path: str | os.PathLike[str]) -> None:
+    """Raise UNTRUSTED_SOCKET if another user made the control socket: whoever binds it
+    receives every request (a run's env, its secrets) and answers as the daemon."""
+    problem = untrusted_socket(Path(path))
+    if problem is not None:
+        raise ControlError("UNTRUSTED_SOCKET", problem)
+
+
 def _target(socket: str | os.PathLike[str] | None, url: str | None, token: str | None) -> tuple[str, str | None, dict[str, str]]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     if url is not None:
         return url.rstrip("/"), None, headers
-    return "http://jeeves-mcp", str(socket or default_socket()), headers
+    uds = str(socket or default_socket())
+    check_socket(uds)
+    return "http://jeeves-mcp", uds, headers
 
 
 class AsyncControlClient(_Api):
