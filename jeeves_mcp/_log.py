@@ -74,11 +74,12 @@ class JsonLineFormatter(logging.Formatter):
 
 
 class _PrivateFileHandler(RotatingFileHandler):
-    """Log files (and their rotations) created 0600 whatever the umask: they live in
-    the daemon's state dir, which may be looser than it should be."""
+    """Log files (and their rotations) created 0600 whatever the umask, never through a
+    symlink: they live in the daemon's state dir, which may be looser than it should be."""
 
     def _open(self) -> Any:
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+        fd = os.open(self.baseFilename, flags, 0o600)
         return os.fdopen(fd, self.mode, encoding=self.encoding, errors=self.errors)
 
 

@@ -262,6 +262,46 @@ async def test_the_cli_does_not_talk_to_another_users_socket(tmp_path: Path) -> 
     assert f"control socket {path} belongs to uid {OTHER_UID}, not to you (uid 0) nor root" in err, err
 
 
+@pytest.mark.parametrize("blocking", [True, False])
+async def test_the_runners_client_does_not_talk_to_another_users_socket(
+    tmp_path: Path, blocking: bool
+) -> None:
+    """The library client the runner uses refuses the socket as the CLI does: nothing sent."""
+    from jeeves_mcp.client import AsyncControlClient, ControlClient, ControlError
+
+    needs_root()
+    path = tmp_path / "control.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(8)
+        listener.setblocking(False)
+        os.chown(path, OTHER_UID, OTHER_UID)
+        with pytest.raises(ControlError) as refused:
+            secret = {"OPENAI_API_KEY": "sk-secret"}
+            if blocking:
+                ControlClient(path, timeout=5).acquire("newrun", tmp_path, env=secret)
+            else:
+                async with AsyncControlClient(path, timeout=5) as control:
+                    await control.acquire("newrun", tmp_path, env=secret)
+        # A connection the client made would be waiting in the backlog by now.
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert refused.value.code == "UNTRUSTED_SOCKET"
+    assert f"belongs to uid {OTHER_UID}" in str(refused.value)
+
+
+def test_a_log_file_is_never_written_through_a_symlink(tmp_path: Path) -> None:
+    """Defence behind the daemon's check of a child's log before each spawn."""
+    from jeeves_mcp import _log
+
+    victim = tmp_path / "victim"
+    victim.write_text("untouched\n")
+    (tmp_path / "child.log").symlink_to(victim)
+    with pytest.raises(OSError):
+        _log._PrivateFileHandler(str(tmp_path / "child.log"), maxBytes=1024, backupCount=1)
+    assert victim.read_text() == "untouched\n"
+
+
 # -- the configuration (F6) ---------------------------------------------------------------------
 
 
