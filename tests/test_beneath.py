@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import json
-import logging
 import os
 import shutil
 import tempfile
@@ -24,13 +23,12 @@ import pytest
 
 from jeeves_mcp.beneath import mode_permits, open_beneath, openat2_available
 from jeeves_mcp.mcp.errors import ToolError
-from jeeves_mcp.mcp.progress import NullProgress
 from jeeves_mcp.pruner_config import PrunerConfig
-from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.tools import base, grep
 from jeeves_mcp.tools import read as read_tool
 from jeeves_mcp.tools.base import CallContext
 from tests._child import running_child, tool_json
+from tests.test_bash_grep import make_ctx as make_tool_ctx
 
 SECRET = "s3cr3t-canary-beneath"
 NOBODY = 65534
@@ -129,14 +127,7 @@ def test_mode_permits_takes_the_owners_bits_then_the_groups_then_the_others(tmp_
 
 
 def make_ctx(root: Path) -> CallContext:
-    return CallContext(
-        config=PrunerConfig(root=root, kill_grace_ms=300, history_timeout_ms=0),
-        store=RecoveryStore(60, 1024 * 1024),
-        pruner=None,  # type: ignore[arg-type]  # not needed by these handlers
-        progress=NullProgress(),
-        request_id="test",
-        log=logging.getLogger("jeeves_mcp.test"),
-    )
+    return make_tool_ctx(root, history_timeout_ms=0)
 
 
 @pytest.fixture
