@@ -7,7 +7,10 @@
     with ControlClient() as control:                     # the same, blocking
         with control.slot("run-42", root="/work/run-42") as slot: ...
 
-Both speak HTTP over the daemon's Unix socket (or loopback TCP with a token).
+Both speak HTTP over the daemon's Unix socket (or loopback TCP with a token), and
+refuse a socket that is neither the caller's nor root's (UNTRUSTED_SOCKET: another
+user may be answering in the daemon's place) unless `daemon_uid` names its owner,
+the service user the daemon runs as.
 Errors are `ControlError` with the API's stable `code`; a daemon that is not
 running is `DaemonUnavailable`.
 """
@@ -142,45 +145,48 @@ class _Api:
         return self._call("GET", "/metrics")
 
 
-def untrusted_socket(path: Path) -> str | None:
+def untrusted_socket(path: Path, daemon_uid: int | None = None) -> str | None:
     """Why a client (the CLI, the runner's) will not talk to `path`, or None: it (or the
-    symlink to it) is neither the caller's nor root's (systemd's socket is root's)."""
+    symlink to it) is neither the caller's nor root's (systemd's socket is root's) nor
+    `daemon_uid`'s (a daemon run as a service user, named by the caller)."""
     euid = os.geteuid()
     for follow in (False, True):
         try:
             owner = path.stat(follow_symlinks=follow).st_uid
         except OSError:
             return None  # absent or out of reach: the client says so
-        if owner not in (euid, 0):
+        if owner not in (euid, 0, daemon_uid):
             return (f"control socket {path} belongs to uid {owner}, not to you (uid {euid}) nor root: "
                     f"if that is the daemon's user, run the client as that user; otherwise another user may "
                     "be answering in the daemon's place (remove it and restart the daemon)")
     return None
 
 
-def check_socket(path: str | os.PathLike[str]) -> None:
+def check_socket(path: str | os.PathLike[str], daemon_uid: int | None = None) -> None:
     """Raise UNTRUSTED_SOCKET if another user made the control socket: whoever binds it
     receives every request (a run's env, its secrets) and answers as the daemon."""
-    problem = untrusted_socket(Path(path))
+    problem = untrusted_socket(Path(path), daemon_uid)
     if problem is not None:
         raise ControlError("UNTRUSTED_SOCKET", problem)
 
 
-def _target(socket: str | os.PathLike[str] | None, url: str | None, token: str | None) -> tuple[str, str | None, dict[str, str]]:
+def _target(
+    socket: str | os.PathLike[str] | None, url: str | None, token: str | None, daemon_uid: int | None
+) -> tuple[str, str | None, dict[str, str]]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     if url is not None:
         return url.rstrip("/"), None, headers
     uds = str(socket or default_socket())
-    check_socket(uds)
+    check_socket(uds, daemon_uid)
     return "http://jeeves-mcp", uds, headers
 
 
 class AsyncControlClient(_Api):
     def __init__(
         self, socket: str | os.PathLike[str] | None = None, *, url: str | None = None,
-        token: str | None = None, timeout: float = 120.0,
+        token: str | None = None, timeout: float = 120.0, daemon_uid: int | None = None,
     ) -> None:
-        base, uds, headers = _target(socket, url, token)
+        base, uds, headers = _target(socket, url, token, daemon_uid)
         self.where = uds or base
         transport = httpx.AsyncHTTPTransport(uds=uds) if uds else None
         self._http = httpx.AsyncClient(base_url=base, transport=transport, headers=headers, timeout=timeout)
@@ -235,9 +241,9 @@ class ControlClient(_Api):
 
     def __init__(
         self, socket: str | os.PathLike[str] | None = None, *, url: str | None = None,
-        token: str | None = None, timeout: float = 120.0,
+        token: str | None = None, timeout: float = 120.0, daemon_uid: int | None = None,
     ) -> None:
-        base, uds, headers = _target(socket, url, token)
+        base, uds, headers = _target(socket, url, token, daemon_uid)
         self.where = uds or base
         transport = httpx.HTTPTransport(uds=uds) if uds else None
         self._http = httpx.Client(base_url=base, transport=transport, headers=headers, timeout=timeout)

@@ -39,7 +39,9 @@ class Daemon:
     notified: trio.Event = field(default_factory=trio.Event)
 
     def client(self) -> AsyncControlClient:
-        return AsyncControlClient(self.socket)
+        # The daemon may run as a service user: its state dir is its own.
+        owner = self.state_dir.stat().st_uid if self.state_dir.exists() else None
+        return AsyncControlClient(self.socket, daemon_uid=owner)
 
     def our_processes(self) -> list[int]:
         """Processes carrying our state dir: children, strays; not the running fork server."""
