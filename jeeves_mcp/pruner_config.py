@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from jeeves_mcp.paths import foreign_symlink
 from jeeves_mcp.settings import ConfigError, OldName, Settings, build
 
 __all__ = ["OLD_ENV", "TOML_TABLE", "ConfigError", "PrunerConfig", "load_config"]
@@ -54,7 +55,11 @@ class PrunerConfig(Settings):
     @field_validator("root")
     @classmethod
     def _resolve_root(cls, value: Path) -> Path:
-        resolved = value.expanduser().resolve()
+        absolute = value.expanduser().absolute()
+        # A restarted child resolves its root again: not through a link a run could repoint.
+        if (problem := foreign_symlink(absolute)) is not None:
+            raise ValueError(f"root {problem}")
+        resolved = absolute.resolve()
         if not resolved.is_dir():
             raise ValueError(f"root {value} is not a directory")
         return resolved

@@ -20,6 +20,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from jeeves_mcp import __version__
+from jeeves_mcp.paths import foreign_symlink
 from jeeves_mcp.proc import can_switch_users, user_name
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -76,6 +77,8 @@ class AcquireBody(BaseModel):
             resolved = path.resolve()
         except OSError as exc:  # a name too long, a loop of symlinks, ...
             raise ValueError(f"cannot use it: {exc.strerror}") from exc
+        if (problem := foreign_symlink(path)) is not None:
+            raise ValueError(problem)
         if resolved == Path("/") or any(resolved.is_relative_to(top) for top in FORBIDDEN_ROOTS):
             raise ValueError(f"{resolved} cannot be a run root")
         return str(resolved)

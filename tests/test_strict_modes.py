@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 
@@ -300,6 +301,53 @@ def test_a_log_file_is_never_written_through_a_symlink(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         _log._PrivateFileHandler(str(tmp_path / "child.log"), maxBytes=1024, backupCount=1)
     assert victim.read_text() == "untouched\n"
+
+
+# -- run roots through another user's symlink (attack review N1) ------------------------------
+
+
+def foreign_link(tmp_path: Path) -> Path:
+    """A run's workspace path that its user turned into a link to a root-owned directory."""
+    target = tmp_path / "root-owned"
+    target.mkdir()
+    (target / "hello.py").write_text("x = 1\n")
+    link = tmp_path / "ws"
+    link.symlink_to(target)
+    os.lchown(link, OTHER_UID, OTHER_UID)
+    return link
+
+
+async def test_an_acquire_through_another_users_symlink_is_refused(tmp_path: Path) -> None:
+    """A run swapped its root for a link to /etc: the next acquire of that path must not pin
+    /etc, whose commands would run as root."""
+    from tests._daemon import running_daemon
+
+    needs_root()
+    link = foreign_link(tmp_path)
+    async with running_daemon(tmp_path) as daemon:
+        transport = httpx.AsyncHTTPTransport(uds=str(daemon.socket))
+        async with httpx.AsyncClient(transport=transport, base_url="http://d") as http:
+            refused = await http.post("/v1/slots", json={"run_id": "again", "root": str(link)})
+            trusted = await http.post("/v1/slots", json={"run_id": "real", "root": str(link.resolve())})
+            await http.delete("/v1/slots/real")
+    assert refused.status_code == 400, refused.text
+    assert f"a symlink of uid {OTHER_UID}" in refused.text
+    assert trusted.status_code == 201, trusted.text
+
+
+@pytest.mark.parametrize("owner", [OTHER_UID, 0])
+def test_a_child_resolves_its_root_only_through_trusted_symlinks(tmp_path: Path, owner: int) -> None:
+    """A restarted child resolves its root again: through a link its run could repoint, never."""
+    from jeeves_mcp.pruner_config import PrunerConfig
+
+    needs_root()
+    link = foreign_link(tmp_path)
+    os.lchown(link, owner, owner)
+    if owner == 0:
+        assert PrunerConfig(root=link).root == link.resolve()
+        return
+    with pytest.raises(ValueError, match=f"a symlink of uid {OTHER_UID}"):
+        PrunerConfig(root=link)
 
 
 # -- the configuration (F6) ---------------------------------------------------------------------
