@@ -111,6 +111,28 @@ def test_the_walk_refuses_a_directory_the_user_could_not_search(tree: Path) -> N
     assert info.value.errno == errno.EACCES
 
 
+def test_a_root_whose_ancestor_was_swapped_is_still_opened_where_it_was_pinned(
+    tmp_path: Path,
+) -> None:
+    """The root's path is compared with the pinned root before a call, then a run renames an
+    ancestor and puts a link to elsewhere in its place: the open stays in the pinned root."""
+    from jeeves_mcp.proc import pin_root
+
+    parent = tmp_path / "parent"
+    root = parent / "ws"
+    root.mkdir(parents=True)
+    (root / "f").write_text("mine\n")
+    elsewhere = tmp_path / "elsewhere" / "ws"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "f").write_text(f"{SECRET}\n")
+    assert pin_root(root) is None
+    parent.rename(tmp_path / "moved")
+    parent.symlink_to(tmp_path / "elsewhere")
+    fd = base.open_in_root(root, root / "f", os.O_RDONLY)
+    with os.fdopen(fd) as opened:
+        assert opened.read() == "mine\n"
+
+
 def test_mode_permits_takes_the_owners_bits_then_the_groups_then_the_others(tmp_path: Path) -> None:
     path = tmp_path / "f"
     path.write_text("")

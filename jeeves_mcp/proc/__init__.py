@@ -25,6 +25,7 @@ from .runner import (
     command_user,
     new_tag,
     pin_root,
+    pinned_root,
     run_command,
 )
 from .tree import TAG_VAR, TREE_VAR, kill_descendants, kill_tree, sweep_zombies
@@ -44,6 +45,7 @@ __all__ = [
     "kill_tree",
     "new_tag",
     "pin_root",
+    "pinned_root",
     "prepare_process_title",
     "proc_stat",
     "process_alive",

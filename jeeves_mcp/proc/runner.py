@@ -111,6 +111,13 @@ def pin_root(root: Path) -> str | None:
     return pin.error
 
 
+def pinned_root(root: Path) -> int | None:
+    """The O_PATH descriptor `root` was pinned with (None if it could not be opened): files are
+    opened beneath it, not beneath the path, which a run may have moved since."""
+    pin_root(root)
+    return _pins[root].fd
+
+
 def command_user(root: Path) -> tuple[int, int] | None:
     """(uid, gid) to run a root's commands as, or None for the pruner's own user.
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from jeeves_mcp.beneath import open_beneath
 from jeeves_mcp.mcp.errors import INVALID_PARAMS, McpError, ToolError
+from jeeves_mcp.proc import pinned_root
 
 # Re-exported: the tools import them from here.
 from jeeves_mcp.pruning.render import human_bytes as human_bytes
@@ -221,10 +222,16 @@ def open_in_root(root: Path, path: Path, flags: int, user: tuple[int, int] | Non
     (the attack review's F2). `user`: the run's commands' (uid, gid), who must be able to
     search every directory crossed (EACCES). A path outside the root (allow_outside_root)
     is opened beneath /."""
-    base = root if path.is_relative_to(root) else Path("/")
-    base_fd = os.open(base, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if path.is_relative_to(root):
+        # The root as the child first opened it: an ancestor swapped since cannot redirect the
+        # open (attack re-check N2); the path was only compared with it before the call.
+        pinned = pinned_root(root)
+        if pinned is None:
+            raise OSError(errno.ENOENT, "the run root could not be opened", str(root))
+        return open_beneath(pinned, str(path.relative_to(root)), flags, search_as=user)
+    base_fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        return open_beneath(base_fd, str(path.relative_to(base)), flags, search_as=user)
+        return open_beneath(base_fd, str(path.relative_to("/")), flags, search_as=user)
     finally:
         os.close(base_fd)
 
