@@ -267,3 +267,5 @@ async def test_a_file_the_runs_user_may_not_read_is_refused(nobodys_root: Path, 
             found = await call(http, child, "grep", {"pattern": "s3cr3t", "paths": paths})
             assert found.get("engine", engine) == engine, found
             assert SECRET not in json.dumps(found), (engine, paths, found)
+            # What the user may not read is skipped, not an INTERNAL error.
+            assert not found["isError"] and found["match_count"] == 0, (engine, paths, found)
