@@ -99,12 +99,13 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         raise ToolError("INVALID_REQUEST", "pattern must not be empty")
     targets = _targets(ctx, args.get("paths") or ["."])
     rg = find_rg()
+    result: _grep_builtin.GrepResult | None = None
     if rg is not None:
         result = await _run_rg(
             ctx, rg, pattern, targets, glob, ignore_case, max_matches, timeout_ms
         )
         engine = "rg"
-    else:
+    if result is None:
         result = await _run_builtin(
             ctx.config.root, pattern, targets, glob, ignore_case, max_matches, timeout_ms
         )
@@ -174,7 +175,8 @@ async def _run_rg(
     ignore_case: bool,
     max_matches: int,
     timeout_ms: int,
-) -> _grep_builtin.GrepResult:
+) -> _grep_builtin.GrepResult | None:
+    """rg's result as the commands' user, or None when that user may not run it."""
     argv = [rg, "--line-number", "--no-heading", "--with-filename", "--color=never"]
     argv += ["--sort=path", "--no-messages", "--max-columns=500", "--max-columns-preview"]
     if ignore_case:
@@ -205,6 +207,10 @@ async def _run_rg(
             f"invalid regex: {message}",
             hint="ripgrep syntax (Rust regex): no look-around or backreferences",
         )
+    if result.exit_code == 126:
+        # The commands' user may not run the daemon's rg (its venv is private): the built-in
+        # search does the same work in the child.
+        return None
     if result.exit_code not in (0, 1, 2):
         raise ToolError(
             "INTERNAL", f"rg exited with status {result.exit_code}", stderr=stderr[-2000:]
