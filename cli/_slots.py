@@ -51,8 +51,9 @@ def acquire(
     ctx: typer.Context,
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The agent run's id (1-128 of A-Z a-z 0-9 . _ : @ -).")],
     root: Annotated[Path, typer.Option(
-        "--root", exists=True, file_okay=False, dir_okay=True, resolve_path=True,
-        help="The run's workspace: read/grep/bash stay inside it.")],
+        "--root", exists=True, file_okay=False, dir_okay=True,
+        help="The run's workspace: read/grep/bash stay inside it. Sent as given (made absolute, "
+             "links unresolved): the daemon refuses one through a link another user owns.")],
     ttl: Annotated[float | None, typer.Option(
         "--ttl", min=0.001, metavar="SECONDS",
         help="Lease: the slot is released unless renewed within this (default: the daemon's default_ttl_s).",

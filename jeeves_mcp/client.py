@@ -74,7 +74,9 @@ def _acquire_body(
     run_id: str, root: str | os.PathLike[str], env: dict[str, str] | None, ttl_s: float | None,
     labels: dict[str, str] | None, pruner_endpoint: str | None, enabled: bool,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"run_id": run_id, "root": str(Path(root).resolve()), "enabled": enabled}
+    # Absolute, links unresolved: the daemon refuses a root through a link the run could
+    # repoint, which it cannot see once the client has resolved it (attack re-check N1).
+    body: dict[str, Any] = {"run_id": run_id, "root": os.path.abspath(root), "enabled": enabled}
     for key, value in (("env", env), ("ttl_s", ttl_s), ("labels", labels), ("pruner_endpoint", pruner_endpoint)):
         if value is not None:
             body[key] = value

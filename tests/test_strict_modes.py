@@ -15,6 +15,7 @@ import httpx
 import pytest
 import trio
 
+from jeeves_mcp.client import ControlError
 from jeeves_mcp.pruner_config import ConfigError
 from jeeves_mcp.supervisor.daemon_config import load_daemon_config
 from tests._child import stop_process_group
@@ -330,9 +331,18 @@ async def test_an_acquire_through_another_users_symlink_is_refused(tmp_path: Pat
             refused = await http.post("/v1/slots", json={"run_id": "again", "root": str(link)})
             trusted = await http.post("/v1/slots", json={"run_id": "real", "root": str(link.resolve())})
             await http.delete("/v1/slots/real")
+        # The runner's client and the CLI send the path as given, links unresolved.
+        async with daemon.client() as control:
+            with pytest.raises(ControlError) as by_client:
+                await control.acquire("client", link)
+        by_cli = await trio.run_process(
+            [sys.executable, "-m", "jeeves_mcp", "--socket", str(daemon.socket), "acquire", "cli",
+             "--root", str(link)], capture_stdout=True, capture_stderr=True, check=False)
     assert refused.status_code == 400, refused.text
     assert f"a symlink of uid {OTHER_UID}" in refused.text
     assert trusted.status_code == 201, trusted.text
+    assert by_client.value.status == 400 and f"a symlink of uid {OTHER_UID}" in str(by_client.value.detail)
+    assert by_cli.returncode != 0 and f"a symlink of uid {OTHER_UID}" in by_cli.stderr.decode()
 
 
 @pytest.mark.parametrize("owner", [OTHER_UID, 0])
