@@ -100,22 +100,25 @@ def _open_pin(root: Path) -> _RootPin:
     return _RootPin(fd, info.st_dev, info.st_ino, user)
 
 
-def pin_root(root: Path) -> str | None:
-    """Decide, once, whom `root`'s commands run as (see `command_user`), from a handle on the
-    directory itself. The child calls it as it starts; `command_user` pins a root it has not
-    seen on first use. Returns why the root cannot be used, or None."""
+def _pin(root: Path) -> _RootPin:
     with _pins_lock:
         pin = _pins.get(root)
         if pin is None:
             pin = _pins[root] = _open_pin(root)
-    return pin.error
+    return pin
+
+
+def pin_root(root: Path) -> str | None:
+    """Decide, once, whom `root`'s commands run as (see `command_user`), from a handle on the
+    directory itself. The child calls it as it starts; `command_user` pins a root it has not
+    seen on first use. Returns why the root cannot be used, or None."""
+    return _pin(root).error
 
 
 def pinned_root(root: Path) -> int | None:
     """The O_PATH descriptor `root` was pinned with (None if it could not be opened): files are
     opened beneath it, not beneath the path, which a run may have moved since."""
-    pin_root(root)
-    return _pins[root].fd
+    return _pin(root).fd
 
 
 def command_user(root: Path) -> tuple[int, int] | None:
@@ -132,10 +135,9 @@ def command_user(root: Path) -> tuple[int, int] | None:
     the path still names that same directory (not a symlink, same device and inode) and
     raises FORBIDDEN otherwise: it never falls back to the pruner's user.
     """
-    error = pin_root(root)
-    pin = _pins[root]
-    if error is not None:
-        raise ToolError("FORBIDDEN", f"the run root {root} could not be opened ({error}): commands are refused")
+    pin = _pin(root)
+    if pin.error is not None:
+        raise ToolError("FORBIDDEN", f"the run root {root} could not be opened ({pin.error}): commands are refused")
     try:
         now = os.stat(root, follow_symlinks=False)
     except OSError as exc:

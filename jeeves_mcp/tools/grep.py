@@ -58,8 +58,6 @@ SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-# rg's complaint about one path it could not read: "rg: ./x: Permission denied (os error 13)".
-_RG_PATH_ERROR = re.compile(r"^rg: .+: .+ \(os error \d+\)$")
 _RG_LINE = re.compile(r"^(.+?):(\d+):")
 
 
@@ -229,14 +227,10 @@ async def _run_rg(
         grep.files.add(path)
         if len(grep.lines) < max_matches:
             grep.lines.append(line[2:] if line.startswith("./") else line)
-    if result.exit_code == 2:
-        # A file or directory the commands' user may not read is skipped, as the built-in
-        # grep skips it; anything else rg complains of, with nothing found, is a failure.
-        complaints = stderr.splitlines()
-        unreadable = sum(1 for line in complaints if _RG_PATH_ERROR.match(line))
-        grep.skipped_files += unreadable
-        if not grep.match_count and unreadable < len(complaints):
-            raise ToolError("INTERNAL", "rg failed", stderr=stderr[-2000:])
+    # Exit 2 with nothing said: --no-messages silenced a path the commands' user may not
+    # read, which is skipped as the built-in grep skips it. Anything rg still says is a failure.
+    if result.exit_code == 2 and stderr and not grep.match_count:
+        raise ToolError("INTERNAL", "rg failed", stderr=stderr[-2000:])
     grep.truncated = grep.truncated or grep.match_count > len(grep.lines)
     return grep
 
