@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import stat
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -41,7 +43,10 @@ from pydantic_settings import (
 
 from jeeves_mcp import _log
 
-__all__ = ["ENV_PREFIX", "ConfigError", "OldName", "Settings", "build", "env_name", "reference_table"]
+__all__ = [
+    "ENV_PREFIX", "ConfigError", "OldName", "Settings", "build", "config_file_problem", "env_name",
+    "reference_table", "writable_by",
+]
 
 log = logging.getLogger("jeeves_mcp.settings")
 
@@ -150,11 +155,14 @@ class _TomlFile(TomlConfigSettingsSource):
     def _read_file(self, file_path: Any) -> dict[str, Any]:
         try:
             with file_path.open("rb") as handle:
-                data = tomllib.load(handle)
+                info, data = os.fstat(handle.fileno()), tomllib.load(handle)
         except OSError as exc:
             raise ConfigError(f"cannot read config file {file_path}: {exc.strerror}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {file_path} is not valid TOML: {exc}") from exc
+        # The daemon and every child it points at the file read it here: each checks what it parsed.
+        if (problem := config_file_problem(file_path, info, data)) is not None:
+            raise ConfigError(problem)
         if self._table is not None:
             data = data.get(self._table, {})
             if not isinstance(data, dict):
@@ -171,6 +179,51 @@ class _TomlFile(TomlConfigSettingsSource):
     def where(self, field: str) -> str:
         table = f"[{self._table}] " if self._table else ""
         return f"{table}{field} in {self._path}"
+
+
+# Keys whose value is a secret, as (key,) at the top level or (table, key).
+SECRET_KEYS: tuple[tuple[str, ...], ...] = (("tcp_token",), ("pruner", "token"))
+
+
+def writable_by(mode: int) -> str:
+    """'group', 'others' or 'group and others': who besides the owner may write."""
+    who = [name for bit, name in ((stat.S_IWGRP, "group"), (stat.S_IWOTH, "others")) if mode & bit]
+    return " and ".join(who)
+
+
+def config_file_problem(path: Path, info: os.stat_result, data: dict[str, Any]) -> str | None:
+    """Why a config file must not be trusted, or None (attack review F6; a child's re-read, N4).
+
+    As ssh treats a private key: whoever may write the file sets what the daemon and the
+    children run with, so it is the reader's user's or root's and nobody else may write it;
+    a file that holds a token is readable by its owner alone, except that a root-owned one
+    may be read by the group of a reader that is not root (root:jeeves-mcp 0640 under
+    systemd, as PostgreSQL accepts its key). Children run as the daemon's user, so both
+    come to the same answer.
+    """
+    euid = os.geteuid()
+    mode = stat.S_IMODE(info.st_mode)
+    if info.st_uid not in (euid, 0):
+        return (f"config file {path} is owned by uid {info.st_uid}, not {euid}: its owner would configure "
+                f"the daemon; chown it to uid {euid} or root")
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"config file {path} is mode {mode:04o}, writable by {writable_by(mode)}: chmod go-w {path}"
+    secrets = [key[-1] if len(key) == 1 else f"[{key[0]}] {key[1]}" for key in SECRET_KEYS if _holds(data, key)]
+    group_may_read = info.st_uid == 0 and euid != 0
+    readers = mode & (stat.S_IROTH if group_may_read else stat.S_IRGRP | stat.S_IROTH)
+    if not (secrets and readers):
+        return None
+    who = " and ".join(name for bit, name in ((stat.S_IRGRP, "group"), (stat.S_IROTH, "others")) if readers & bit)
+    fix = f"chmod 640 {path} (its group the daemon's)" if group_may_read else f"chmod 600 {path}"
+    return f"config file {path} holds {secrets[0]} and is mode {mode:04o}, readable by {who}: {fix}, and change the token"
+
+
+def _holds(data: Any, key: tuple[str, ...]) -> bool:
+    for part in key:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
 
 
 S = TypeVar("S", bound=Settings)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,8 +19,7 @@ from pydantic import Field, model_validator
 from jeeves_mcp.paths import default_socket, default_state_dir
 from jeeves_mcp.pruner_config import OLD_ENV as CHILD_OLD_ENV
 from jeeves_mcp.pruner_config import TOML_TABLE, PrunerConfig, load_config
-from jeeves_mcp.settings import ConfigError, OldName, Settings, build, reference_table
-from jeeves_mcp.supervisor.strictmodes import writable_by
+from jeeves_mcp.settings import OldName, Settings, build, reference_table
 
 
 def _is_loopback(host: str) -> bool:
@@ -105,46 +103,16 @@ def load_daemon_config(
     )
     if path is None:
         return config
-    with path.open("rb") as handle:  # parsed once already by build(); checked as read here
-        info, data = os.fstat(handle.fileno()), tomllib.load(handle)
-    if (problem := config_file_problem(path, info, data)) is not None:
-        raise ConfigError(problem)
+    # build() checked the file's owner and mode as it parsed it (settings.config_file_problem);
+    # a child checks it again each time it reads it.
+    with path.open("rb") as handle:
+        data = tomllib.load(handle)
     if TOML_TABLE in data:
         # Checked now rather than at every child's start; children read the same file.
         load_config({}, config_file=path)
         child_env = {**config.child_env, "JEEVES_MCP_CONFIG": str(path.resolve())}
         config = config.model_copy(update={"child_env": child_env})
     return config
-
-
-def config_file_problem(path: Path, info: os.stat_result, data: dict[str, Any]) -> str | None:
-    """Why the daemon must not trust its config file, or None (attack review F6).
-
-    As ssh treats a private key: whoever may write the file sets what the children run
-    with, so it is the daemon user's or root's and nobody else may write it; a file that
-    holds a token is readable by its owner alone, except that a root-owned one may be
-    read by the group of a daemon that is not root (root:jeeves-mcp 0640 under systemd,
-    as PostgreSQL accepts its key).
-    """
-    euid = os.geteuid()
-    mode = stat.S_IMODE(info.st_mode)
-    if info.st_uid not in (euid, 0):
-        return (f"config file {path} is owned by uid {info.st_uid}, not {euid}: its owner would configure "
-                f"the daemon; chown it to uid {euid} or root")
-    if mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"config file {path} is mode {mode:04o}, writable by {writable_by(mode)}: chmod go-w {path}"
-    pruner = data.get(TOML_TABLE)
-    secrets = [name for name, present in (
-        ("tcp_token", "tcp_token" in data),
-        (f"[{TOML_TABLE}] token", isinstance(pruner, dict) and "token" in pruner),
-    ) if present]
-    group_may_read = info.st_uid == 0 and euid != 0
-    readers = mode & (stat.S_IROTH if group_may_read else stat.S_IRGRP | stat.S_IROTH)
-    if not (secrets and readers):
-        return None
-    who = " and ".join(name for bit, name in ((stat.S_IRGRP, "group"), (stat.S_IROTH, "others")) if readers & bit)
-    fix = f"chmod 640 {path} (its group the daemon's)" if group_may_read else f"chmod 600 {path}"
-    return f"config file {path} holds {secrets[0]} and is mode {mode:04o}, readable by {who}: {fix}, and change the token"
 
 
 def reference_markdown() -> str:

@@ -14,16 +14,12 @@ import os
 import stat
 from pathlib import Path
 
+from jeeves_mcp.settings import writable_by
+
 __all__ = ["dir_problem", "entry_problem", "state_dir_problem", "writable_by"]
 
 # What the daemon opens in its state dir at start (store.py, lifecycle.py).
 STATE_ENTRIES = ("daemon.lock", "slots.sqlite3", "slots.sqlite3-wal", "slots.sqlite3-shm", "logs")
-
-
-def writable_by(mode: int) -> str:
-    """'group', 'others' or 'group and others': who besides the owner may write."""
-    who = [name for bit, name in ((stat.S_IWGRP, "group"), (stat.S_IWOTH, "others")) if mode & bit]
-    return " and ".join(who)
 
 
 def dir_problem(path: Path, what: str, option: str) -> str | None:

@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from jeeves_mcp.client import ControlError
-from jeeves_mcp.pruner_config import ConfigError
+from jeeves_mcp.pruner_config import ConfigError, load_config
 from jeeves_mcp.supervisor.daemon_config import load_daemon_config
 from tests._child import stop_process_group
 from tests._daemon import TEST_ENV, running_daemon
@@ -401,6 +401,49 @@ def test_a_config_file_owned_by_another_user_is_refused(tmp_path: Path) -> None:
     os.chown(path, OTHER_UID, OTHER_UID)
     with pytest.raises(ConfigError, match=rf"^config file {path} is owned by uid {OTHER_UID}, not 0: "):
         load_daemon_config(path, {}, state_dir=tmp_path / "state")
+
+
+@pytest.mark.parametrize(("loosen", "problem"), [
+    pytest.param("chmod", "is mode 0666, writable by group and others: chmod go-w ", id="0666"),
+    pytest.param("chown", f"is owned by uid {OTHER_UID}, not 0: its owner would configure", id="another-owner"),
+])
+def test_a_child_refuses_a_config_file_loosened_after_the_daemon_started(
+    tmp_path: Path, loosen: str, problem: str
+) -> None:
+    """Attack re-check N4: every child re-reads the daemon's file by path; a run that could
+    swap it (it sat in a dir the run's user made) pointed the children at its own endpoint.
+    The child checks the file as the daemon does, with the same words."""
+    path = config_file(tmp_path, "[pruner]\nmax_concurrent_calls = 8\n", 0o600)
+    child_env = load_daemon_config(path, {}, state_dir=tmp_path / "state").child_env
+    assert child_env["JEEVES_MCP_CONFIG"] == str(path)
+    if loosen == "chown":
+        needs_root()
+        os.chown(path, OTHER_UID, OTHER_UID)
+    else:
+        path.chmod(0o666)
+    with pytest.raises(ConfigError) as by_child:
+        load_config(child_env)
+    assert str(by_child.value).startswith(f"config file {path} {problem}"), by_child.value
+    with pytest.raises(ConfigError) as by_daemon:
+        load_daemon_config(path, {}, state_dir=tmp_path / "state")
+    assert str(by_daemon.value) == str(by_child.value)
+
+
+async def test_a_child_the_daemon_starts_refuses_a_config_file_made_writable(tmp_path: Path, run_root: Path) -> None:
+    """N4 end to end: the file passed the daemon's check at start; made 0666 later, it starts
+    no child (the run gets no slot it configured); put back, the next acquire runs."""
+    path = config_file(tmp_path, "[pruner]\nmax_concurrent_calls = 8\n", 0o600)
+    async with running_daemon(tmp_path, {"JEEVES_MCP_CONFIG": str(path)}) as daemon, daemon.client() as control:
+        path.chmod(0o666)
+        refused = await control.acquire("loosened", run_root)
+        path.chmod(0o600)
+        accepted = await control.acquire("restored", run_root)
+        try:
+            assert refused["state"] == "disabled" and refused["reason"].startswith("start_failed"), refused
+            assert accepted["state"] == "running", accepted
+        finally:
+            await control.release("loosened")
+            await control.release("restored")
 
 
 async def test_the_daemon_refuses_a_token_file_others_can_read(tmp_path: Path) -> None:
