@@ -6,6 +6,9 @@ user who owns either, or may write in it (a run's command user, when the dir sit
 /tmp), reads the tokens, points those appends at a file of its choosing, or binds its
 own server where the CLI will talk to it. Such a dir, or an entry in it another user
 left or turned into a symlink, is refused with what to do, before anything is written.
+So is a dir below one that another user owns or may write (not sticky, as /tmp is):
+that user renames the daemon's dir away and puts one of its own in its place while the
+daemon runs (attack re-check N3).
 """
 
 from __future__ import annotations
@@ -16,14 +19,69 @@ from pathlib import Path
 
 from jeeves_mcp.settings import writable_by
 
-__all__ = ["dir_problem", "entry_problem", "state_dir_problem", "writable_by"]
+__all__ = ["ancestor_problem", "dir_problem", "entry_problem", "state_dir_problem", "writable_by"]
 
 # What the daemon opens in its state dir at start (store.py, lifecycle.py).
 STATE_ENTRIES = ("daemon.lock", "slots.sqlite3", "slots.sqlite3-wal", "slots.sqlite3-shm", "logs")
+_MAX_SYMLINKS = 40  # as Linux's
+
+
+def ancestor_problem(path: Path, what: str, option: str) -> str | None:
+    """Why a dir on the way to `path` is not to be trusted, or None: as OpenSSH's StrictModes,
+    every dir the kernel looks a name up in while resolving `path` (from `/`, through any
+    symlink, up to but not including `path` itself) is root's or ours, and writable by
+    nobody else unless sticky; a symlink passed is root's or ours. A part that does not
+    exist ends the walk: `dir_problem` reports what is wrong with the dir itself."""
+    euid = os.geteuid()
+    trusted = (0, euid)
+    todo = list(reversed(path.absolute().parts[1:]))  # components left, the next one last
+    here, links = Path("/"), 0
+    seen: set[Path] = set()
+    while todo:
+        part = todo.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            here = here.parent
+            continue
+        if here not in seen:
+            seen.add(here)
+            info = here.stat()
+            mode = stat.S_IMODE(info.st_mode)
+            if info.st_uid not in trusted:
+                return (f"{what} {path} is below {here}, owned by uid {info.st_uid}, neither root nor uid {euid}: "
+                        f"its owner could put a dir of its own in place of it; choose another {option}")
+            if mode & (stat.S_IWGRP | stat.S_IWOTH) and not mode & stat.S_ISVTX:
+                return (f"{what} {path} is below {here}, mode {mode:04o}, writable by {writable_by(mode)} "
+                        f"and not sticky: they could put a dir of their own in place of it; choose another "
+                        f"{option} (or chmod go-w {here})")
+        step = here / part
+        try:
+            link = step.lstat()
+        except OSError:
+            return None
+        if not stat.S_ISLNK(link.st_mode):
+            here = step
+            continue
+        if link.st_uid not in trusted:
+            if not todo and not links:
+                return None  # `path` itself: dir_problem names it
+            return (f"{what} {path} passes through {step}, a symlink of uid {link.st_uid}, neither root nor "
+                    f"uid {euid}, which could repoint it: choose another {option}")
+        links += 1
+        if links > _MAX_SYMLINKS:
+            return None  # a loop: dir_problem's stat says so
+        target = Path(os.readlink(step))
+        if target.is_absolute():
+            here = Path("/")
+        todo.extend(reversed(target.parts[1:] if target.is_absolute() else target.parts))
+    return None
 
 
 def dir_problem(path: Path, what: str, option: str) -> str | None:
-    """Why the existing dir `path` is not the daemon's alone, or None."""
+    """Why the existing dir `path`, or one on the way to it, is not the daemon's alone, or None."""
+    if (problem := ancestor_problem(path, what, option)) is not None:
+        return problem
     euid = os.geteuid()
     link = path.lstat()
     if stat.S_ISLNK(link.st_mode) and link.st_uid != euid:

@@ -123,6 +123,60 @@ async def test_an_absent_state_dir_is_created_0700(tmp_path: Path) -> None:
         os.umask(previous)
 
 
+async def test_a_state_dir_below_another_users_dir_is_refused(tmp_path: Path) -> None:
+    """Attack re-check N3: only the last dir was checked. The owner of a dir above it swaps
+    the state dir (rename) for one of its own while the daemon runs, and the runners' acquires
+    and the daemon's log appends go to that user's."""
+    needs_root()
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, OTHER_UID, OTHER_UID)
+    state = theirs / "jm" / "state"
+    code, output = await daemon_outcome(tmp_path, "--state-dir", str(state), "--socket", str(tmp_path / "d.sock"))
+    assert code == 1, output
+    assert f"state dir {state} is below {theirs}, owned by uid {OTHER_UID}" in output.splitlines()[-1], output
+    assert not (tmp_path / "d.sock").exists()
+
+
+async def test_a_state_dir_through_another_users_symlink_is_refused(tmp_path: Path) -> None:
+    """A link on the way that another user owns: it could repoint the path (N3)."""
+    needs_root()
+    (tmp_path / "real").mkdir(mode=0o755)
+    link = tmp_path / "via"
+    link.symlink_to(tmp_path / "real")
+    os.lchown(link, OTHER_UID, OTHER_UID)
+    state = link / "state"
+    code, output = await daemon_outcome(tmp_path, "--state-dir", str(state), "--socket", str(tmp_path / "d.sock"))
+    assert code == 1, output
+    assert f"state dir {state} passes through {link}, a symlink of uid {OTHER_UID}" in output.splitlines()[-1], output
+
+
+@pytest.mark.parametrize("what", ["state dir", "socket dir"])
+@pytest.mark.parametrize(("mode", "refused"), [
+    pytest.param(0o777, True, id="0777"), pytest.param(0o775, True, id="0775"),
+    pytest.param(0o1777, False, id="1777"), pytest.param(0o755, False, id="0755"),
+])
+async def test_a_dir_above_the_state_or_socket_dir_others_may_write_is_refused_unless_sticky(
+    tmp_path: Path, what: str, mode: int, refused: bool
+) -> None:
+    """As /tmp: others may write a sticky dir, but not rename or remove what is not theirs."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(mode)
+    state, socket_path = tmp_path / "state", tmp_path / "d.sock"
+    if what == "state dir":
+        state = shared / "state"
+    else:
+        socket_path = shared / "run" / "d.sock"
+    code, output = await daemon_outcome(tmp_path, "--state-dir", str(state), "--socket", str(socket_path))
+    if not refused:
+        assert code is None, output  # it started
+        return
+    assert code == 1, output
+    below = state if what == "state dir" else socket_path.parent
+    assert f"{what} {below} is below {shared}, mode {mode:04o}, writable by group" in output.splitlines()[-1], output
+
+
 @pytest.mark.parametrize("entry", ["slots.sqlite3", "slots.sqlite3-wal", "daemon.lock", "logs"])
 async def test_a_planted_entry_in_a_private_state_dir_is_refused(tmp_path: Path, entry: str) -> None:
     """A dir that was open once (or chmod-ed 0700 after the fact) may still hold what
