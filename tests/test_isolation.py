@@ -6,6 +6,7 @@ sent to its child with its run's token over loopback, and nothing else.
 
 from __future__ import annotations
 
+import importlib
 import os
 import pwd
 import resource
@@ -172,10 +173,53 @@ SERVICE_UID = 64_999  # the daemon's user: no passwd entry needed
 SERVICE_CAPS = "+setuid,+setgid,+kill"  # what systemd/jeeves-mcp.service gives it
 
 
+# The folders an editable install maps into the package (setup.py's MAPPED); a wheel has them inside.
+MAPPED_SUBPACKAGES = ("supervisor", "cli")
+
+
+def _link_or_copy(source: str, target: str) -> str:
+    """Hard-link a file others may read (fast, no space), else copy it and let others read it:
+    the service user reads the copy whatever the modes of the directories above the original."""
+    mode = os.stat(source).st_mode
+    if mode & stat.S_IROTH:
+        try:
+            os.link(source, target)
+            return target
+        except OSError:  # another file system
+            pass
+    shutil.copy2(source, target)
+    os.chmod(target, stat.S_IMODE(mode) | 0o444 | (0o111 if mode & stat.S_IXUSR else 0))
+    return target
+
+
+def readable_site_packages(home: Path) -> Path:
+    """This test run's site-packages, with jeeves_mcp laid out whole in it as the wheel has it,
+    linked or copied under `home`: the service user cannot enter a tree in a 0700 directory
+    (a fresh clone under `mktemp -d`), nor a venv inside it."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    copy = home / "site-packages"
+    # An editable install's finder would map jeeves_mcp back into the tree.
+    shutil.copytree(site, copy, symlinks=True, copy_function=_link_or_copy,
+                    ignore=shutil.ignore_patterns("__editable__*"))
+    package = copy / "jeeves_mcp"
+    if not package.exists():  # editable: the tree's jeeves_mcp/, supervisor/ and cli/
+        ignore = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(Path(jeeves_mcp.__file__).parent, package, copy_function=_link_or_copy, ignore=ignore)
+        for name in MAPPED_SUBPACKAGES:
+            module = importlib.import_module(f"jeeves_mcp.{name}")
+            assert module.__file__ is not None
+            if not (package / name).exists():
+                shutil.copytree(Path(module.__file__).parent, package / name, copy_function=_link_or_copy,
+                                ignore=ignore)
+    for folder, _, _ in os.walk(copy):
+        os.chmod(folder, 0o755)
+    return copy
+
+
 def service_python(home: Path) -> Path:
     """An interpreter the service user can run, with this test run's packages: a venv of a
     system Python of our version (ours may sit under a home the service user cannot enter)
-    that loads our site-packages, editable install included."""
+    that loads a copy of our site-packages (`readable_site_packages`)."""
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     system = next((p for p in (Path("/usr/bin") / version, Path("/usr/local/bin") / version) if p.exists()), None)
     if system is None:
@@ -185,17 +229,8 @@ def service_python(home: Path) -> Path:
     if made.returncode != 0:
         pytest.skip(f"{system} cannot make a venv: {made.stderr.decode().strip()[-200:]}")
     site = venv / "lib" / version / "site-packages"
-    (site / "jeeves-test-run.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    (site / "jeeves-test-run.pth").write_text(f"import site; site.addsitedir({str(readable_site_packages(home))!r})\n")
     return venv / "bin" / "python"
-
-
-def unreachable_by_others(package: Path) -> Path | None:
-    """The first of `package` and the directories above it that other users cannot enter
-    (no execute bit for others: a clone under `mktemp -d`), or None."""
-    for directory in [package, *package.parents]:
-        if not directory.stat().st_mode & stat.S_IXOTH:
-            return directory
-    return None
 
 
 def as_service_user(home: Path) -> str:
@@ -204,12 +239,6 @@ def as_service_user(home: Path) -> str:
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         pytest.skip("setpriv (util-linux) is needed to start a daemon as a service user")
-    closed = unreachable_by_others(Path(jeeves_mcp.__file__).parent) or unreachable_by_others(
-        Path(sysconfig.get_paths()["purelib"])
-    )
-    if closed is not None:
-        pytest.skip(f"the service user cannot import jeeves_mcp: {closed} is closed to other users "
-                    f"(mode {closed.stat().st_mode & 0o777:o}); clone the tree where others may enter")
     wrapper = home / "python-as-service"
     wrapper.write_text(f"#!/bin/sh\nexec {setpriv} --reuid={SERVICE_UID} --regid={SERVICE_UID} "
                        f"--clear-groups --inh-caps={SERVICE_CAPS} --ambient-caps={SERVICE_CAPS} "
