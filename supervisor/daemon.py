@@ -26,7 +26,7 @@ from jeeves_mcp.supervisor.notify import SystemdNotifier
 from jeeves_mcp.supervisor.slot import SlotState
 from jeeves_mcp.supervisor.slots import SlotManager
 from jeeves_mcp.supervisor.store import SlotStore, StateDirInUse, StoreTooNew, lock_state_dir
-from jeeves_mcp.supervisor.strictmodes import dir_problem, state_dir_problem
+from jeeves_mcp.supervisor.strictmodes import ancestor_problem, dir_problem, state_dir_problem
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
@@ -109,10 +109,16 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
     _not_dumpable()
     notifier = SystemdNotifier()
     activated = socket_activated()
-    try:  # before anything there is read or written (attack review F5)
-        config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        problem = state_dir_problem(config.state_dir)
-        if problem is None and not activated:  # an activated socket's dir is systemd's
+    own_socket = not activated  # an activated socket's dir is systemd's
+    try:  # before anything there is read or written (attack review F5); the dirs above both
+        # before either is made, so a refused daemon leaves no dir below another user's (N3)
+        problem = ancestor_problem(config.state_dir, "state dir", "--state-dir")
+        if problem is None and own_socket:
+            problem = ancestor_problem(config.socket.parent, "socket dir", "--socket")
+        if problem is None:
+            config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            problem = state_dir_problem(config.state_dir)
+        if problem is None and own_socket:
             config.socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             problem = dir_problem(config.socket.parent, "socket dir", "--socket")
     except OSError as exc:

@@ -136,6 +136,21 @@ async def test_a_state_dir_below_another_users_dir_is_refused(tmp_path: Path) ->
     assert code == 1, output
     assert f"state dir {state} is below {theirs}, owned by uid {OTHER_UID}" in output.splitlines()[-1], output
     assert not (tmp_path / "d.sock").exists()
+    assert list(theirs.iterdir()) == []  # checked before it was made: no root-owned dir left in theirs
+
+
+async def test_a_socket_dir_below_another_users_dir_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    """N3 for the socket's dir; both dirs' ancestors are checked before either dir is made."""
+    needs_root()
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, OTHER_UID, OTHER_UID)
+    state, socket_path = tmp_path / "state", theirs / "run" / "d.sock"
+    code, output = await daemon_outcome(tmp_path, "--state-dir", str(state), "--socket", str(socket_path))
+    assert code == 1, output
+    assert f"socket dir {socket_path.parent} is below {theirs}, owned by uid {OTHER_UID}" \
+        in output.splitlines()[-1], output
+    assert list(theirs.iterdir()) == [] and not state.exists()
 
 
 async def test_a_state_dir_through_another_users_symlink_is_refused(tmp_path: Path) -> None:
@@ -175,6 +190,7 @@ async def test_a_dir_above_the_state_or_socket_dir_others_may_write_is_refused_u
     assert code == 1, output
     below = state if what == "state dir" else socket_path.parent
     assert f"{what} {below} is below {shared}, mode {mode:04o}, writable by group" in output.splitlines()[-1], output
+    assert list(shared.iterdir()) == [] and not state.exists()  # nothing made: checked first
 
 
 @pytest.mark.parametrize("entry", ["slots.sqlite3", "slots.sqlite3-wal", "daemon.lock", "logs"])
