@@ -45,7 +45,7 @@ from jeeves_mcp import _log
 
 __all__ = [
     "ENV_PREFIX", "ConfigError", "OldName", "Settings", "build", "config_file_problem", "env_name",
-    "reference_table", "writable_by",
+    "read_config_file", "reference_table", "writable_by",
 ]
 
 log = logging.getLogger("jeeves_mcp.settings")
@@ -153,16 +153,8 @@ class _TomlFile(TomlConfigSettingsSource):
         super().__init__(settings_cls, toml_file=path)
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
-        try:
-            with file_path.open("rb") as handle:
-                info, data = os.fstat(handle.fileno()), tomllib.load(handle)
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {file_path}: {exc.strerror}") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config file {file_path} is not valid TOML: {exc}") from exc
         # The daemon and every child it points at the file read it here: each checks what it parsed.
-        if (problem := config_file_problem(file_path, info, data)) is not None:
-            raise ConfigError(problem)
+        data = read_config_file(file_path)
         if self._table is not None:
             data = data.get(self._table, {})
             if not isinstance(data, dict):
@@ -216,6 +208,22 @@ def config_file_problem(path: Path, info: os.stat_result, data: dict[str, Any]) 
     who = " and ".join(name for bit, name in ((stat.S_IRGRP, "group"), (stat.S_IROTH, "others")) if readers & bit)
     fix = f"chmod 640 {path} (its group the daemon's)" if group_may_read else f"chmod 600 {path}"
     return f"config file {path} holds {secrets[0]} and is mode {mode:04o}, readable by {who}: {fix}, and change the token"
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The TOML file `path` once `config_file_problem` found nothing wrong with what was read;
+    else a ConfigError saying what, the words a child refusing the file would use (the daemon
+    checks it with this before each start: a child's stderr goes nowhere)."""
+    try:
+        with path.open("rb") as handle:
+            info, data = os.fstat(handle.fileno()), tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    if (problem := config_file_problem(path, info, data)) is not None:
+        raise ConfigError(problem)
+    return data
 
 
 def _holds(data: Any, key: tuple[str, ...]) -> bool:

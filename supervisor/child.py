@@ -46,6 +46,10 @@ class SpawnError(Exception):
     """The child could not be started or never became ready."""
 
 
+class SpawnRefused(SpawnError):
+    """The daemon would not start the child (`strictmodes.spawn_problem`): nothing ran."""
+
+
 def process_start_ticks(pid: int) -> int | None:
     """Start time of `pid` in clock ticks since boot (/proc/PID/stat field 22)."""
     fields = proc_stat(pid)

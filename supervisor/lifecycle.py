@@ -29,14 +29,14 @@ from jeeves_mcp.proc import kill_tree
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.cgroups import SlotCgroups
-from jeeves_mcp.supervisor.child import Child, SpawnError
+from jeeves_mcp.supervisor.child import Child, SpawnError, SpawnRefused
 from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.forkserver import ForkServer, ForkServerUnavailable
 from jeeves_mcp.supervisor.metrics import Metrics
 from jeeves_mcp.supervisor.slot import Slot, SlotState
 from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
-from jeeves_mcp.supervisor.strictmodes import entry_problem
+from jeeves_mcp.supervisor.strictmodes import spawn_problem
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
@@ -188,7 +188,7 @@ class SlotLifecycle:
             return
         except SpawnError as exc:
             self.metrics.start_failures.inc()
-            problem = await child_start_problem()
+            problem = None if isinstance(exc, SpawnRefused) else await child_start_problem()
             if problem is not None:
                 # Not this run's failure: every run would fail. The acquirer gets an error
                 # (503 INSTALL_BROKEN), not a disabled slot to go on without.
@@ -220,15 +220,13 @@ class SlotLifecycle:
     async def _spawn(self, slot: Slot, port: int) -> Child:
         record = slot.record
         log_file = self.log_path(record.run_id)
-        for path in (log_file, log_file.with_name(log_file.name + ".1")):
-            # The child appends (and rotates) as the daemon's user, following symlinks.
-            if (problem := entry_problem(path, f"log dir {path.parent} holds")) is not None:
-                raise SpawnError(problem)
         env = children.child_environment(
             record.token,
             {**self.config.child_env, **record.env, **marker_env(self.config), "JEEVES_MCP_RUN_ID": record.run_id},
             record.pruner_endpoint,
         )
+        if (problem := spawn_problem(log_file, env, Path(record.root))) is not None:
+            raise SpawnRefused(problem)  # the slot's reason says it; the child's stderr would not
         options: dict[str, Any] = {
             "root": Path(record.root), "token": record.token, "port": port, "env": env,
             "log_file": log_file, "log_bytes": self.config.child_log_bytes,

@@ -9,17 +9,23 @@ left or turned into a symlink, is refused with what to do, before anything is wr
 So is a dir below one that another user owns or may write (not sticky, as /tmp is):
 that user renames the daemon's dir away and puts one of its own in its place while the
 daemon runs (attack re-check N3).
+
+Before each child starts, the daemon checks what the child would otherwise find wrong
+without a word the slot could show: a log it appends to, the config file it reads.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
-from jeeves_mcp.settings import writable_by
+from jeeves_mcp.settings import ConfigError, read_config_file, writable_by
 
-__all__ = ["ancestor_problem", "dir_problem", "entry_problem", "state_dir_problem", "writable_by"]
+__all__ = [
+    "ancestor_problem", "dir_problem", "entry_problem", "spawn_problem", "state_dir_problem", "writable_by",
+]
 
 # What the daemon opens in its state dir at start (store.py, lifecycle.py).
 STATE_ENTRIES = ("daemon.lock", "slots.sqlite3", "slots.sqlite3-wal", "slots.sqlite3-shm", "logs")
@@ -127,3 +133,19 @@ def state_dir_problem(state_dir: Path) -> str | None:
         if problem is None:
             problem = entry_problem(state_dir / name, f"state dir {state_dir} holds")
     return problem
+
+
+def spawn_problem(log_file: Path, env: Mapping[str, str], root: Path) -> str | None:
+    """Why a child with the environment `env` is not to be started, or None: the log it appends
+    to and rotates as the daemon's user, following symlinks, is a symlink or another user's
+    (attack review F5); or the config file it reads (from `root`, its cwd) is one it would
+    refuse (N4), in its words: refused there, they went to its stderr, which is nowhere."""
+    for path in (log_file, log_file.with_name(log_file.name + ".1")):
+        if (problem := entry_problem(path, f"log dir {path.parent} holds")) is not None:
+            return problem
+    if config := env.get("JEEVES_MCP_CONFIG"):
+        try:
+            read_config_file(root / config)
+        except ConfigError as exc:
+            return str(exc)
+    return None

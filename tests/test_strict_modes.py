@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from jeeves_mcp.client import ControlError
 from jeeves_mcp.pruner_config import ConfigError, load_config
 from jeeves_mcp.supervisor.daemon_config import load_daemon_config
 from tests._child import stop_process_group
-from tests._daemon import TEST_ENV, running_daemon
+from tests._daemon import TEST_ENV, running_daemon, watch_events
 
 OTHER_UID = 2001  # another local user, e.g. a run's command user
 
@@ -501,19 +502,40 @@ def test_a_child_refuses_a_config_file_loosened_after_the_daemon_started(
 
 async def test_a_child_the_daemon_starts_refuses_a_config_file_made_writable(tmp_path: Path, run_root: Path) -> None:
     """N4 end to end: the file passed the daemon's check at start; made 0666 later, it starts
-    no child (the run gets no slot it configured); put back, the next acquire runs."""
-    path = config_file(tmp_path, "[pruner]\nmax_concurrent_calls = 8\n", 0o600)
+    no child (the run gets no slot it configured), and the slot says why in the check's words
+    (a child's own refusal went to its stderr, nowhere); put back, the next acquire runs."""
+    path = config_file(tmp_path, "[pruner]\nmax_concurrent_calls = 8\n", 0o600).resolve()
     async with running_daemon(tmp_path, {"JEEVES_MCP_CONFIG": str(path)}) as daemon, daemon.client() as control:
         path.chmod(0o666)
         refused = await control.acquire("loosened", run_root)
+        listed = await control.get("loosened")
         path.chmod(0o600)
         accepted = await control.acquire("restored", run_root)
         try:
-            assert refused["state"] == "disabled" and refused["reason"].startswith("start_failed"), refused
+            why = f"start_failed: config file {path} is mode 0666, writable by group and others: chmod go-w {path}"
+            assert (refused["state"], refused["reason"]) == ("disabled", why), refused
+            assert listed["reason"] == why, listed
             assert accepted["state"] == "running", accepted
         finally:
             await control.release("loosened")
             await control.release("restored")
+
+
+async def test_a_restart_refused_for_a_config_file_made_writable_says_why(tmp_path: Path, run_root: Path) -> None:
+    """A child that crashes after the file was loosened is restarted as any other: each attempt
+    checks the file again (one fixed within the backoff recovers); the slot degrades with why."""
+    path = config_file(tmp_path, "[pruner]\nmax_concurrent_calls = 8\n", 0o600).resolve()
+    env = {"JEEVES_MCP_CONFIG": str(path), "JEEVES_MCP_MAX_RESTARTS": "1", "JEEVES_MCP_RESTART_BACKOFF_S": "0"}
+    async with running_daemon(tmp_path, env) as daemon, daemon.client() as control, watch_events(daemon) as log:
+        slot = await control.acquire("crashy", run_root)
+        assert slot["state"] == "running", slot
+        path.chmod(0o666)
+        os.kill(slot["pid"], signal.SIGKILL)
+        degraded = await log.wait_for("mcp_pruner.degraded", "crashy")
+        why = f"restart failed: config file {path} is mode 0666, writable by group and others: chmod go-w {path}"
+        assert (degraded["error"], degraded["restarts"]) == (why, 1), degraded
+        assert (await control.get("crashy"))["reason"] == f"degraded: {why}"
+        await control.release("crashy")
 
 
 async def test_the_daemon_refuses_a_token_file_others_can_read(tmp_path: Path) -> None:
