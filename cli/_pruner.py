@@ -35,13 +35,14 @@ def pruner(
     """Run a pruner child: an MCP server with read, bash, grep, prune_text and recover_text.
 
     Over HTTP it prints one ready line on stdout once listening,
-    {"event": "ready", "url": ..., "port": ..., "pid": ...}, and logs JSON lines on stderr.
+    {"event": "ready", "url": ..., "port": ..., "pid": ...}, and logs JSON lines on stderr;
+    with a bad configuration it prints {"event": "failed", "error": ...} there instead and exits 2.
     """
     import trio
 
     from jeeves_mcp import _log
     from jeeves_mcp.mcp.server import run_pruner
-    from jeeves_mcp.pruner_config import ConfigError, load_config
+    from jeeves_mcp.pruner_config import ConfigError, failed_line, load_config
 
     if token is None and os.environ.get("JEEVES_MCP_TOKEN_STDIN") == "1":
         # The supervisor hands the token over stdin, out of reach of /proc/PID/environ.
@@ -57,6 +58,8 @@ def pruner(
             pruner_endpoint=pruner_endpoint,
         )
     except ConfigError as exc:
+        if not stdio:  # stdout is where the daemon waits for the ready line: say why instead
+            print(failed_line(exc, log_it=log_file is not None), flush=True)
         typer.echo(f"jeeves-mcp pruner: bad configuration: {exc}", err=True)
         raise typer.Exit(2) from exc
     trio.run(lambda: run_pruner(settings, stdio=stdio))

@@ -7,16 +7,21 @@ which wins over the file (`jeeves_mcp.settings`).
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, field_validator
 
+from jeeves_mcp import _log
 from jeeves_mcp.paths import foreign_symlink
 from jeeves_mcp.settings import ConfigError, OldName, Settings, build
 
-__all__ = ["OLD_ENV", "TOML_TABLE", "ConfigError", "PrunerConfig", "load_config"]
+__all__ = ["OLD_ENV", "TOML_TABLE", "ConfigError", "PrunerConfig", "failed_line", "load_config"]
+
+log = logging.getLogger("jeeves_mcp.config")
 
 TOML_TABLE = "pruner"
 
@@ -97,3 +102,11 @@ def load_config(
     if passed:
         config = config.model_copy(update={"env_allow": (*config.env_allow, *passed)})
     return config
+
+
+def failed_line(exc: ConfigError, *, log_it: bool) -> str:
+    """The line a child that cannot start prints on stdout, where the daemon waits for its
+    ready line, so that the slot's reason says why; `log_it`: also into its log file."""
+    if log_it:
+        _log.event(log, "pruner.bad_config", logging.ERROR, error=str(exc))
+    return json.dumps({"event": "failed", "error": str(exc)})

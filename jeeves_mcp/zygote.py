@@ -75,10 +75,15 @@ def _child(request: dict[str, Any], stdout_fd: int, control: socket.socket) -> N
 
         from jeeves_mcp import _log
         from jeeves_mcp.mcp.server import run_pruner
-        from jeeves_mcp.pruner_config import load_config
+        from jeeves_mcp.pruner_config import ConfigError, failed_line, load_config
 
         _log.configure(logging.INFO, file=request["log_file"], file_bytes=request["log_bytes"])
-        config = load_config(os.environ, root=request["root"], port=request["port"])
+        try:
+            config = load_config(os.environ, root=request["root"], port=request["port"])
+        except ConfigError as exc:
+            os.write(1, failed_line(exc, log_it=True).encode() + b"\n")  # where the daemon waits for ready
+            code = 2
+            return
         trio.run(run_pruner, config)
         code = 0
     except BaseException:

@@ -227,6 +227,8 @@ async def read_ready(stream: trio.abc.ReceiveStream, child: Child) -> dict[str, 
             raise SpawnError("child printed no ready line")
     try:
         ready = json.loads(buffer.split(b"\n", 1)[0])
+        if ready.get("event") == "failed" and isinstance(ready.get("error"), str):
+            raise SpawnError(f"child refused to start: {ready['error'][:500]}")
         if ready.get("event") != "ready" or not isinstance(ready.get("port"), int):
             raise ValueError(ready)
     except ValueError as exc:

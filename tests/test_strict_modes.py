@@ -521,6 +521,23 @@ async def test_a_child_the_daemon_starts_refuses_a_config_file_made_writable(tmp
             await control.release("restored")
 
 
+@pytest.mark.parametrize("fork_server", ["true", "false"])
+async def test_a_child_refusing_a_value_edited_after_the_daemon_started_says_why(
+    tmp_path: Path, run_root: Path, fork_server: str
+) -> None:
+    """The daemon checks the file's owner, mode and syntax before a start, not the children's
+    values: a child that refuses one says why on its ready channel, zygote-forked or cold."""
+    path = config_file(tmp_path, "[pruner]\nmax_concurrent_calls = 8\n", 0o600).resolve()
+    env = {"JEEVES_MCP_CONFIG": str(path), "JEEVES_MCP_FORK_SERVER": fork_server}
+    async with running_daemon(tmp_path, env) as daemon, daemon.client() as control:
+        path.write_text("[pruner]\nmax_concurrent_calls = 0\n")
+        refused = await control.acquire("edited", run_root)
+        await control.release("edited")
+    assert refused["state"] == "disabled", refused
+    assert refused["reason"].startswith("start_failed: child refused to start: "), refused
+    assert "max_concurrent_calls" in refused["reason"] and str(path) in refused["reason"], refused
+
+
 async def test_a_restart_refused_for_a_config_file_made_writable_says_why(tmp_path: Path, run_root: Path) -> None:
     """A child that crashes after the file was loosened is restarted as any other: each attempt
     checks the file again (one fixed within the backoff recovers); the slot degrades with why."""
