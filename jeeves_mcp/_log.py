@@ -70,7 +70,41 @@ class JsonLineFormatter(logging.Formatter):
                 entry[key] = value
         if record.exc_info:
             entry["stack"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str, ensure_ascii=False)
+        return json.dumps(entry, default=str, ensure_ascii=False).translate(_UNSAFE)
+
+
+# Characters a terminal acts on or that reorder what is shown (C1 controls such as CSI
+# U+009B, line separators, bidi overrides) written as JSON escapes: a log line quotes
+# what a client sent, and `jeeves-mcp logs` prints lines as they are.
+_UNSAFE = {
+    c: f"\\u{c:04x}"
+    for c in [*range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+}
+
+
+class Throttle:
+    """At most one event per `interval_s`: what a client can make the server log must not
+    be able to fill (and so rotate away) the log."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._next = 0.0
+        self._suppressed = 0
+
+    def allow(self) -> int | None:
+        """None while throttled; else how many events were held back since the last one."""
+        now = time.monotonic()
+        if now < self._next:
+            self._suppressed += 1
+            return None
+        self._next = now + self.interval_s
+        held, self._suppressed = self._suppressed, 0
+        return held
+
+
+def quoted(value: str, limit: int = 200) -> str:
+    """`value` cut to `limit` characters, saying how long it was."""
+    return value if len(value) <= limit else f"{value[:limit]}... ({len(value)} chars)"
 
 
 class _PrivateFileHandler(RotatingFileHandler):

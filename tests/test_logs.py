@@ -13,6 +13,7 @@ import httpx
 import pytest
 import trio
 
+from jeeves_mcp.mcp.transports.http import REFUSAL_LOG_INTERVAL_S
 from jeeves_mcp.supervisor.store import SCHEMA_VERSION
 from tests._child import pruner_argv, stop_process_group
 from tests.test_slot_store import old_store
@@ -29,8 +30,11 @@ def journal_env(stderr: Path, matching: bool = True) -> dict[str, str]:
     return {**env, "JOURNAL_STREAM": named}
 
 
-async def run_child_and_warn(workspace: Path, stderr_path: Path, env: dict[str, str]) -> list[str]:
-    """Start a pruner child, make it log a warning (a foreign Host), stop it; its stderr lines."""
+async def run_child_and_warn(
+    workspace: Path, stderr_path: Path, env: dict[str, str], hosts: list[bytes] | None = None
+) -> list[str]:
+    """Start a pruner child, make it log a warning (a foreign Host, or each of `hosts` sent
+    in turn), stop it; its stderr lines."""
     with stderr_path.open("ab") as stderr:
         process = await trio.lowlevel.open_process(
             pruner_argv(workspace, "--port", "0"), stdout=subprocess.PIPE, stderr=stderr, env=env,
@@ -46,8 +50,9 @@ async def run_child_and_warn(workspace: Path, stderr_path: Path, env: dict[str, 
                 line += chunk
         url = json.loads(line)["url"]
         async with httpx.AsyncClient() as http:
-            refused = await http.post(url, json={}, headers={"Host": "evil.example"})
-        assert refused.status_code == 421
+            for host in hosts or [b"evil.example"]:
+                refused = await http.post(url, json={}, headers={"Host": host})
+                assert refused.status_code == 421
     finally:
         with trio.CancelScope(shield=True):
             await stop_process_group(process)
@@ -94,6 +99,25 @@ async def test_the_daemons_last_words_are_an_error_under_journald(tmp_path: Path
     assert done.returncode == 1
     last = lines_of(stderr_path)[-1]
     assert last.startswith("<3>jeeves-mcp daemon: ") and last.endswith("[STORE_TOO_NEW]"), last
+
+
+async def test_refused_hosts_from_anyone_cannot_flood_the_log(workspace: Path, tmp_path: Path) -> None:
+    """Attack T3: any local user, no token needed, sent 80 foreign Host headers of 15 KB and
+    rotated a child's whole log away; a C1 control (CSI) in one reached `jeeves-mcp logs`."""
+    stderr_path = tmp_path / "stderr"
+    stderr_path.touch()
+    env = {k: v for k, v in os.environ.items() if k != "JOURNAL_STREAM"}
+    started = trio.current_time()
+    lines = await run_child_and_warn(workspace, stderr_path, env, [b"\x9b31m" + b"x" * 15_000] * 200)
+    elapsed = trio.current_time() - started
+    refused = [json.loads(line) for line in lines if '"http.host_rejected"' in line]
+    windows = 1 + int(elapsed // REFUSAL_LOG_INTERVAL_S)  # at most one line per window
+    assert 1 <= len(refused) <= windows + 1, (len(refused), elapsed)
+    assert all(len(entry["host"]) < 300 for entry in refused), refused
+    assert refused[0]["suppressed"] == 0  # the next line, a window later, counts the rest
+    assert stderr_path.stat().st_size < 64 * 1024
+    assert not any(0x7F <= ord(c) <= 0x9F for c in stderr_path.read_text()), "a C1 control reached the log"
+    assert refused[0]["host"].startswith("\x9b31m")  # escaped in the line, intact once parsed
 
 
 @pytest.mark.parametrize("command", ["daemon", "pruner"])

@@ -57,6 +57,9 @@ from jeeves_mcp.mcp.transports.checks import (
 from jeeves_mcp.pruner_config import PrunerConfig
 
 log = logging.getLogger("jeeves_mcp.http")
+# Refused Host / Origin headers logged at most once per this many seconds (with a count of
+# the others): an unauthenticated client must not be able to rotate the log away.
+REFUSAL_LOG_INTERVAL_S = 10.0
 
 # Errors of the stateless era carry an HTTP status, as the official SDK server does.
 MODERN_ERROR_STATUS = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400, -32601: 404}
@@ -85,6 +88,7 @@ class McpHttpApp:
         self.extra_routes: Routes = dict(routes or {})
         self._token = config.token.encode() if config.token else None
         self._loopback = is_local_host(config.host)
+        self._refusals = _log.Throttle(REFUSAL_LOG_INTERVAL_S)  # anyone local may send these
 
     # -- ASGI entry ---------------------------------------------------------
 
@@ -147,12 +151,14 @@ class McpHttpApp:
         """Host and Origin (DNS rebinding), then the bearer token; False once refused."""
         host = header(scope, b"host")
         if self._loopback and host is not None and not is_local_host(host):
-            _log.event(log, "http.host_rejected", logging.WARNING, host=host)
+            if (held := self._refusals.allow()) is not None:
+                _log.event(log, "http.host_rejected", logging.WARNING, host=_log.quoted(host), suppressed=held)
             await status(send, 421, "host not allowed: this server answers only to localhost")
             return False
         origin = header(scope, b"origin")
         if origin is not None and not is_local_origin(origin):
-            _log.event(log, "http.origin_rejected", logging.WARNING, origin=origin)
+            if (held := self._refusals.allow()) is not None:
+                _log.event(log, "http.origin_rejected", logging.WARNING, origin=_log.quoted(origin), suppressed=held)
             await status(send, 403, "origin not allowed")
             return False
         if self._token is not None:
