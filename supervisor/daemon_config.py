@@ -21,6 +21,9 @@ from jeeves_mcp.pruner_config import OLD_ENV as CHILD_OLD_ENV
 from jeeves_mcp.pruner_config import TOML_TABLE, PrunerConfig, load_config
 from jeeves_mcp.settings import OldName, Settings, build, reference_table
 
+# Shortest tcp_token accepted: what every run's commands may try against the port.
+MIN_TOKEN_CHARS = 16
+
 
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
@@ -38,7 +41,7 @@ class DaemonConfig(Settings):
     socket: Path = Field(description="Control API Unix socket (created mode 0600).")
     tcp_host: str | None = Field(None, description="Also serve the control API on this loopback address.")
     tcp_port: int = Field(0, ge=0, le=65535, description="TCP port for the control API (0 = OS chooses).")
-    tcp_token: str | None = Field(None, description="Bearer token required on the TCP control API.")
+    tcp_token: str | None = Field(None, description="Bearer token required on the TCP control API, 16 characters or more.")
     body_timeout_s: float = Field(30.0, gt=0, description="A control request body slower than this gets 408.")
     pruner_enabled: bool = Field(True, description="False gives every new slot the disabled state, no child.")
     max_slots: int = Field(100, ge=1, description="Slots alive at once; more get 429 QUEUE_OVERLOADED.")
@@ -68,6 +71,12 @@ class DaemonConfig(Settings):
             raise ValueError(f"tcp_host {self.tcp_host!r} is not a loopback address")
         if not self.tcp_token:
             raise ValueError("tcp_host needs tcp_token: the TCP control API is refused without one")
+        if len(self.tcp_token) < MIN_TOKEN_CHARS:
+            raise ValueError(
+                f"tcp_token has {len(self.tcp_token)} characters, fewer than {MIN_TOKEN_CHARS}: every run's "
+                "commands can reach the port, so use a random one, e.g. "
+                "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            )
         return self
 
     @property

@@ -23,7 +23,7 @@ from jeeves_mcp.supervisor.daemon_config import DaemonConfig, load_daemon_config
 from tests._daemon import running_daemon
 
 # Values a field cannot take without another one (the model says why).
-COMPANIONS: dict[str, dict[str, Any]] = {"tcp_host": {"tcp_token": "sample-token"}}
+COMPANIONS: dict[str, dict[str, Any]] = {"tcp_host": {"tcp_token": "sample-token-for-the-tests"}}
 
 
 def sample(name: str, info: FieldInfo, tmp_path: Path) -> Any:

@@ -321,7 +321,7 @@ async def test_savings_counters_never_go_down_when_a_run_id_comes_back(daemon: D
 
 
 async def test_tcp_control_needs_its_token(tmp_path: Path, run_root: Path) -> None:
-    env = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": "tcp-secret"}
+    env = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": "tcp-secret-for-the-tests"}
     async with running_daemon(tmp_path, env) as daemon:
         ready = next(json.loads(line) for line in daemon.log_path.read_text().splitlines()
                      if '"daemon.ready"' in line)
@@ -334,7 +334,7 @@ async def test_tcp_control_needs_its_token(tmp_path: Path, run_root: Path) -> No
         async with AsyncControlClient(url=url, token="wrong") as wrong:
             with pytest.raises(ControlError):
                 await wrong.list()
-        async with AsyncControlClient(url=url, token="tcp-secret") as control:
+        async with AsyncControlClient(url=url, token="tcp-secret-for-the-tests") as control:
             assert (await control.list())["slots"] == []
         async with daemon.client() as local:  # the Unix socket needs no token
             assert (await local.healthz())["status"] == "ok"
@@ -474,6 +474,10 @@ async def test_tcp_control_must_be_loopback_with_a_token(tmp_path: Path) -> None
     base = {"state_dir": tmp_path / "s"}
     with pytest.raises(ConfigError, match="tcp_token"):
         load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "127.0.0.1"}, **base)
+    token = "t" * 16
     with pytest.raises(ConfigError, match="loopback"):
-        load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "0.0.0.0", "JEEVES_MCP_TCP_TOKEN": "t"}, **base)
-    assert load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "::1", "JEEVES_MCP_TCP_TOKEN": "t"}, **base).tcp_host == "::1"
+        load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "0.0.0.0", "JEEVES_MCP_TCP_TOKEN": token}, **base)
+    assert load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "::1", "JEEVES_MCP_TCP_TOKEN": token}, **base).tcp_host == "::1"
+    # Every run's commands can reach the port: a token they could guess is refused (attack T4).
+    with pytest.raises(ConfigError, match="tcp_token has 1 characters, fewer than 16"):
+        load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_TOKEN": "x"}, **base)

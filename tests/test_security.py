@@ -125,7 +125,7 @@ async def test_foreign_origin_and_host_are_refused_on_every_route(child: Child) 
 
 
 async def test_control_socket_is_0600_and_tcp_needs_the_token(tmp_path: Path) -> None:
-    env = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": "tcp-secret"}
+    env = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": "tcp-secret-for-the-tests"}
     async with running_daemon(tmp_path, env) as daemon:
         mode = daemon.socket.stat().st_mode
         assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
@@ -138,12 +138,12 @@ async def test_control_socket_is_0600_and_tcp_needs_the_token(tmp_path: Path) ->
                                  ("POST", "/v1/slots"), ("GET", "/v1/slots/x"), ("DELETE", "/v1/slots/x"),
                                  ("POST", "/v1/slots/x/renew"), ("GET", "/v1/slots/x/logs"), ("GET", "/v1/stats"),
                                  ("GET", "/v1/events"), ("GET", "/nope")):
-                for auth in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "tcp-secret"},
+                for auth in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "tcp-secret-for-the-tests"},
                              {"Authorization": "Bearer tcp-secre"}):
                     response = await http.request(method, path, headers=auth, json={"run_id": "x", "root": "/"})
                     assert response.status_code == 401, (method, path, auth, response.text)
                     assert response.json()["error"]["code"] == "UNAUTHORIZED"
-            ok = await http.get("/v1/slots", headers={"Authorization": "Bearer tcp-secret"})
+            ok = await http.get("/v1/slots", headers={"Authorization": "Bearer tcp-secret-for-the-tests"})
             assert ok.status_code == 200 and ok.json() == {"slots": []}
         async with AsyncControlClient(url=url, token="wrong") as wrong:
             with pytest.raises(ControlError):
@@ -272,7 +272,7 @@ async def slow_body(port: int, path: str, headers: dict[str, str], trickle_s: fl
 
 async def test_slow_bodies_time_out_without_blocking_others(tmp_path: Path, workspace: Path) -> None:
     timeout = {"JEEVES_MCP_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S)}
-    env = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": "tcp-secret",
+    env = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": "tcp-secret-for-the-tests",
            "JEEVES_MCP_PRUNER_ENABLED": "false", **timeout}
     (tmp_path / "d").mkdir()
     async with running_daemon(tmp_path / "d", env) as daemon, \
@@ -291,14 +291,14 @@ async def test_slow_bodies_time_out_without_blocking_others(tmp_path: Path, work
                 for n in range(3):
                     nursery.start_soon(slow, f"child-{n}", child.port, "/rpc", child.headers())
                     nursery.start_soon(slow, f"daemon-{n}", daemon_port, "/v1/slots",
-                                       {"Authorization": "Bearer tcp-secret"})
+                                       {"Authorization": "Bearer tcp-secret-for-the-tests"})
                 await trio.sleep(2)  # the slow clients are connected and trickling
                 async with httpx.AsyncClient(timeout=10) as http:
                     for _ in range(5):  # meanwhile, others are served at once
                         started = time.monotonic()
                         read = await call_tool(http, child.base, child.headers(), "read", {"path": "notes.md"})
                         assert not read["isError"]
-                        listed = await http.get(f"{ready['tcp']}/v1/slots", headers={"Authorization": "Bearer tcp-secret"})
+                        listed = await http.get(f"{ready['tcp']}/v1/slots", headers={"Authorization": "Bearer tcp-secret-for-the-tests"})
                         assert listed.status_code == 200
                         others.append(time.monotonic() - started)
                 assert not results  # ... while every slow client is still waiting
@@ -347,7 +347,7 @@ async def raw_exchange(port: int, request: bytes) -> bytes:
 
 
 async def test_huge_headers_are_refused_without_harm(child: Child, tmp_path: Path) -> None:
-    env = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": "tcp-secret"}
+    env = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": "tcp-secret-for-the-tests"}
     (tmp_path / "d").mkdir()
     async with running_daemon(tmp_path / "d", env) as daemon:
         ready = next(json.loads(line) for line in daemon.log_path.read_text().splitlines()
@@ -368,6 +368,6 @@ async def test_huge_headers_are_refused_without_harm(child: Child, tmp_path: Pat
             ping = await http.post(f"{child.base}/rpc", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
                                    headers=child.headers())
             assert ping.json()["result"] == {}
-            listed = await http.get(f"{ready['tcp']}/v1/slots", headers={"Authorization": "Bearer tcp-secret"})
+            listed = await http.get(f"{ready['tcp']}/v1/slots", headers={"Authorization": "Bearer tcp-secret-for-the-tests"})
             assert listed.status_code == 200
         assert os.kill(child.process.pid, 0) is None
