@@ -457,3 +457,29 @@ async def test_the_orphan_reaper_never_takes_the_status_of_a_command(tmp_path, m
                 await trio.sleep(0.05)
         reaper.cancel_scope.cancel()
     assert results == {code: code for code in range(1, 61)}
+
+
+async def test_after_the_grace_a_group_is_signalled_only_while_it_is_still_the_trees():
+    """Attack T5: a group that emptied during the grace may have a recycled number, now
+    another run's command's group; kill_tree's SIGKILL to the group must not reach it."""
+    ours = await trio.lowlevel.open_process(["sleep", "30"], start_new_session=True)
+    stranger = await trio.lowlevel.open_process(["sleep", "30"], start_new_session=True)
+    member_fd = os.pidfd_open(ours.pid)
+    try:
+        # Our leader unreaped: its number cannot have been reused.
+        assert process_tree._group_still_ours(ours.pid, ours, {})
+        # No leader, a live member known by pidfd: still ours.
+        assert process_tree._group_still_ours(ours.pid, None, {ours.pid: member_fd})
+        # A live group that none of ours is in stands for a recycled number: not ours,
+        # although killpg would reach it.
+        assert not process_tree._group_still_ours(stranger.pid, None, {ours.pid: member_fd})
+        ours.kill()
+        await ours.wait()  # reaped: its number is free for anyone
+        assert not process_tree._group_still_ours(ours.pid, ours, {ours.pid: member_fd})
+        assert stranger.returncode is None
+    finally:
+        os.close(member_fd)
+        for process in (ours, stranger):
+            if process.returncode is None:
+                process.kill()
+                await process.wait()

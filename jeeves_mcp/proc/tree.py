@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import select
 import signal
 from collections.abc import Iterable
 
@@ -110,8 +111,11 @@ async def kill_tree(
         if grace_s > 0:
             with trio.move_on_after(grace_s):
                 await _wait_gone(leader, seen.values())
-        # SIGKILL rounds until a scan finds nothing new and alive.
-        _signal_group(pgid, signal.SIGKILL)
+        # SIGKILL rounds until a scan finds nothing new and alive. After the grace the
+        # group may have emptied and its number gone to another run's command: signal it
+        # only while a process known to be in it is still there.
+        if _group_still_ours(pgid, leader, seen):
+            _signal_group(pgid, signal.SIGKILL)
         if leader is not None and leader.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 leader.send_signal(signal.SIGKILL)
@@ -120,7 +124,8 @@ async def kill_tree(
             fresh = await _scan_and_open(pgid, tag_entries, me, seen, walk, zombies)
             if not fresh:
                 break
-            _signal_group(pgid, signal.SIGKILL)
+            if _group_still_ours(pgid, leader, seen):
+                _signal_group(pgid, signal.SIGKILL)
             _send(fresh, signal.SIGKILL)
         with trio.move_on_after(KILL_WAIT_S):
             await _wait_gone(leader, seen.values())
@@ -151,6 +156,25 @@ def _signal_group(pgid: int | None, sig: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _group_still_ours(pgid: int | None, leader: trio.Process | None, seen: dict[int, int]) -> bool:
+    """Whether the group `pgid` is still the tree's: its leader is not reaped (its pid, the
+    group's number, cannot be reused), or a process we hold a pidfd of is alive in it (a
+    group's number is not reused while it has a member)."""
+    if pgid is None:
+        return False
+    if leader is not None and leader.pid == pgid and leader.returncode is None:
+        return True
+    for pid, fd in seen.items():
+        try:
+            in_group = os.getpgid(pid) == pgid
+        except ProcessLookupError:
+            continue
+        # Alive after the lookup (pidfd not readable): the answer was about our process.
+        if in_group and not select.select([fd], [], [], 0)[0]:
+            return True
+    return False
 
 
 def _send(targets: Iterable[tuple[int, int]], sig: int) -> None:
