@@ -264,6 +264,15 @@ async def test_grep_missing_path_is_not_found(root, engine):
     assert info.value.code == "NOT_FOUND"
 
 
+async def test_grep_on_a_fifo_is_refused_at_once(root, engine):
+    """Attack T6: rg opened a FIFO named in paths and waited on it for the whole timeout."""
+    os.mkfifo(root / "pipe")
+    with trio.fail_after(5), pytest.raises(ToolError) as info:
+        await call_grep(root, pattern="x", paths=["pipe"], timeout_ms=20_000)
+    assert info.value.code == "INVALID_REQUEST"
+    assert "not a regular file or a directory" in info.value.message
+
+
 async def test_grep_pattern_starting_with_dash(root, engine):
     (root / "flags.txt").write_text("use --force here\n")
     out = await call_grep(root, pattern="--force")

@@ -10,9 +10,11 @@ Both skip hidden entries and binary files below the given paths.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
+import stat
 import sys
 import sysconfig
 import threading
@@ -80,8 +82,15 @@ def _targets(ctx: CallContext, raw_paths: list[str]) -> list[tuple[Path, str]]:
     for raw in raw_paths or ["."]:
         path = resolve_in_root(ctx.config, raw)
         shown = display_path(ctx.config, path)
-        if not path.exists():
-            raise ToolError("NOT_FOUND", f"no such file or directory: {shown}")
+        try:
+            mode = path.stat().st_mode
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+                raise  # as Path.exists() let them through
+            raise ToolError("NOT_FOUND", f"no such file or directory: {shown}") from None
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            # rg would open a FIFO and wait on it for the whole timeout.
+            raise ToolError("INVALID_REQUEST", f"{shown} is not a regular file or a directory", hint="use bash")
         targets.append((path, shown))
     return targets
 
