@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pwd
 import threading
 from pathlib import Path
 
@@ -330,3 +331,22 @@ async def test_grep_backreferences_and_lookaround_are_invalid_like_ripgrep(root,
     with pytest.raises(ToolError) as info:
         await call_grep(root, pattern=pattern)
     assert info.value.code == "INVALID_REQUEST"
+
+
+def test_a_command_user_without_a_passwd_entry_gets_no_home_or_name_of_the_pruners():
+    """F8: a root owned by a uid with no passwd entry (a container's) ran commands with the
+    pruner's HOME=/root, USER=root; they get HOME=/ and no USER or LOGNAME instead."""
+    uid = next(u for u in range(2001, 60000) if not _has_passwd_entry(u))
+    pruners = {"HOME": "/root", "USER": "root", "LOGNAME": "root", "PATH": "/usr/bin:/bin"}
+    assert bash_tool.owner_env(pruners, uid, keep=set()) == {"HOME": "/", "PATH": "/usr/bin:/bin"}
+    # What the call's env sets stays.
+    asked = {**pruners, "HOME": "/tmp/h", "USER": "me"}
+    assert bash_tool.owner_env(asked, uid, keep={"HOME", "USER"}) == {"HOME": "/tmp/h", "USER": "me", "PATH": "/usr/bin:/bin"}
+
+
+def _has_passwd_entry(uid: int) -> bool:
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True

@@ -65,15 +65,26 @@ def sanitized_env(
 def owner_env(env: dict[str, str], uid: int, keep: set[str]) -> dict[str, str]:
     """A command run as another user gets that user's USER and LOGNAME, and its HOME unless the
     HOME it would inherit is that user's own (one the runner set for the run) or the call's `env`
-    sets it: the pruner's HOME is not theirs to write."""
+    sets it: the pruner's HOME is not theirs to write. A uid with no passwd entry gets HOME=/
+    and no USER or LOGNAME, as container runtimes give one."""
+    owner: dict[str, str | None]
     try:
         entry = pwd.getpwuid(uid)
     except KeyError:
-        return env
-    owner = {"USER": entry.pw_name, "LOGNAME": entry.pw_name}
-    if not _owned_by(env.get("HOME"), uid):
-        owner["HOME"] = entry.pw_dir
-    return {**env, **{name: value for name, value in owner.items() if name not in keep}}
+        owner = {"USER": None, "LOGNAME": None, "HOME": "/"}
+    else:
+        owner = {"USER": entry.pw_name, "LOGNAME": entry.pw_name, "HOME": entry.pw_dir}
+    if _owned_by(env.get("HOME"), uid):
+        del owner["HOME"]
+    out = dict(env)
+    for name, value in owner.items():
+        if name in keep:
+            continue
+        if value is None:
+            out.pop(name, None)
+        else:
+            out[name] = value
+    return out
 
 
 def _owned_by(path: str | None, uid: int) -> bool:
