@@ -25,6 +25,7 @@ import httpx
 import trio
 
 from jeeves_mcp.proc import kill_tree, proc_stat
+from jeeves_mcp.supervisor.descriptors import out_of_descriptors
 
 PING = {
     "jsonrpc": "2.0",
@@ -237,7 +238,10 @@ async def read_ready(stream: trio.abc.ReceiveStream, child: Child) -> dict[str, 
 
 
 async def ping(http: httpx.AsyncClient, child: Child, token: str, timeout_s: float) -> str | None:
-    """One MCP-level health check; None when healthy, else what went wrong."""
+    """One MCP-level health check; None when healthy, else what went wrong.
+
+    OSError (EMFILE, ENFILE) when the daemon itself is out of file descriptors: that
+    says nothing about the child, and must not count against it."""
     try:
         response = await http.post(
             child.url,
@@ -248,6 +252,8 @@ async def ping(http: httpx.AsyncClient, child: Child, token: str, timeout_s: flo
     except httpx.TimeoutException:
         return "timeout"
     except httpx.HTTPError as exc:
+        if (own := out_of_descriptors(exc)) is not None:
+            raise OSError(own.errno, f"daemon out of file descriptors: {own.strerror}") from exc
         return f"connect: {type(exc).__name__}"
     if response.status_code != 200:
         return f"http {response.status_code}"

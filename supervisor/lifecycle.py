@@ -318,10 +318,17 @@ class SlotLifecycle:
 
             async def health() -> None:
                 nonlocal outcome
-                failures = pings = 0
+                failures = pings = starved = 0
                 while True:
                     await trio.sleep(self.config.health_interval_s)
-                    problem = await children.ping(self.http, child, slot.record.token, self.config.health_timeout_s)
+                    try:
+                        problem = await children.ping(self.http, child, slot.record.token, self.config.health_timeout_s)
+                    except OSError as exc:  # the daemon's own EMFILE: nothing learnt of the child
+                        starved += 1
+                        self.events.publish("daemon.out_of_descriptors", logging.WARNING, run_id=slot.run_id,
+                                            error=exc.strerror, consecutive=starved)
+                        continue
+                    starved = 0
                     if problem is None:
                         failures = 0
                         pings += 1

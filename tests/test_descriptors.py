@@ -1,0 +1,100 @@
+"""The daemon's own file descriptors (attack T1): a run floods the TCP control port.
+
+A run's `bash` needs no token to open connections to the TCP control port. The daemon
+running out of descriptors must not be taken for its children failing: no healthy child
+of another run is restarted or degraded for the daemon's own EMFILE.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from tests._daemon import Daemon, EventLog, running_daemon, watch_events
+
+TOKEN = "tcp-token-for-the-descriptor-tests-0123456789"
+TCP_ENV = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": TOKEN}
+
+
+def tcp_port(daemon: Daemon) -> int:
+    ready = next(json.loads(line) for line in daemon.log_path.read_text().splitlines() if '"daemon.ready"' in line)
+    return int(ready["tcp"].rsplit(":", 1)[1])
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+@asynccontextmanager
+async def flood(port: int, connections: int) -> AsyncIterator[list[int]]:
+    """Keep `connections` half-sent requests open to `port`, reopening those the daemon
+    closes (as the attack's flood.py did); yields a one-item list counting the opens."""
+    opened = [0]
+
+    async def hold() -> None:
+        while True:
+            try:
+                conn = await trio.open_tcp_stream("127.0.0.1", port)
+            except OSError:
+                await trio.sleep(0.05)
+                continue
+            opened[0] += 1
+            try:
+                await conn.send_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never finished
+                while await conn.receive_some(4096):
+                    pass
+            except trio.BrokenResourceError:
+                pass
+            finally:
+                await conn.aclose()
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(connections):
+            nursery.start_soon(hold)
+        try:
+            yield opened
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+async def until(log: EventLog, check) -> None:  # type: ignore[no-untyped-def]
+    """Until `check(events)` is true (it may raise to fail the test)."""
+    while not check(log.events):
+        await log.changed.wait()
+
+
+async def test_the_daemons_own_emfile_is_not_held_against_a_healthy_child(tmp_path: Path, run_root: Path) -> None:
+    async with running_daemon(tmp_path, TCP_ENV) as daemon:
+        async with daemon.client() as control, watch_events(daemon) as log:
+            for run_id in ("attacker", "victim"):
+                await control.acquire(run_id, run_root)
+            pid = daemon.process.pid
+            # A few descriptors to spare, then a flood that takes them all and more.
+            soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (open_fds(pid) + 16, hard))
+
+            def starved_long_enough(events: list[dict]) -> bool:
+                mine = [event for event in events if event.get("run_id") == "victim"]
+                crashed = [event for event in mine if event["event"] in (
+                    "mcp_pruner.unreachable", "mcp_pruner.restarting", "mcp_pruner.degraded")]
+                assert not crashed, f"the daemon's EMFILE was held against a healthy child: {crashed}"
+                # Several pings in a row failed for the daemon's want of descriptors: more
+                # than health_failures (2 in the tests).
+                return sum(event["event"] == "daemon.out_of_descriptors" for event in mine) >= 4
+
+            with trio.fail_after(60):
+                async with flood(tcp_port(daemon), 48):
+                    await until(log, starved_long_enough)
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
+            views = {view["run_id"]: view for view in (await control.list())["slots"]}
+            assert {run_id: (view["state"], view["restarts"]) for run_id, view in views.items()} == {
+                "attacker": ("running", 0), "victim": ("running", 0)}
+            for run_id in views:
+                await control.release(run_id)
+
