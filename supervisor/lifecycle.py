@@ -297,8 +297,8 @@ class SlotLifecycle:
             await trio.sleep(delay)
             try:
                 slot.child = await self._spawn(slot, port=slot.record.port or 0)
-            except SpawnError as exc:
-                reason = f"restart failed: {exc}"
+            except (SpawnError, OSError) as exc:  # OSError: the daemon out of descriptors, memory, ...
+                reason = f"restart failed: {exc}"  # retried as any other, not a task crash (T1)
                 continue
             await self._mark_running(slot, "mcp_pruner.restarted")
             return

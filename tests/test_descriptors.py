@@ -98,3 +98,49 @@ async def test_the_daemons_own_emfile_is_not_held_against_a_healthy_child(tmp_pa
             for run_id in views:
                 await control.release(run_id)
 
+
+def not_crashed(events: list[dict]) -> bool:
+    crashed = [event for event in events if "internal error" in event.get("error", "")]
+    assert not crashed, f"a restart out of descriptors crashed the slot task: {crashed}"
+    return True
+
+
+def starve(pid: int) -> tuple[int, int]:
+    """Leave the daemon no descriptor to open; its limits before."""
+    soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (max(open_fds(pid) - 2, 8), hard))
+    return soft, hard
+
+
+async def test_a_restart_out_of_descriptors_is_retried_then_degrades_with_its_reason(
+    tmp_path: Path, run_root: Path
+) -> None:
+    env = {"JEEVES_MCP_MAX_RESTARTS": "6"}  # the fork server on: its pipe() raised EMFILE
+    async with running_daemon(tmp_path, env) as daemon, daemon.client() as control, watch_events(daemon) as log:
+        pid = daemon.process.pid
+        # Retried: the restart that found no descriptor is an attempt like any other, and
+        # the next one, with descriptors again, brings the child back.
+        slot = await control.acquire("retried", run_root)
+        limits = starve(pid)
+        os.kill(slot["pid"], 9)
+        with trio.fail_after(60):
+            await until(log, lambda events: not_crashed(events) and any(
+                event["event"] == "mcp_pruner.restarting" and event.get("attempt", 0) >= 2
+                and "file" in event.get("error", "") for event in events))
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, limits)
+        restarted = await log.wait_for("mcp_pruner.restarted", "retried", timeout_s=60)
+        assert restarted["state"] == "running"
+        assert not [event for event in log.events if event["event"] == "mcp_pruner.degraded"], log.events
+        await control.release("retried")
+        # Degraded, with the reason, once the restarts run out: not an internal error.
+        slot = await control.acquire("spent", run_root)
+        after = len(log.events)
+        limits = starve(pid)
+        os.kill(slot["pid"], 9)
+        degraded = await log.wait_for("mcp_pruner.degraded", "spent", after=after, timeout_s=120)
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, limits)
+        assert degraded["error"].startswith("restart failed: "), degraded
+        assert "internal error" not in degraded["error"] and "file" in degraded["error"], degraded
+        assert degraded["restarts"] == 6
+        await control.release("spent")
+
