@@ -18,6 +18,7 @@ from typing import Any
 import trio
 
 from jeeves_mcp import _log
+from jeeves_mcp.supervisor.reserve import RESERVE_NAME, SpaceReserve, out_of_space
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS slots (
@@ -212,7 +213,8 @@ class SlotStore:
 
     A write that fails (a full disk, a read-only or broken file) does not raise:
     the record is kept as pending, reads see it, and the next write retries it
-    first. The daemon's memory stays the truth; the file catches up.
+    first. The daemon's memory stays the truth; the file catches up. A write that
+    fails for lack of space first spends the reserve (reserve.py) and is tried again.
     """
 
     def __init__(self, path: Path) -> None:
@@ -231,6 +233,8 @@ class SlotStore:
         self._lock = threading.Lock()
         self._pending: dict[str, SlotRecord] = {}  # failed writes, newest record per run
         self.write_failures = 0
+        self.reserve = SpaceReserve(path.with_name(RESERVE_NAME))
+        self.reserve.make()
 
     @staticmethod
     def _open(path: Path) -> sqlite3.Connection:
@@ -270,24 +274,48 @@ class SlotStore:
         """Write the record (and any pending ones); the error if it could not."""
         with self._lock:
             self._pending[record.run_id] = record
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                for pending in self._pending.values():
-                    row = asdict(pending)
-                    for column in JSON_COLUMNS:
-                        row[column] = json.dumps(row[column])
-                    columns = ", ".join(row)
-                    marks = ", ".join(f":{name}" for name in row)
-                    self._db.execute(f"INSERT OR REPLACE INTO slots ({columns}) VALUES ({marks})", row)
-                self._db.execute("COMMIT")
-            except (sqlite3.Error, OSError) as exc:
-                self.write_failures += 1
-                if self._db.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        self._db.execute("ROLLBACK")
-                return exc
-            self._pending.clear()
-            return None
+            return self._flush()
+
+    def flush(self) -> list[str]:
+        """Write the pending records now (at shutdown); the run ids still unsaved."""
+        with self._lock:
+            if self._pending:
+                self._flush()
+            return sorted(self._pending)
+
+    def _flush(self) -> Exception | None:
+        """Write every pending record, spending the reserve if the disk is full; the lock held."""
+        problem = self._write_pending()
+        if problem is not None and out_of_space(problem, self.reserve.path.parent) and self.reserve.give_back():
+            _log.event(log, "store.reserve_used", logging.WARNING, path=str(self.reserve.path),
+                       bytes=self.reserve.size, error=f"{type(problem).__name__}: {problem}",
+                       pending=sorted(self._pending))
+            problem = self._write_pending()
+        if problem is not None:
+            self.write_failures += 1
+            return problem
+        self._pending.clear()
+        if not self.reserve.held and self.reserve.make():
+            _log.event(log, "store.reserve_restored", path=str(self.reserve.path), bytes=self.reserve.size)
+        return None
+
+    def _write_pending(self) -> Exception | None:
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            for pending in self._pending.values():
+                row = asdict(pending)
+                for column in JSON_COLUMNS:
+                    row[column] = json.dumps(row[column])
+                columns = ", ".join(row)
+                marks = ", ".join(f":{name}" for name in row)
+                self._db.execute(f"INSERT OR REPLACE INTO slots ({columns}) VALUES ({marks})", row)
+            self._db.execute("COMMIT")
+        except (sqlite3.Error, OSError) as exc:
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+            return exc
+        return None
 
     def _load(self, where: str = "", *args: Any) -> list[SlotRecord]:
         with self._lock:

@@ -22,13 +22,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from jeeves_mcp.settings import ConfigError, read_config_file, writable_by
+from jeeves_mcp.supervisor.reserve import RESERVE_NAME
 
 __all__ = [
     "ancestor_problem", "dir_problem", "entry_problem", "spawn_problem", "state_dir_problem", "writable_by",
 ]
 
-# What the daemon opens in its state dir at start (store.py, lifecycle.py).
-STATE_ENTRIES = ("daemon.lock", "slots.sqlite3", "slots.sqlite3-wal", "slots.sqlite3-shm", "logs")
+# What the daemon opens in its state dir at start (store.py, reserve.py, lifecycle.py).
+STATE_ENTRIES = ("daemon.lock", "slots.sqlite3", "slots.sqlite3-wal", "slots.sqlite3-shm", RESERVE_NAME, "logs")
 _MAX_SYMLINKS = 40  # as Linux's
 
 

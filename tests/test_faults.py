@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,7 @@ import pytest
 import trio
 
 from jeeves_mcp.client import ControlError
+from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
 from tests._child import stop_process_group as stop_group
 from tests._child import tool_json
 from tests._daemon import running_daemon, watch_events
@@ -95,6 +98,71 @@ async def test_a_full_state_disk_degrades_writes_but_never_the_daemon(tmp_path: 
             # Writes that failed were kept and made once space came back.
             assert states == {"full-a": "shutdown", "full-b": "shutdown", "full-c": "shutdown"}, states
             assert second["run_id"] == "full-b"
+
+
+# -- attack T2: a run fills the disk the state dir is on, then the daemon restarts ----------
+
+MIB = 1024 * 1024
+
+
+def test_a_write_on_a_full_disk_spends_the_reserve_which_comes_back_with_space(tmp_path: Path) -> None:
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = seen.append  # type: ignore[method-assign]
+    logger = logging.getLogger("jeeves_mcp.supervisor.store")
+    logger.addHandler(handler)
+    previous_level = logger.level
+    logger.setLevel(logging.INFO)
+    with small_tmpfs(tmp_path / "state", "16m") as state:
+        store = SlotStore(state / "slots.sqlite3")
+        try:
+            reserve = state / "space.reserve"
+            assert reserve.stat().st_size == 4 * MIB and reserve.stat().st_mode & 0o777 == 0o600
+            filler = fill(state)
+            record = SlotRecord(run_id="r", state="running", root="/", token="t", started_at=time.time(),
+                                env={"K": "v" * 100_000})  # more than the file's free pages
+            assert store._save(record) is None
+            assert store.pending == 0 and store.write_failures == 0 and not reserve.exists()
+            with sqlite3.connect(state / "slots.sqlite3") as db:
+                assert db.execute("select state from slots where run_id = 'r'").fetchall() == [("running",)]
+            assert [r.getMessage() for r in seen if "reserve" in r.getMessage()] == ["store.reserve_used"]
+            filler.unlink()
+            record.state = "shutdown"
+            assert store._save(record) is None
+            assert reserve.stat().st_size == 4 * MIB  # made again once there was room
+            assert [r.getMessage() for r in seen if "reserve" in r.getMessage()] == [
+                "store.reserve_used", "store.reserve_restored"]
+        finally:
+            store.close()
+            logger.removeHandler(handler)
+            logger.setLevel(previous_level)
+
+
+async def test_a_full_disk_then_a_crash_loses_no_record(tmp_path: Path, run_root: Path) -> None:
+    with small_tmpfs(tmp_path / "state", "24m"):
+        async with running_daemon(tmp_path) as daemon:
+            async with daemon.client() as control:
+                kept = await control.acquire("kept", run_root)
+                await control.acquire("gone", run_root)
+                filler = fill(daemon.state_dir)  # what a run sharing the filesystem does
+                assert (await control.release("gone"))["state"] == "shutdown"
+                late = await control.acquire("late", run_root)
+                assert (await control.healthz())["store"] == {"write_failures": 0, "pending": 0}
+            os.kill(daemon.process.pid, signal.SIGKILL)  # a crash, or a restart with the disk still full
+            await daemon.process.wait()
+            with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
+                states = dict(db.execute("select run_id, state from slots"))
+            assert states == {"kept": "running", "gone": "shutdown", "late": "running"}, states
+            assert '"event": "store.reserve_used"' in daemon.log_path.read_text()
+            filler.unlink()
+            daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+            await daemon.wait_ready(2)
+            async with daemon.client() as control:
+                listed = {slot["run_id"]: slot["pid"] for slot in (await control.list())["slots"]}
+                assert listed == {"kept": kept["pid"], "late": late["pid"]}, listed  # adopted, none back
+                await control.release("kept")
+                await control.release("late")
+            assert (daemon.state_dir / "space.reserve").stat().st_size == 4 * MIB
 
 
 # -- #10: bad records are quarantined, never fatal ------------------------------------
