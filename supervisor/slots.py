@@ -89,16 +89,30 @@ class SlotManager:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own the slot tasks; reconcile with the records first."""
         self.config.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            await reconcile(self.lifecycle, nursery)
-            if self.fork_server is not None:
-                await nursery.start(self.fork_server.run)
-            task_status.started()
-            try:
-                await trio.sleep_forever()
-            finally:
-                self.lifecycle.cgroups.close()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                await reconcile(self.lifecycle, nursery)
+                if self.fork_server is not None:
+                    await nursery.start(self.fork_server.run)
+                task_status.started()
+                try:
+                    await trio.sleep_forever()
+                finally:
+                    self.lifecycle.cgroups.close()
+        finally:
+            self._report_unsaved()
+
+    def _report_unsaved(self) -> None:
+        """Every slot task is over: the records that still could not be written, by name.
+        The next daemon finds these runs as its file has them (a released run still live)."""
+        unsaved = self.store.flush()
+        if unsaved:
+            self.events.publish(
+                "store.unsaved_at_exit", logging.ERROR, run_ids=unsaved,
+                state_dir=str(self.config.state_dir), remedy="free space on the state dir's filesystem, "
+                "then check these runs with `jeeves-mcp ls` once the daemon is back",
+            )
 
     async def release_all(self) -> None:
         async with trio.open_nursery() as nursery:
@@ -112,9 +126,16 @@ class SlotManager:
             pass
 
     def detach_all(self) -> None:
-        """Live restore: end the slot tasks but leave their children serving."""
+        """Live restore: end the slot tasks but leave their children serving, each on
+        record. Pending writes are tried once more first; a slot whose record still cannot
+        be written is stopped as a release would stop it: the next daemon would kill its
+        child as a stray (no record) or restart the run from a stale one."""
+        unsaved = set(self.store.flush())
         for slot in self.slots.values():
-            slot.detach = True
+            slot.detach = slot.run_id not in unsaved
+            if not slot.detach:
+                self.events.publish("mcp_pruner.not_detached", logging.WARNING, run_id=slot.run_id,
+                                    reason="its record could not be written")
             slot.scope.cancel()
 
     def counts(self) -> Counter[str]:

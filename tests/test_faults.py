@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import logging
 import os
 import signal
@@ -163,6 +164,35 @@ async def test_a_full_disk_then_a_crash_loses_no_record(tmp_path: Path, run_root
                 await control.release("kept")
                 await control.release("late")
             assert (daemon.state_dir / "space.reserve").stat().st_size == 4 * MIB
+
+
+async def test_live_restore_stops_a_slot_whose_record_is_unsaved_and_names_it(tmp_path: Path, run_root: Path) -> None:
+    with small_tmpfs(tmp_path / "state"):  # 4 MiB: no room for the reserve
+        async with running_daemon(tmp_path, {"JEEVES_MCP_LIVE_RESTORE": "true"}) as daemon:
+            assert not (daemon.state_dir / "space.reserve").exists()
+            async with daemon.client() as control:
+                kept = await control.acquire("kept", run_root)
+                await control.acquire("y1", run_root)
+                filler = fill(daemon.state_dir)
+                await control.release("y1")  # written nowhere but the daemon's memory
+                y2 = await control.acquire("y2", run_root)
+                assert y2["state"] == "running"
+            await stop_group(daemon.process)
+            assert alive(kept["pid"])  # on record: left for the next daemon
+            assert not alive(y2["pid"])  # on no record: stopped, not left for a stray kill
+            log = daemon.log_path.read_text()
+            unsaved = [json.loads(line) for line in log.splitlines() if '"store.unsaved_at_exit"' in line]
+            assert unsaved and unsaved[-1]["run_ids"] == ["y1", "y2"], unsaved
+            assert '"event": "mcp_pruner.not_detached", "run_id": "y2"' in log
+            filler.unlink()
+            daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+            await daemon.wait_ready(2)
+            async with daemon.client() as control:
+                listed = {slot["run_id"]: slot for slot in (await control.list())["slots"]}
+                assert listed["kept"]["pid"] == kept["pid"] and "y2" not in listed, listed
+                for run_id in listed:  # y1 as the file has it: its release was named at exit
+                    await control.release(run_id)
+            assert '"mcp_pruner.stray_killed"' not in daemon.log_path.read_text()
 
 
 # -- #10: bad records are quarantined, never fatal ------------------------------------
