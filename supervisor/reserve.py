@@ -5,7 +5,7 @@ A run whose root shares a filesystem with the state dir can fill it; the daemon'
 record (a release, an acquire) would then exist only in its memory, and a restart would
 believe the file: a released run back, an acquired one killed as a stray. The store
 deletes this file on its first write that fails for lack of space and writes again at
-once, and makes the file anew once there is room for it and as much again.
+once, and makes the file anew once there is room for it and HEADROOM more.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ RESERVE_BYTES = 4 * 1024 * 1024
 # A failure that names no cause (SQLite's "disk I/O error") counts as lack of space when
 # the filesystem has less than this left.
 _NEARLY_FULL = 1024 * 1024
+# Left free when the reserve is made: its space must not be what the next write needs.
+HEADROOM = 1024 * 1024
 
 
 def free_bytes(directory: Path) -> int | None:
@@ -60,12 +62,12 @@ class SpaceReserve:
         return info.st_size >= self.size and info.st_blocks * 512 >= self.size
 
     def make(self) -> bool:
-        """Allocate the reserve if the filesystem has room for it and as much again (the
-        space it takes must not be what the next write needs); whether it is held."""
+        """Allocate the reserve if the filesystem has room for it and HEADROOM more;
+        whether it is held."""
         if self.held:
             return True
         free = free_bytes(self.path.parent)
-        if free is None or free < 2 * self.size:
+        if free is None or free < self.size + HEADROOM:
             return False
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
