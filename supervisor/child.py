@@ -25,7 +25,7 @@ import httpx
 import trio
 
 from jeeves_mcp.proc import kill_tree, proc_stat
-from jeeves_mcp.supervisor.descriptors import out_of_descriptors
+from jeeves_mcp.supervisor.descriptors import out_of_descriptors, restore_for_child
 
 PING = {
     "jsonrpc": "2.0",
@@ -196,6 +196,7 @@ async def spawn(
         )
     except OSError as exc:
         raise SpawnError(f"spawn failed: {exc.strerror or exc}") from exc
+    restore_for_child(process.pid)  # its commands start long after this
     child = Child(pid=process.pid, port=0, start_ticks=process_start_ticks(process.pid) or 0,
                   tree=env.get("JEEVES_MCP_TREE"), process=process)
     try:

@@ -18,6 +18,7 @@ from hypercorn.trio import serve
 
 from jeeves_mcp import __version__, _log
 from jeeves_mcp.preflight import child_start_problem
+from jeeves_mcp.supervisor import descriptors
 from jeeves_mcp.supervisor.api import create_app
 from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
@@ -107,6 +108,10 @@ def _not_dumpable() -> None:
 
 async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -> None:
     _not_dumpable()
+    # systemd's default soft limit is 1024: a flood of connections took them all (T1).
+    # The processes the daemon starts get the soft limit it was started with back.
+    was, soft, hard = descriptors.raise_soft_limit()
+    _log.event(log, "daemon.open_files_limit", soft=soft, hard=hard, was=was)
     notifier = SystemdNotifier()
     activated = socket_activated()
     own_socket = not activated  # an activated socket's dir is systemd's

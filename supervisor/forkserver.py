@@ -29,6 +29,7 @@ from jeeves_mcp.supervisor.child import (
     read_ready,
     tree_mark,
 )
+from jeeves_mcp.supervisor.descriptors import restore_for_child
 from jeeves_mcp.supervisor.events import EventBus
 
 START_TIMEOUT_S = 30.0
@@ -90,6 +91,7 @@ class ForkServer:
                 env=self._env,
                 start_new_session=True,
             )
+            restore_for_child(self._process.pid)  # before it forks any child
         finally:
             theirs.close()
         self._sock = trio.socket.from_stdlib_socket(ours)

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 import trio
 
 from tests._daemon import Daemon, EventLog, running_daemon, watch_events
@@ -143,4 +144,34 @@ async def test_a_restart_out_of_descriptors_is_retried_then_degrades_with_its_re
         assert "internal error" not in degraded["error"] and "file" in degraded["error"], degraded
         assert degraded["restarts"] == 6
         await control.release("spent")
+
+
+
+def nofile(pid: int) -> tuple[int, int]:
+    return resource.prlimit(pid, resource.RLIMIT_NOFILE)
+
+
+async def test_the_daemon_raises_its_soft_open_files_limit_and_its_children_keep_theirs(
+    tmp_path: Path, run_root: Path
+) -> None:
+    import sys
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard <= 256 or hard == resource.RLIM_INFINITY:
+        pytest.skip(f"the hard open-files limit is {hard}: nothing to raise")
+    python = tmp_path / "python-nofile-256"
+    python.write_text(f'#!/bin/sh\nulimit -Sn 256 && exec {sys.executable} "$@"\n')  # systemd's 1024, smaller
+    python.chmod(0o755)
+    async with running_daemon(tmp_path, python=str(python)) as daemon, daemon.client() as control:
+        assert nofile(daemon.process.pid) == (hard, hard)
+        logged = next(json.loads(line) for line in daemon.log_path.read_text().splitlines()
+                      if '"daemon.open_files_limit"' in line)
+        assert (logged["was"], logged["soft"], logged["hard"]) == (256, hard, hard)
+        # What the daemon starts gets the limit it was started with (select() breaks past 1024).
+        zygote = (await control.healthz())["fork_server"]["pid"]
+        forked = await control.acquire("forked", run_root)
+        cold = await control.acquire("cold", run_root, env={f"V{n}": "y" * (100 * 1024) for n in range(6)})
+        assert [nofile(pid) for pid in (zygote, forked["pid"], cold["pid"])] == [(256, hard)] * 3
+        for run_id in ("forked", "cold"):
+            await control.release(run_id)
 
