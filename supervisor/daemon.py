@@ -28,6 +28,7 @@ from jeeves_mcp.supervisor.slot import SlotState
 from jeeves_mcp.supervisor.slots import SlotManager
 from jeeves_mcp.supervisor.store import SlotStore, StateDirInUse, StoreTooNew, lock_state_dir
 from jeeves_mcp.supervisor.strictmodes import ancestor_problem, dir_problem, state_dir_problem
+from jeeves_mcp.supervisor.tcp_control import listening_socket, serve_tcp
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
@@ -172,19 +173,20 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
             await root.start(manager.run)
             app = create_app(manager, tcp_token=config.tcp_token)
             # hypercorn closes the socket it is given: hand it a duplicate.
-            binds = [f"fd://{os.dup(sock.fileno())}"]
-            if config.tcp_host:
-                binds.append(f"{config.tcp_host}:{config.tcp_port}")
+            hyper = _hypercorn_config([f"fd://{os.dup(sock.fileno())}"])
             async with trio.open_nursery() as servers:
-                urls = await servers.start(
-                    lambda task_status: serve(
-                        app, _hypercorn_config(binds), shutdown_trigger=shutdown.wait,
-                        task_status=task_status,
-                    )
+                await servers.start(
+                    lambda task_status: serve(app, hyper, shutdown_trigger=shutdown.wait, task_status=task_status)
                 )
+                tcp_url = None
+                if config.tcp_host:  # served apart, capped at tcp_max_connections (tcp_control.py)
+                    listener = listening_socket(config.tcp_host, config.tcp_port, hyper.backlog)
+                    tcp_url = await servers.start(
+                        serve_tcp, app, hyper, listener, config.tcp_max_connections, shutdown
+                    )
                 events.publish(
                     "daemon.ready", version=__version__, socket=str(config.socket),
-                    tcp=urls[1] if len(urls) > 1 else None, slots=len(manager.slots),
+                    tcp=tcp_url, slots=len(manager.slots),
                 )
                 gc.freeze()  # start-up objects live forever: keep them out of later collections
                 notifier.send("READY=1", f"STATUS=serving {len(manager.slots)} slots")

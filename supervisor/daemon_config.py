@@ -42,6 +42,8 @@ class DaemonConfig(Settings):
     tcp_host: str | None = Field(None, description="Also serve the control API on this loopback address.")
     tcp_port: int = Field(0, ge=0, le=65535, description="TCP port for the control API (0 = OS chooses).")
     tcp_token: str | None = Field(None, description="Bearer token required on the TCP control API, 16 characters or more.")
+    tcp_max_connections: int = Field(
+        256, ge=1, description="TCP control connections held at once; more are reset unread (the Unix socket has no cap).")
     body_timeout_s: float = Field(30.0, gt=0, description="A control request body slower than this gets 408.")
     pruner_enabled: bool = Field(True, description="False gives every new slot the disabled state, no child.")
     max_slots: int = Field(100, ge=1, description="Slots alive at once; more get 429 QUEUE_OVERLOADED.")

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 
@@ -71,7 +72,7 @@ async def until(log: EventLog, check) -> None:  # type: ignore[no-untyped-def]
 
 
 async def test_the_daemons_own_emfile_is_not_held_against_a_healthy_child(tmp_path: Path, run_root: Path) -> None:
-    async with running_daemon(tmp_path, TCP_ENV) as daemon:
+    async with running_daemon(tmp_path, {**TCP_ENV, "JEEVES_MCP_TCP_MAX_CONNECTIONS": "100000"}) as daemon:
         async with daemon.client() as control, watch_events(daemon) as log:
             for run_id in ("attacker", "victim"):
                 await control.acquire(run_id, run_root)
@@ -175,3 +176,62 @@ async def test_the_daemon_raises_its_soft_open_files_limit_and_its_children_keep
         for run_id in ("forked", "cold"):
             await control.release(run_id)
 
+
+async def test_tcp_control_connections_are_capped_and_the_daemon_keeps_serving(
+    tmp_path: Path, run_root: Path
+) -> None:
+    from jeeves_mcp.client import AsyncControlClient, ControlError, DaemonUnavailable
+
+    cap, flooding = 8, 64
+    async with running_daemon(tmp_path, {**TCP_ENV, "JEEVES_MCP_TCP_MAX_CONNECTIONS": str(cap)}) as daemon:
+        port, pid = tcp_port(daemon), daemon.process.pid
+        async with daemon.client() as control:
+            await control.healthz()
+            baseline = open_fds(pid)
+            held: list[trio.SocketStream] = []
+            closed = [0]
+
+            async def half_sent() -> None:
+                try:
+                    conn = await trio.open_tcp_stream("127.0.0.1", port)
+                except OSError:  # reset before the connect returned
+                    closed[0] += 1
+                    return
+                held.append(conn)
+                try:
+                    await conn.send_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never finished
+                    while await conn.receive_some(4096):
+                        pass
+                except trio.BrokenResourceError:
+                    pass
+                closed[0] += 1
+
+            most = 0
+            with trio.fail_after(30):
+                async with trio.open_nursery() as nursery:
+                    for _ in range(flooding):
+                        nursery.start_soon(half_sent)
+                    # Those past the cap are closed unread at once; the daemon holds the rest.
+                    while closed[0] < flooding - cap:
+                        most = max(most, open_fds(pid))
+                        await trio.sleep(0.02)
+                    most = max(most, open_fds(pid))
+                    # The Unix socket is not capped: the API answers, a child starts.
+                    slot = await control.acquire("during", run_root)
+                    assert slot["state"] == "running"
+                    nursery.cancel_scope.cancel()
+            for conn in held:
+                await conn.aclose()
+            assert most <= baseline + cap + 12, (baseline, most)
+            # The flood over, a TCP request with the token is served.
+            url = f"http://127.0.0.1:{port}"
+            with trio.fail_after(30):
+                while True:
+                    try:
+                        async with AsyncControlClient(url=url, token=TOKEN) as tcp:
+                            listed = await tcp.list()
+                        break
+                    except (ControlError, DaemonUnavailable, httpx.TransportError):  # reset: still full
+                        await trio.sleep(0.05)  # until the daemon has seen the flood's closes
+            assert [view["run_id"] for view in listed["slots"]] == ["during"]
+            await control.release("during")
