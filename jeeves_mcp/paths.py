@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 __all__ = ["default_socket", "default_state_dir", "foreign_symlink"]
 
-_MAX_SYMLINKS = 40  # the kernel's limit on links followed in one lookup
+MAX_SYMLINKS = 40  # the kernel's limit on links followed in one lookup
 
 
 def default_state_dir(env: Mapping[str, str]) -> Path:
@@ -32,13 +33,21 @@ def default_socket(env: Mapping[str, str], state_dir: Path) -> Path:
     return state_dir / "control.sock"
 
 
-def foreign_symlink(path: Path) -> str | None:
-    """Why `path` (absolute) may not be a run root, or None: it passes through a symlink that
-    neither root nor this process's user owns. Whoever owns such a link can repoint it, and
-    the run's user owns the links in its own workspace: a run swapped its root for a link to
-    /etc, and the next acquire or restart of the child pinned /etc, whose commands run as root
-    (attack review N1)."""
-    trusted = (0, os.geteuid())
+class Lookup(NamedTuple):
+    """One name looked up while resolving a path: in the dir `parent`, the entry `step`, its
+    lstat (None: it does not exist, and the walk ends); `final`: the path's own last
+    component, reached through no symlink."""
+
+    parent: Path
+    step: Path
+    info: os.stat_result | None
+    final: bool
+
+
+def lookups(path: Path) -> Iterator[Lookup]:
+    """Every name the kernel looks up to resolve the absolute `path`, in order: a symlink's
+    target is spliced in where it stands, `..` goes up from where the walk is. Ends at a
+    name that does not exist, or after MAX_SYMLINKS links (a loop: resolving it fails)."""
     todo = list(reversed(path.parts[1:]))  # components left, next one last
     here = Path("/")
     links = 0
@@ -51,20 +60,33 @@ def foreign_symlink(path: Path) -> str | None:
             continue
         step = here / part
         try:
-            info = os.lstat(step)
+            info: os.stat_result | None = os.lstat(step)
         except OSError:
-            return None  # absent: the caller's own check says so
+            info = None
+        yield Lookup(here, step, info, not todo and not links)
+        if info is None:
+            return
         if not stat.S_ISLNK(info.st_mode):
             here = step
             continue
-        if info.st_uid not in trusted:
-            return (f"{path} passes through {step}, a symlink of uid {info.st_uid} (neither root "
-                    f"nor uid {os.geteuid()}), which could repoint it: give a path without it")
         links += 1
-        if links > _MAX_SYMLINKS:
-            return None  # a loop: resolving it fails where the caller resolves
+        if links > MAX_SYMLINKS:
+            return
         target = os.readlink(step)
         if target.startswith("/"):
             here = Path("/")
         todo.extend(reversed(Path(target).parts[1:] if target.startswith("/") else Path(target).parts))
+
+
+def foreign_symlink(path: Path) -> str | None:
+    """Why `path` (absolute) may not be a run root, or None: it passes through a symlink that
+    neither root nor this process's user owns. Whoever owns such a link can repoint it, and
+    the run's user owns the links in its own workspace: a run swapped its root for a link to
+    /etc, and the next acquire or restart of the child pinned /etc, whose commands run as root
+    (attack review N1). An absent part or a loop is for the caller's own check to report."""
+    trusted = (0, os.geteuid())
+    for look in lookups(path):
+        if look.info is not None and stat.S_ISLNK(look.info.st_mode) and look.info.st_uid not in trusted:
+            return (f"{path} passes through {look.step}, a symlink of uid {look.info.st_uid} (neither root "
+                    f"nor uid {os.geteuid()}), which could repoint it: give a path without it")
     return None

@@ -21,6 +21,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from jeeves_mcp.paths import lookups
 from jeeves_mcp.settings import ConfigError, read_config_file, writable_by
 from jeeves_mcp.supervisor.reserve import RESERVE_NAME
 
@@ -30,7 +31,6 @@ __all__ = [
 
 # What the daemon opens in its state dir at start (store.py, reserve.py, lifecycle.py).
 STATE_ENTRIES = ("daemon.lock", "slots.sqlite3", "slots.sqlite3-wal", "slots.sqlite3-shm", RESERVE_NAME, "logs")
-_MAX_SYMLINKS = 40  # as Linux's
 
 
 def ancestor_problem(path: Path, what: str, option: str) -> str | None:
@@ -41,18 +41,11 @@ def ancestor_problem(path: Path, what: str, option: str) -> str | None:
     exist ends the walk: `dir_problem` reports what is wrong with the dir itself."""
     euid = os.geteuid()
     trusted = (0, euid)
-    todo = list(reversed(path.absolute().parts[1:]))  # components left, the next one last
-    here, links = Path("/"), 0
-    seen: set[Path] = set()
-    while todo:
-        part = todo.pop()
-        if part in ("", "."):
-            continue
-        if part == "..":
-            here = here.parent
-            continue
-        if here not in seen:
-            seen.add(here)
+    checked: set[Path] = set()
+    for look in lookups(path.absolute()):
+        here = look.parent
+        if here not in checked:
+            checked.add(here)
             info = here.stat()
             mode = stat.S_IMODE(info.st_mode)
             if info.st_uid not in trusted:
@@ -62,26 +55,12 @@ def ancestor_problem(path: Path, what: str, option: str) -> str | None:
                 return (f"{what} {path} is below {here}, mode {mode:04o}, writable by {writable_by(mode)} "
                         f"and not sticky: they could put a dir of their own in place of it; choose another "
                         f"{option} (or chmod go-w {here})")
-        step = here / part
-        try:
-            link = step.lstat()
-        except OSError:
-            return None
-        if not stat.S_ISLNK(link.st_mode):
-            here = step
-            continue
-        if link.st_uid not in trusted:
-            if not todo and not links:
+        link = look.info
+        if link is not None and stat.S_ISLNK(link.st_mode) and link.st_uid not in trusted:
+            if look.final:
                 return None  # `path` itself: dir_problem names it
-            return (f"{what} {path} passes through {step}, a symlink of uid {link.st_uid}, neither root nor "
+            return (f"{what} {path} passes through {look.step}, a symlink of uid {link.st_uid}, neither root nor "
                     f"uid {euid}, which could repoint it: choose another {option}")
-        links += 1
-        if links > _MAX_SYMLINKS:
-            return None  # a loop: dir_problem's stat says so
-        target = Path(os.readlink(step))
-        if target.is_absolute():
-            here = Path("/")
-        todo.extend(reversed(target.parts[1:] if target.is_absolute() else target.parts))
     return None
 
 
