@@ -33,6 +33,16 @@ def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+async def hold_half_sent(conn: trio.SocketStream) -> None:
+    """Send a request that never ends, then wait until the daemon closes the connection."""
+    try:
+        await conn.send_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        while await conn.receive_some(4096):
+            pass
+    except trio.BrokenResourceError:
+        pass
+
+
 @asynccontextmanager
 async def flood(port: int, connections: int) -> AsyncIterator[list[int]]:
     """Keep `connections` half-sent requests open to `port`, reopening those the daemon
@@ -48,11 +58,7 @@ async def flood(port: int, connections: int) -> AsyncIterator[list[int]]:
                 continue
             opened[0] += 1
             try:
-                await conn.send_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never finished
-                while await conn.receive_some(4096):
-                    pass
-            except trio.BrokenResourceError:
-                pass
+                await hold_half_sent(conn)
             finally:
                 await conn.aclose()
 
@@ -198,12 +204,7 @@ async def test_tcp_control_connections_are_capped_and_the_daemon_keeps_serving(
                     closed[0] += 1
                     return
                 held.append(conn)
-                try:
-                    await conn.send_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never finished
-                    while await conn.receive_some(4096):
-                        pass
-                except trio.BrokenResourceError:
-                    pass
+                await hold_half_sent(conn)
                 closed[0] += 1
 
             most = 0
