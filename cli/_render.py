@@ -16,6 +16,7 @@ from jeeves_mcp.cli._common import print_table
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
 
 STATE_STYLES = {
     "running": "green",
@@ -109,9 +110,10 @@ def expires(slot: dict[str, Any], now: datetime.datetime) -> str:
     return f"in {human_duration(left)}" if left >= 0 else f"{human_duration(-left)} ago"
 
 
-def state_text(state: str) -> str:
-    style = STATE_STYLES.get(state, "")
-    return f"[{style}]{state}[/]" if style else state
+def state_text(state: str) -> Text:
+    from rich.text import Text
+
+    return Text(state, style=STATE_STYLES.get(state, ""))
 
 
 def masked(slot: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +128,7 @@ def masked(slot: dict[str, Any]) -> dict[str, Any]:
 def render_slots(slots: list[dict[str, Any]], console: Console, now: datetime.datetime | None = None) -> None:
     """The `ls` table: run, state, pid, port, age, restarts, expires."""
     from rich.table import Table
+    from rich.text import Text
 
     now = now or datetime.datetime.now(datetime.UTC)
     if not slots:
@@ -137,7 +140,7 @@ def render_slots(slots: list[dict[str, Any]], console: Console, now: datetime.da
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for slot in sorted(slots, key=lambda s: s.get("started_at") or ""):
         table.add_row(
-            slot["run_id"],
+            Text(slot["run_id"]),
             state_text(slot["state"]),
             str(slot["pid"]) if slot.get("pid") is not None else "—",
             str(slot["port"]) if slot.get("port") is not None else "—",
@@ -151,6 +154,7 @@ def render_slots(slots: list[dict[str, Any]], console: Console, now: datetime.da
 def render_slot(slot: dict[str, Any], console: Console, now: datetime.datetime | None = None) -> None:
     """`show` and `acquire` without --json: one slot, token hidden."""
     from rich.table import Table
+    from rich.text import Text
 
     now = now or datetime.datetime.now(datetime.UTC)
     slot = masked(slot)
@@ -158,7 +162,9 @@ def render_slot(slot: dict[str, Any], console: Console, now: datetime.datetime |
     table.add_column(style="bold")
     table.add_column()
     mcp = slot.get("mcp")
-    rows: list[tuple[str, str]] = [
+    # Values are the daemon's data (a root, a reason quoting a config key in brackets):
+    # Text, never read as rich markup.
+    rows: list[tuple[str, str | Text]] = [
         ("run", slot["run_id"]),
         ("state", state_text(slot["state"])),
         ("mcp url", mcp["url"] if mcp else "— (no endpoint: the run goes on with the agent's own tools)"),
@@ -181,7 +187,7 @@ def render_slot(slot: dict[str, Any], console: Console, now: datetime.datetime |
     if slot.get("labels"):
         rows.append(("labels", ", ".join(f"{k}={v}" for k, v in sorted(slot["labels"].items()))))
     for key, value in rows:
-        table.add_row(key, value)
+        table.add_row(key, value if isinstance(value, Text) else Text(value))
     print_table(console, table)
 
 

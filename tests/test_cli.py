@@ -23,7 +23,7 @@ from rich.console import Console
 
 from jeeves_mcp.cli._config import codex_table, merge_codex_toml
 from jeeves_mcp.cli._doctor import Check, render_checks
-from jeeves_mcp.cli._render import format_event, new_lines, render_slots
+from jeeves_mcp.cli._render import format_event, new_lines, render_slot, render_slots
 from tests._daemon import Daemon
 from tests.fake_swe_pruner import refused_endpoint, running_fake
 
@@ -516,6 +516,22 @@ def test_ls_table_rendering() -> None:
         "run-b  degraded    —  4101  2h05m         2  never",
         "run-a  running   321  4100  1m30s         0  in 30m00s",
     ]
+
+
+def test_a_slots_data_is_shown_as_it_is_never_read_as_markup() -> None:
+    """Re-check NF1: `show` dropped "[pruner]" from a child's refusal reason, and a run root
+    holding "[/x]" failed with a MarkupError after the slot was acquired."""
+    slot = {"run_id": "run-a", "state": "disabled", "root": "/srv/ws[/x]/a[bold]b", "restarts": 0,
+            "started_at": "2026-01-01T11:58:30.000Z",
+            "reason": "start_failed: child refused to start: [pruner] max_concurrent_calls: too small"}
+    out = io.StringIO()
+    render_slot(slot, Console(file=out, width=200, color_system=None))
+    shown = out.getvalue()
+    assert "root      /srv/ws[/x]/a[bold]b" in shown, shown
+    assert "reason    start_failed: child refused to start: [pruner] max_concurrent_calls: too small" in shown, shown
+    out = io.StringIO()
+    render_slots([{**slot, "run_id": "run-[b]"}], Console(file=out, width=100, color_system=None))
+    assert "run-[b]" in out.getvalue()
 
 
 def test_doctor_counts_in_good_english() -> None:
