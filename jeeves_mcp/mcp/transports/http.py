@@ -88,7 +88,9 @@ class McpHttpApp:
         self.extra_routes: Routes = dict(routes or {})
         self._token = config.token.encode() if config.token else None
         self._loopback = is_local_host(config.host)
-        self._refusals = _log.Throttle(REFUSAL_LOG_INTERVAL_S)  # anyone local may send these
+        # Anyone local may send these; each kind counts its own held-back lines.
+        self._host_refusals = _log.Throttle(REFUSAL_LOG_INTERVAL_S)
+        self._origin_refusals = _log.Throttle(REFUSAL_LOG_INTERVAL_S)
 
     # -- ASGI entry ---------------------------------------------------------
 
@@ -151,13 +153,13 @@ class McpHttpApp:
         """Host and Origin (DNS rebinding), then the bearer token; False once refused."""
         host = header(scope, b"host")
         if self._loopback and host is not None and not is_local_host(host):
-            if (held := self._refusals.allow()) is not None:
+            if (held := self._host_refusals.allow()) is not None:
                 _log.event(log, "http.host_rejected", logging.WARNING, host=_log.quoted(host), suppressed=held)
             await status(send, 421, "host not allowed: this server answers only to localhost")
             return False
         origin = header(scope, b"origin")
         if origin is not None and not is_local_origin(origin):
-            if (held := self._refusals.allow()) is not None:
+            if (held := self._origin_refusals.allow()) is not None:
                 _log.event(log, "http.origin_rejected", logging.WARNING, origin=_log.quoted(origin), suppressed=held)
             await status(send, 403, "origin not allowed")
             return False
