@@ -172,7 +172,9 @@ set 0.846:)
   time (use, given, method, argument, new, returns, each, value, function, same, up, out, ...):
   within +-0.3.
 - term proximity for docs again on the larger docs sets (p 0.5-2, w 1-5): -1 to -4 on every
-  docs set. Compound matching for docs ("subcommand" holding "command"): level.
+  docs set. Compound matching for docs ("subcommand" holding "command"): level. Docs through
+  the code planner (line values from section chances, DOCS_SHARE 0.25-0.3, temperature
+  0.2-0.3): -8 to -10; a section is read whole or not at all.
 - the file-wide share of line evidence growing as the ranking is unsure (GLOBAL_SHARE 0.1-0.2
   + 0.2-0.3 x (1 - best chance)): tuning set up to +0.7, held-out needles -0.5, third set -0.3.
 - lines of the commits that last changed the best-matching lines: outside those lines' units
