@@ -30,6 +30,12 @@ def needs_root() -> None:
         pytest.skip("giving a file to another user needs root")
 
 
+def refused(code: int | None, output: str) -> str:
+    """The daemon's last line, once it has exited with status 1: refused to start."""
+    assert code == 1, output
+    return output.splitlines()[-1]
+
+
 async def daemon_outcome(tmp: Path, *args: str) -> tuple[int | None, str]:
     """Start `jeeves-mcp daemon ARGS`: (exit code, output) once it exits, or (None, output)
     if it got as far as READY=1 (it is then stopped)."""
@@ -99,9 +105,8 @@ async def test_a_state_dir_owned_by_another_user_is_refused_untouched(tmp_path: 
     state.chmod(0o755)  # even closed to others: its owner still reads and plants
     before = listing(state)
     code, output = await daemon_outcome(tmp_path, "--state-dir", str(state), "--socket", str(state / "control.sock"))
-    assert code == 1, output
     assert f"state dir {state} is owned by uid {OTHER_UID}, not 0: remove it or choose another --state-dir" \
-        in output.splitlines()[-1], output
+        in refused(code, output), output
     assert listing(state) == before  # no lock, no socket, no database: nothing touched
 
 
@@ -110,8 +115,7 @@ async def test_a_state_dir_writable_by_others_is_refused(tmp_path: Path) -> None
     planted_state_dir(state)
     before = listing(state)
     code, output = await daemon_outcome(tmp_path, "--state-dir", str(state), "--socket", str(tmp_path / "d.sock"))
-    assert code == 1, output
-    assert f"state dir {state} is mode 0777, writable by group and others" in output.splitlines()[-1], output
+    assert f"state dir {state} is mode 0777, writable by group and others" in refused(code, output), output
     assert listing(state) == before and not (tmp_path / "d.sock").exists()
 
 
@@ -134,8 +138,7 @@ async def test_a_state_dir_below_another_users_dir_is_refused(tmp_path: Path) ->
     os.chown(theirs, OTHER_UID, OTHER_UID)
     state = theirs / "jm" / "state"
     code, output = await daemon_outcome(tmp_path, "--state-dir", str(state), "--socket", str(tmp_path / "d.sock"))
-    assert code == 1, output
-    assert f"state dir {state} is below {theirs}, owned by uid {OTHER_UID}" in output.splitlines()[-1], output
+    assert f"state dir {state} is below {theirs}, owned by uid {OTHER_UID}" in refused(code, output), output
     assert not (tmp_path / "d.sock").exists()
     assert list(theirs.iterdir()) == []  # checked before it was made: no root-owned dir left in theirs
 
@@ -148,9 +151,8 @@ async def test_a_socket_dir_below_another_users_dir_is_refused_before_anything_i
     os.chown(theirs, OTHER_UID, OTHER_UID)
     state, socket_path = tmp_path / "state", theirs / "run" / "d.sock"
     code, output = await daemon_outcome(tmp_path, "--state-dir", str(state), "--socket", str(socket_path))
-    assert code == 1, output
     assert f"socket dir {socket_path.parent} is below {theirs}, owned by uid {OTHER_UID}" \
-        in output.splitlines()[-1], output
+        in refused(code, output), output
     assert list(theirs.iterdir()) == [] and not state.exists()
 
 
@@ -163,8 +165,7 @@ async def test_a_state_dir_through_another_users_symlink_is_refused(tmp_path: Pa
     os.lchown(link, OTHER_UID, OTHER_UID)
     state = link / "state"
     code, output = await daemon_outcome(tmp_path, "--state-dir", str(state), "--socket", str(tmp_path / "d.sock"))
-    assert code == 1, output
-    assert f"state dir {state} passes through {link}, a symlink of uid {OTHER_UID}" in output.splitlines()[-1], output
+    assert f"state dir {state} passes through {link}, a symlink of uid {OTHER_UID}" in refused(code, output), output
 
 
 @pytest.mark.parametrize("what", ["state dir", "socket dir"])
@@ -214,8 +215,7 @@ async def test_a_planted_entry_in_a_private_state_dir_is_refused(tmp_path: Path,
         planted.write_bytes(b"")
         os.chown(planted, OTHER_UID, OTHER_UID)
     code, output = await daemon_outcome(tmp_path, "--state-dir", str(state), "--socket", str(tmp_path / "d.sock"))
-    assert code == 1, output
-    last = output.splitlines()[-1]
+    last = refused(code, output)
     assert f"state dir {state} holds {entry}" in last and "remove it" in last, output
     assert target.read_text() == "root only\n" and not (tmp_path / "d.sock").exists()
 
@@ -253,9 +253,8 @@ async def test_a_socket_dir_owned_by_another_user_is_refused(tmp_path: Path) -> 
     os.chown(sockets, OTHER_UID, OTHER_UID)
     code, output = await daemon_outcome(
         tmp_path, "--state-dir", str(tmp_path / "state"), "--socket", str(sockets / "control.sock"))
-    assert code == 1, output
     assert f"socket dir {sockets} is owned by uid {OTHER_UID}, not 0: remove it or choose another --socket" \
-        in output.splitlines()[-1], output
+        in refused(code, output), output
     assert list(sockets.iterdir()) == []
 
 
@@ -265,8 +264,7 @@ async def test_a_socket_dir_writable_by_others_is_refused(tmp_path: Path) -> Non
     sockets.chmod(0o1777)  # sticky like /tmp: others still squat the name before the daemon binds it
     code, output = await daemon_outcome(
         tmp_path, "--state-dir", str(tmp_path / "state"), "--socket", str(sockets / "control.sock"))
-    assert code == 1, output
-    assert f"socket dir {sockets} is mode 1777, writable by group and others" in output.splitlines()[-1], output
+    assert f"socket dir {sockets} is mode 1777, writable by group and others" in refused(code, output), output
 
 
 async def test_another_users_listening_socket_is_named_as_such(tmp_path: Path) -> None:
@@ -281,8 +279,7 @@ async def test_another_users_listening_socket_is_named_as_such(tmp_path: Path) -
         code, output = await daemon_outcome(tmp_path, "--state-dir", str(tmp_path / "state"), "--socket", str(path))
     finally:
         listener.close()
-    assert code == 1, output
-    assert f"control socket {path} is owned by uid {OTHER_UID}, not 0, and answers" in output.splitlines()[-1], output
+    assert f"control socket {path} is owned by uid {OTHER_UID}, not 0, and answers" in refused(code, output), output
 
 
 async def test_another_users_stale_socket_is_replaced_with_a_warning(tmp_path: Path) -> None:
