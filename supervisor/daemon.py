@@ -53,7 +53,7 @@ def control_socket(path: Path, env: dict[str, str] | None = None) -> socket.sock
         sock = socket.socket(fileno=LISTEN_FDS_START)
         sock.set_inheritable(False)
         return sock
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # Its dir: made and checked by run_daemon, before anything else.
     try:
         owner: int | None = path.lstat().st_uid
     except FileNotFoundError:

@@ -13,9 +13,8 @@ import errno
 import resource
 
 DESCRIPTOR_ERRNOS = (errno.EMFILE, errno.ENFILE)
-NR_OPEN = "/proc/sys/fs/nr_open"
 
-_inherited: tuple[int, int] | None = None  # (soft, hard) as the daemon was started
+_inherited_soft: int | None = None  # the soft limit the daemon was started with
 
 
 def out_of_descriptors(exc: BaseException) -> OSError | None:
@@ -37,34 +36,28 @@ def out_of_descriptors(exc: BaseException) -> OSError | None:
 
 def raise_soft_limit() -> tuple[int, int, int]:
     """Raise the soft RLIMIT_NOFILE to the hard one (systemd's default soft limit is
-    1024): (soft before, soft now, hard)."""
-    global _inherited
+    1024): (soft before, soft now, hard). Linux's hard limit is never infinite."""
+    global _inherited_soft
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if _inherited is None:
-        _inherited = (soft, hard)
-    target = hard
-    if hard == resource.RLIM_INFINITY:  # the kernel caps an open file table at nr_open
-        try:
-            with open(NR_OPEN) as handle:
-                target = int(handle.read())
-        except (OSError, ValueError):
-            target = soft
-    if target > soft:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-        except (OSError, ValueError):
-            target = soft
-    return soft, max(target, soft), hard
+    if _inherited_soft is None:
+        _inherited_soft = soft
+    if hard <= soft:
+        return soft, soft, hard
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (OSError, ValueError):
+        return soft, soft, hard
+    return soft, hard, hard
 
 
 def restore_for_child(pid: int) -> None:
     """Give a process the daemon started the soft limit the daemon was started with:
     programs its commands run may still use select(), which breaks past 1024."""
-    if _inherited is None:
+    if _inherited_soft is None:
         return
     try:
         soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
-        if soft > _inherited[0]:
-            resource.prlimit(pid, resource.RLIMIT_NOFILE, (_inherited[0], hard))
+        if soft > _inherited_soft:
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (_inherited_soft, hard))
     except (OSError, ValueError):
         pass  # gone already, or not ours to change: it keeps the daemon's limit

@@ -12,7 +12,6 @@ it re-adopts (see reconcile.py).
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import random
@@ -31,6 +30,7 @@ from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.cgroups import SlotCgroups
 from jeeves_mcp.supervisor.child import Child, SpawnError, SpawnRefused
 from jeeves_mcp.supervisor.daemon_config import DaemonConfig
+from jeeves_mcp.supervisor.descriptors import DESCRIPTOR_ERRNOS
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.forkserver import ForkServer, ForkServerUnavailable
 from jeeves_mcp.supervisor.metrics import Metrics
@@ -177,7 +177,7 @@ class SlotLifecycle:
         try:
             slot.child = await self._spawn(slot, port=0)
         except OSError as exc:
-            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+            if exc.errno not in DESCRIPTOR_ERRNOS:
                 raise
             # Out of file descriptors: the daemon is full, not this run broken. The
             # acquirer gets 429 (as past max_slots) and the slot ends at once.

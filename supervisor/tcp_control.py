@@ -14,7 +14,6 @@ import errno
 import logging
 import socket
 import struct
-import time
 from typing import Any
 
 import trio
@@ -25,11 +24,12 @@ from hypercorn.typing import ConnectionState
 from hypercorn.utils import repr_socket_addr, wrap_app
 
 from jeeves_mcp import _log
+from jeeves_mcp.supervisor.descriptors import DESCRIPTOR_ERRNOS
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
 # accept() errors that mean "not now" (trio.serve_listeners's list): wait and accept again.
-ACCEPT_CAPACITY_ERRNOS = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS)
+ACCEPT_CAPACITY_ERRNOS = (*DESCRIPTOR_ERRNOS, errno.ENOMEM, errno.ENOBUFS)
 ACCEPT_RETRY_S = 0.1
 REPORT_EVERY_S = 10.0  # refusals and accept errors are logged at most this often
 
@@ -47,22 +47,6 @@ def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
         sock.close()
         raise
     return sock
-
-
-class _Reporter:
-    """One log line per REPORT_EVERY_S for a repeated condition, with the count since."""
-
-    def __init__(self, event: str) -> None:
-        self.event = event
-        self.count = 0
-        self.last = 0.0
-
-    def __call__(self, **fields: Any) -> None:
-        self.count += 1
-        now = time.monotonic()
-        if now - self.last >= REPORT_EVERY_S:
-            _log.event(log, self.event, logging.WARNING, count=self.count, **fields)
-            self.count, self.last = 0, now
 
 
 class _Connection:
@@ -109,8 +93,8 @@ async def serve_tcp(
     wrapped = wrap_app(app, config.wsgi_max_body_size, None)
     context = WorkerContext(None)
     listener = trio.socket.from_stdlib_socket(sock)
-    refused = _Reporter("daemon.tcp_connection_refused")
-    starved = _Reporter("daemon.tcp_accept_failed")
+    refused = _log.Throttle(REPORT_EVERY_S)
+    starved = _log.Throttle(REPORT_EVERY_S)
     active = 0
 
     def release() -> None:
@@ -141,14 +125,18 @@ async def serve_tcp(
                 except OSError as exc:
                     if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
                         raise
-                    starved(error=exc.strerror)
+                    if (held := starved.allow()) is not None:
+                        _log.event(log, "daemon.tcp_accept_failed", logging.WARNING, count=held + 1,
+                                   error=exc.strerror)
                     await trio.sleep(ACCEPT_RETRY_S)
                     continue
                 if active >= limit:
                     # A reset, not a FIN: nothing of it is read, nothing lingers in TIME_WAIT.
                     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     conn.close()
-                    refused(limit=limit)
+                    if (held := refused.allow()) is not None:
+                        _log.event(log, "daemon.tcp_connection_refused", logging.WARNING, count=held + 1,
+                                   limit=limit)
                     continue
                 active += 1
                 connections.start_soon(handle, conn)
