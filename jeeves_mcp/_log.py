@@ -70,7 +70,9 @@ class JsonLineFormatter(logging.Formatter):
                 entry[key] = value
         if record.exc_info:
             entry["stack"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str, ensure_ascii=False).translate(_UNSAFE)
+        line = json.dumps(entry, default=str, ensure_ascii=False)
+        # translate is slow on non-ASCII text: most lines are ASCII, with no DEL to escape.
+        return line if line.isascii() and "\x7f" not in line else line.translate(_UNSAFE)
 
 
 # Characters a terminal acts on or that reorder what is shown (C1 controls such as CSI

@@ -172,9 +172,17 @@ def _group_still_ours(pgid: int | None, leader: trio.Process | None, seen: dict[
         except ProcessLookupError:
             continue
         # Alive after the lookup (pidfd not readable): the answer was about our process.
-        if in_group and not select.select([fd], [], [], 0)[0]:
+        if in_group and not _exited(fd):
             return True
     return False
+
+
+def _exited(pidfd: int) -> bool:
+    """Whether the process is gone (its pidfd readable); poll, not select, which fails on
+    descriptors past 1024 and the daemon raises its limit beyond that."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def _send(targets: Iterable[tuple[int, int]], sig: int) -> None:
