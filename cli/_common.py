@@ -76,9 +76,10 @@ _TRAILING_PAD = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
 
 def print_table(console: Console, table: Table) -> None:
     """A rich table without the spaces rich leaves at the end of its lines (they
-    show up in copies, diffs and `grep ' $'`); styles are kept."""
+    show up in copies, diffs and `grep ' $'`); styles are kept. Cells are the daemon's data
+    (a root, a reason quoting "[pruner]"): never read as markup; style with Text."""
     with console.capture() as captured:
-        console.print(table)
+        console.print(table, markup=False)
     lines = [_TRAILING_PAD.sub(r"\1", line) for line in captured.get().splitlines()]
     console.file.write("".join(line + "\n" for line in lines))
     console.file.flush()

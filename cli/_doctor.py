@@ -312,7 +312,7 @@ def render_checks(checks: list[Check], console: Console) -> None:
     table.add_column("status")
     table.add_column("detail", overflow="fold")
     for check in checks:
-        table.add_row(check.name, Text(check.status, style=STYLES[check.status]), Text(check.detail))
+        table.add_row(check.name, Text(check.status, style=STYLES[check.status]), check.detail)
     print_table(console, table)
 
 

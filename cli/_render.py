@@ -128,7 +128,6 @@ def masked(slot: dict[str, Any]) -> dict[str, Any]:
 def render_slots(slots: list[dict[str, Any]], console: Console, now: datetime.datetime | None = None) -> None:
     """The `ls` table: run, state, pid, port, age, restarts, expires."""
     from rich.table import Table
-    from rich.text import Text
 
     now = now or datetime.datetime.now(datetime.UTC)
     if not slots:
@@ -140,7 +139,7 @@ def render_slots(slots: list[dict[str, Any]], console: Console, now: datetime.da
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for slot in sorted(slots, key=lambda s: s.get("started_at") or ""):
         table.add_row(
-            Text(slot["run_id"]),
+            slot["run_id"],
             state_text(slot["state"]),
             str(slot["pid"]) if slot.get("pid") is not None else "—",
             str(slot["port"]) if slot.get("port") is not None else "—",
@@ -154,7 +153,6 @@ def render_slots(slots: list[dict[str, Any]], console: Console, now: datetime.da
 def render_slot(slot: dict[str, Any], console: Console, now: datetime.datetime | None = None) -> None:
     """`show` and `acquire` without --json: one slot, token hidden."""
     from rich.table import Table
-    from rich.text import Text
 
     now = now or datetime.datetime.now(datetime.UTC)
     slot = masked(slot)
@@ -162,8 +160,6 @@ def render_slot(slot: dict[str, Any], console: Console, now: datetime.datetime |
     table.add_column(style="bold")
     table.add_column()
     mcp = slot.get("mcp")
-    # Values are the daemon's data (a root, a reason quoting a config key in brackets):
-    # Text, never read as rich markup.
     rows: list[tuple[str, str | Text]] = [
         ("run", slot["run_id"]),
         ("state", state_text(slot["state"])),
@@ -187,7 +183,7 @@ def render_slot(slot: dict[str, Any], console: Console, now: datetime.datetime |
     if slot.get("labels"):
         rows.append(("labels", ", ".join(f"{k}={v}" for k, v in sorted(slot["labels"].items()))))
     for key, value in rows:
-        table.add_row(key, value if isinstance(value, Text) else Text(value))
+        table.add_row(key, value)
     print_table(console, table)
 
 

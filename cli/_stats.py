@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console, JustifyMethod
 from rich.table import Table
+from rich.text import Text
 
 from jeeves_mcp.cli._common import control_errors, print_table, settings
 
@@ -37,7 +38,7 @@ def render(report: dict[str, Any], console: Console, run_id: str | None) -> None
         share = (raw - returned) / raw if raw else 0.0
         fallbacks = ", ".join(f"{reason} {n}" for reason, n in sorted(counts["fallbacks"].items())) or "-"
         table.add_row(tool, str(counts["calls"]), str(counts["prunings"]), f"{raw:,}", f"{returned:,}",
-                      f"{share:.0%}", f"[green]{saved_bar(share)}[/green]", fallbacks)
+                      f"{share:.0%}", Text(saved_bar(share), style="green"), fallbacks)
     summary = total["summary"]
     print_table(console, table)
     console.print(
