@@ -170,6 +170,26 @@ async def test_a_workspaces_git_config_and_attributes_run_nothing(tmp_path: Path
     assert sorted(os.listdir(proof)) == []
 
 
+def head_commit(repo: Path) -> str:
+    done = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True)
+    return done.stdout.strip()
+
+
+async def test_a_workspaces_blame_settings_do_not_turn_the_history_off(tmp_path: Path) -> None:
+    """A run's bash can point blame.ignoreRevsFile at a file that is not there, or ignore the
+    newest commit: the pruner's blame still sees the history as committed."""
+    path = repository(tmp_path / "repo")
+    root = path.parent
+    (root / "ignored-revs").write_text(head_commit(root) + "\n")
+    with (root / ".git" / "config").open("a") as config:
+        config.write(f"[blame]\n\tignoreRevsFile = {root / 'missing'}\n"
+                     f"\tignoreRevsFile = {root / 'ignored-revs'}\n\tmarkIgnoredLines = true\n")
+    lines = path.read_text().split("\n")[:-1]
+    history = await line_history(path, lines, root=root, timeout_s=10, kill_grace_s=1)
+    assert history is not None and history.prior[body_line(50)] == 1.0
+
+
 def test_the_engine_keeps_a_recently_changed_line_no_question_word_names() -> None:
     lines = module({50: "    return value * 50  # the recent change"}).split("\n")[:-1]
     question = "what does the mango handler return?"

@@ -198,8 +198,12 @@ async def _blame(
     )
     if not newest:
         return None
+    # The workspace may set blame.ignoreRevsFile (a missing file fails the blame, a listed
+    # commit hides its lines). Git sorts those files, so an empty one does not reset them;
+    # --no-ignore-revs-file drops them all.
     porcelain = await _git(
-        [*safe, "blame", "--porcelain", "--no-textconv", "HEAD", "--", path.name],
+        [*safe, "blame", "--porcelain", "--no-textconv", "--no-ignore-revs-file", "HEAD",
+         "--", path.name],
         path, root, deadline, kill_grace_s,
     )
     if porcelain is None:
