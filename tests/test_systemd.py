@@ -67,8 +67,11 @@ def test_service_unit_settings() -> None:
     assert {"AF_INET", "AF_INET6", "AF_UNIX"} <= set(service["RestrictAddressFamilies"].split())
     assert "PrivateNetwork" not in service and "IPAddressDeny" not in service
     assert "MemoryDenyWriteExecute" not in service and service["SystemCallErrorNumber"] == "EPERM"
-    # Not systemd's 1024: a run's connections to the TCP control port used them all (attack T1).
-    assert service["LimitNOFILE"] == "65536"
+    # soft:hard (one value would set both). The daemon raises its soft limit to the hard one:
+    # systemd's 1024 is what a run's connections to the TCP control port used up (attack T1).
+    # Its children get the soft one back, no more than select()'s FD_SETSIZE (1024).
+    soft, hard = service["LimitNOFILE"].split(":")
+    assert (int(soft), int(hard)) == (1024, 65536)
 
 
 async def test_install_substitutes_and_systemd_analyze_verifies(tmp_path: Path) -> None:
