@@ -8,25 +8,26 @@ pid table (attack review F3). `reap_orphans` runs for the child's life and reaps
 them as SIGCHLD says they exit.
 
 What it must not reap: a child a trio `Process` owns. trio waits for its children
-through a pidfd it holds until it has reaped them, and subprocess takes a status
-reaped under it for exit 0. So a zombie this process holds a pidfd for is left
-alone; and while a spawn is in flight (`Popen` returns in a worker thread, the
-pidfd is opened after, in the event loop) only zombies older than
-`ZOMBIE_MIN_AGE_S` are reaped, as `sweep_zombies` does. Every spawn of the child
-goes through `run_command`, which says so with `spawning()`.
+through a pidfd, and subprocess takes a status reaped under it for exit 0. Every spawn
+of the child goes through `run_command`, which says so: `spawning()` around the spawn
+and `awaiting(pid)` until the command's status is read. Those pids are kept here in
+memory, so a pass reads no /proc/self/fdinfo on every command's exit (`sweep_zombies`,
+for any process, asks the pidfds). While a spawn is in flight (`Popen` returns in a
+worker thread, the pid is known after, in the event loop) only zombies older than
+`ZOMBIE_MIN_AGE_S` are reaped, as `sweep_zombies` does always. Both share
+`tree.reap_zombies`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import os
 import signal
 from collections.abc import Iterator
 
 import trio
 
-from .procfs import old_enough, own_children, pidfd_pids, proc_stat, uptime_ticks
+from .tree import reap_zombies
 
 # Under a storm of exits, a pass at most this often: the storm costs the event loop
 # a bounded share, and the zombies between two passes stay few.
@@ -38,17 +39,35 @@ RETRY_S = 0.5
 MAX_PER_PASS = 4096
 
 _spawns_in_flight = 0  # event loop only
+# Pid -> how many commands wait for it (a pid trio has reaped may be a new command's
+# before the first command's `awaiting` ends). Event loop only.
+_awaited: dict[int, int] = {}
 
 
 @contextlib.contextmanager
 def spawning() -> Iterator[None]:
-    """Around the spawn of a trio Process: its pidfd is not open until the spawn returns."""
+    """Around the spawn of a trio Process: its pid is not known until the spawn returns."""
     global _spawns_in_flight
     _spawns_in_flight += 1
     try:
         yield
     finally:
         _spawns_in_flight -= 1
+
+
+@contextlib.contextmanager
+def awaiting(pid: int) -> Iterator[None]:
+    """While trio is to read `pid`'s exit status: the reaper leaves its zombie alone.
+    Enter it as soon as the spawn returns, with no checkpoint between: the reaper runs
+    in the same event loop, and `spawning()` has covered the spawn itself."""
+    _awaited[pid] = _awaited.get(pid, 0) + 1
+    try:
+        yield
+    finally:
+        if _awaited[pid] == 1:
+            del _awaited[pid]
+        else:
+            _awaited[pid] -= 1
 
 
 async def reap_orphans(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -66,62 +85,4 @@ async def reap_orphans(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_
 def reap_once() -> tuple[int, bool]:
     """Reap exited children that no trio Process owns: how many, and whether some were
     left for a later pass (too young while a spawn was in flight, or over MAX_PER_PASS)."""
-    children = own_children()
-    if children is None:  # no /proc/PID/task/TID/children: one at a time
-        return _reap_first()
-    exited = [pid for pid in children if _exited(pid)]
-    if not exited:
-        return 0, False
-    left = len(exited) > MAX_PER_PASS
-    held = pidfd_pids()
-    now_ticks = uptime_ticks() if _spawns_in_flight else None
-    reaped = 0
-    for pid in exited[:MAX_PER_PASS]:
-        if pid in held:
-            continue  # trio's own: it reaps it
-        if _spawns_in_flight and not _old(pid, now_ticks):
-            left = True
-            continue
-        reaped += _reap(pid)
-    return reaped, left
-
-
-def _reap_first() -> tuple[int, bool]:
-    """Without children lists: reap the exited child waitid names first, until it is one
-    to leave alone."""
-    reaped = 0
-    held: set[int] | None = None
-    while reaped < MAX_PER_PASS:
-        try:
-            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return reaped, False
-        if info is None:
-            return reaped, False
-        held = pidfd_pids() if held is None else held
-        if info.si_pid in held:
-            return reaped, False  # trio reaps it, and SIGCHLD wakes us for the rest
-        if _spawns_in_flight and not _old(info.si_pid, uptime_ticks()):
-            return reaped, True
-        reaped += _reap(info.si_pid)
-    return reaped, True
-
-
-def _exited(pid: int) -> bool:
-    """A zombie child of ours, peeked at without reaping it."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return False
-
-
-def _old(pid: int, now_ticks: float | None) -> bool:
-    stat = proc_stat(pid)
-    return stat is not None and old_enough(stat, now_ticks)
-
-
-def _reap(pid: int) -> int:
-    try:
-        return 1 if os.waitpid(pid, os.WNOHANG)[0] == pid else 0
-    except ChildProcessError:
-        return 0
+    return reap_zombies(lambda: _awaited, young_too=not _spawns_in_flight, most=MAX_PER_PASS)

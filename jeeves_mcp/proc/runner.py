@@ -29,7 +29,7 @@ import trio
 from jeeves_mcp.mcp.errors import ToolError
 
 from .procfs import can_switch_users
-from .reaper import spawning
+from .reaper import awaiting, spawning
 from .tree import KILL_WAIT_S, TAG_VAR, TREE_VAR, kill_tree
 
 _READ_CHUNK = 64 * 1024
@@ -268,36 +268,38 @@ async def run_command(
         if proc is None:
             os.close(status_read)
     assert proc is not None and proc.stdout is not None and proc.stderr is not None
-    out = _Capture(max_output_bytes, keep_tail)
-    err = _Capture(max_output_bytes, keep_tail)
-    out_done, err_done = trio.Event(), trio.Event()
-    timed_out = False
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_drain, proc.stdout, out, on_output, out_done)
-            nursery.start_soon(_drain, proc.stderr, err, on_output, err_done)
-            with trio.move_on_after(timeout_s) as timeout_scope:
-                await proc.wait()
-            timed_out = timeout_scope.cancelled_caught
-            # Normal exit or timeout: what is left of the tree goes now.
-            # Shielded so that a cancel arriving mid-kill still finishes it.
+    # Until trio has read its status, the orphan reaper leaves it alone.
+    with awaiting(proc.pid):
+        out = _Capture(max_output_bytes, keep_tail)
+        err = _Capture(max_output_bytes, keep_tail)
+        out_done, err_done = trio.Event(), trio.Event()
+        timed_out = False
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_drain, proc.stdout, out, on_output, out_done)
+                nursery.start_soon(_drain, proc.stderr, err, on_output, err_done)
+                with trio.move_on_after(timeout_s) as timeout_scope:
+                    await proc.wait()
+                timed_out = timeout_scope.cancelled_caught
+                # Normal exit or timeout: what is left of the tree goes now.
+                # Shielded so that a cancel arriving mid-kill still finishes it.
+                with trio.CancelScope(shield=True, deadline=_kill_deadline(kill_grace_s)):
+                    await kill_tree(proc.pid, tag, grace_s=kill_grace_s, leader=proc)
+                with trio.move_on_after(_DRAIN_AFTER_EXIT_S):
+                    await out_done.wait()
+                    await err_done.wait()
+                nursery.cancel_scope.cancel()
+            not_entered = _status(status_read)
+        except BaseException:
+            # Cancelled (or anything else): trio's _run_process pattern.
             with trio.CancelScope(shield=True, deadline=_kill_deadline(kill_grace_s)):
                 await kill_tree(proc.pid, tag, grace_s=kill_grace_s, leader=proc)
-            with trio.move_on_after(_DRAIN_AFTER_EXIT_S):
-                await out_done.wait()
-                await err_done.wait()
-            nursery.cancel_scope.cancel()
-        not_entered = _status(status_read)
-    except BaseException:
-        # Cancelled (or anything else): trio's _run_process pattern.
-        with trio.CancelScope(shield=True, deadline=_kill_deadline(kill_grace_s)):
-            await kill_tree(proc.pid, tag, grace_s=kill_grace_s, leader=proc)
-        raise
-    finally:
-        os.close(status_read)
-        with trio.CancelScope(shield=True):
-            await trio.aclose_forcefully(proc.stdout)
-            await trio.aclose_forcefully(proc.stderr)
+            raise
+        finally:
+            os.close(status_read)
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(proc.stdout)
+                await trio.aclose_forcefully(proc.stderr)
     duration_ms = int((trio.current_time() - started) * 1000)
     if not_entered is not None:
         raise _not_entered(cwd, not_entered)

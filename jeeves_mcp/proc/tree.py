@@ -36,11 +36,10 @@ pruner killed by SIGKILL leaves such a process behind (to PID 1).
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import select
 import signal
-from collections.abc import Iterable
+from collections.abc import Callable, Container, Iterable
 
 import trio
 
@@ -335,29 +334,49 @@ def sweep_zombies() -> int:
     holds a pidfd for it (trio's Process does, until it has reaped its child)
     or when it is younger than `ZOMBIE_MIN_AGE_S`. Blocking: run in a thread.
     """
-    me = str(os.getpid())
-    zombies = []
-    candidates = own_children()
-    for pid in list_pids() if candidates is None else candidates:
-        stat = proc_stat(pid)
-        if stat and stat[0] == "Z" and stat[1] == me:
-            zombies.append((pid, stat))
-    if not zombies:
-        return 0
-    held = pidfd_pids()
-    now_ticks = uptime_ticks()
+    return reap_zombies(pidfd_pids, young_too=False)[0]
+
+
+def reap_zombies(
+    held: Callable[[], Container[int]], *, young_too: bool, most: int | None = None
+) -> tuple[int, bool]:
+    """Reap exited children of ours whose status is nobody else's: how many, and whether
+    some were left for a later pass (too young, or past the first `most`).
+
+    `held()`, asked only when a child has exited, names the children to leave alone (their
+    exit status is trio's to read). Unless `young_too`, a child started less than
+    `ZOMBIE_MIN_AGE_S` ago is left too: it may be a spawn whose pidfd is not open yet.
+    Exited children are peeked at (`WNOWAIT`) before any is reaped; the children are read
+    from /proc/PID/task/*/children, or where the kernel has none, from all of /proc.
+    """
+    children = own_children()
+    exited = [pid for pid in (list_pids() if children is None else children) if _zombie_child(pid)]
+    if not exited:
+        return 0, False
+    left = most is not None and len(exited) > most
+    keep = held()
+    now_ticks = None if young_too else uptime_ticks()
     reaped = 0
-    for pid, stat in zombies:
-        if pid in held:
+    for pid in exited[:most]:
+        if pid in keep:
             continue
-        if not old_enough(stat, now_ticks):
+        if not young_too and not _old(pid, now_ticks):
+            left = True
             continue
-        try:
+        with contextlib.suppress(ChildProcessError):
             if os.waitpid(pid, os.WNOHANG)[0] == pid:
                 reaped += 1
-        except ChildProcessError:
-            pass
-        except OSError as exc:  # pragma: no cover - defensive
-            if exc.errno != errno.ECHILD:
-                raise
-    return reaped
+    return reaped, left
+
+
+def _zombie_child(pid: int) -> bool:
+    """An exited child of ours, peeked at without reaping it (False for anyone else's)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return False
+
+
+def _old(pid: int, now_ticks: float | None) -> bool:
+    stat = proc_stat(pid)
+    return stat is not None and old_enough(stat, now_ticks)
