@@ -105,11 +105,12 @@ class SlotManager:
 
     def _report_unsaved(self) -> None:
         """Every slot task is over: the records that still could not be written, by name.
-        The next daemon finds these runs as its file has them (a released run still live)."""
+        The next daemon restores these runs degraded when the store's note names them
+        (`noted`), else finds them as its file has them (a released run still live)."""
         unsaved = self.store.flush()
         if unsaved:
             self.events.publish(
-                "store.unsaved_at_exit", logging.ERROR, run_ids=unsaved,
+                "store.unsaved_at_exit", logging.ERROR, run_ids=unsaved, noted=self.store.unsaved_noted,
                 state_dir=str(self.config.state_dir), remedy="free space on the state dir's filesystem, "
                 "then check these runs with `jeeves-mcp ls` once the daemon is back",
             )

@@ -19,6 +19,7 @@ import trio
 
 from jeeves_mcp import _log
 from jeeves_mcp.supervisor.reserve import RESERVE_NAME, SpaceReserve, out_of_space
+from jeeves_mcp.supervisor.unsaved import UNSAVED_NAME, UnsavedNote
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS slots (
@@ -215,6 +216,8 @@ class SlotStore:
     the record is kept as pending, reads see it, and the next write retries it
     first. The daemon's memory stays the truth; the file catches up. A write that
     fails for lack of space first spends the reserve (reserve.py) and is tried again.
+    The runs whose records are pending are named in a note written in place (unsaved.py),
+    which a store opened later reads as `unsaved_before`.
     """
 
     def __init__(self, path: Path) -> None:
@@ -235,6 +238,28 @@ class SlotStore:
         self.write_failures = 0
         self.reserve = SpaceReserve(path.with_name(RESERVE_NAME))
         self.reserve.make()
+        self.note = UnsavedNote(path.with_name(UNSAVED_NAME))
+        self._noted: frozenset[str] | None = frozenset()  # what the note says; None: not known
+        self._note_failed_for: frozenset[str] | None = None
+        self.unsaved_before = self._read_note()
+        self._carried = self.unsaved_before  # named in the note too, until settle_unsaved()
+        self.note.make()
+
+    def _read_note(self) -> frozenset[str]:
+        """The runs the last daemon could not save, from the note (none if it cannot be trusted)."""
+        try:
+            found = self.note.read()
+        except OSError as exc:  # NoteRefused among them
+            _log.event(log, "store.unsaved_note_unreadable", logging.ERROR, path=str(self.note.path),
+                       error=f"{type(exc).__name__}: {exc}",
+                       consequence="runs whose records the last daemon could not save restart from the file")
+            self._noted = None
+            return frozenset()
+        self._noted = found
+        if found:
+            _log.event(log, "store.unsaved_found", logging.WARNING, path=str(self.note.path), run_ids=sorted(found),
+                       remedy="these runs are restored degraded, not restarted: release them (or acquire anew)")
+        return found
 
     @staticmethod
     def _open(path: Path) -> sqlite3.Connection:
@@ -270,6 +295,35 @@ class SlotStore:
     def pending(self) -> int:
         return len(self._pending)
 
+    @property
+    def unsaved_noted(self) -> bool:
+        """Whether the note names every run whose record is pending."""
+        return self._noted is not None and self._noted.issuperset(self._pending)
+
+    def settle_unsaved(self) -> None:
+        """The runs of `unsaved_before` are restored and their records saved (or pending):
+        the note now names only the pending ones."""
+        with self._lock:
+            self._carried = frozenset()
+            self._sync_note()
+
+    def _sync_note(self) -> None:
+        """Have the note name the runs with pending records (and those carried from the last
+        daemon); a failure is logged once per set of runs, and the note tried again next time.
+        The lock held."""
+        wanted = self._carried.union(self._pending)
+        if wanted == self._noted:
+            return
+        problem = self.note.write(wanted) if self.note.make() else OSError(f"cannot make {self.note.path}")
+        if problem is None:
+            self._noted, self._note_failed_for = wanted, None
+            return
+        if wanted != self._note_failed_for:
+            self._note_failed_for = wanted
+            _log.event(log, "store.unsaved_note_failed", logging.ERROR, path=str(self.note.path),
+                       run_ids=sorted(wanted), error=f"{type(problem).__name__}: {problem}",
+                       consequence="a restart before these records are saved restarts these runs from the file")
+
     def _save(self, record: SlotRecord) -> Exception | None:
         """Write the record (and any pending ones); the error if it could not."""
         with self._lock:
@@ -293,8 +347,10 @@ class SlotStore:
             problem = self._write_pending()
         if problem is not None:
             self.write_failures += 1
+            self._sync_note()
             return problem
         self._pending.clear()
+        self._sync_note()
         if not self.reserve.held and self.reserve.make():
             _log.event(log, "store.reserve_restored", path=str(self.reserve.path), bytes=self.reserve.size)
         return None

@@ -24,13 +24,15 @@ from pathlib import Path
 from jeeves_mcp.paths import lookups
 from jeeves_mcp.settings import ConfigError, read_config_file, writable_by
 from jeeves_mcp.supervisor.reserve import RESERVE_NAME
+from jeeves_mcp.supervisor.unsaved import UNSAVED_NAME
 
 __all__ = [
     "ancestor_problem", "dir_problem", "entry_problem", "spawn_problem", "state_dir_problem", "writable_by",
 ]
 
-# What the daemon opens in its state dir at start (store.py, reserve.py, lifecycle.py).
-STATE_ENTRIES = ("daemon.lock", "slots.sqlite3", "slots.sqlite3-wal", "slots.sqlite3-shm", RESERVE_NAME, "logs")
+# What the daemon opens in its state dir at start (store.py, reserve.py, unsaved.py, lifecycle.py).
+STATE_ENTRIES = ("daemon.lock", "slots.sqlite3", "slots.sqlite3-wal", "slots.sqlite3-shm", RESERVE_NAME, UNSAVED_NAME,
+                 "logs")
 
 
 def ancestor_problem(path: Path, what: str, option: str) -> str | None:

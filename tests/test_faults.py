@@ -26,6 +26,7 @@ import trio
 
 from jeeves_mcp.client import ControlError
 from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
+from jeeves_mcp.supervisor.unsaved import EVERY_RUN, UNSAVED_NAME, UnsavedNote, decode, encode
 from tests._child import stop_process_group as stop_group
 from tests._child import tool_json
 from tests._daemon import running_daemon, watch_events
@@ -193,6 +194,72 @@ async def test_live_restore_stops_a_slot_whose_record_is_unsaved_and_names_it(tm
                 for run_id in listed:  # y1 as the file has it: its release was named at exit
                     await control.release(run_id)
             assert '"mcp_pruner.stray_killed"' not in daemon.log_path.read_text()
+
+
+def test_the_runs_of_unsaved_records_are_noted_on_a_full_disk_for_the_next_store(tmp_path: Path) -> None:
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = seen.append  # type: ignore[method-assign]
+    logger = logging.getLogger("jeeves_mcp.supervisor.store")
+    logger.addHandler(handler)
+    with small_tmpfs(tmp_path / "state") as state:  # 4 MiB: no reserve
+        store = SlotStore(state / "slots.sqlite3")
+        note = UnsavedNote(state / UNSAVED_NAME)
+        try:
+            assert note.path.stat().st_size == 4096 and note.path.stat().st_mode & 0o777 == 0o600
+            assert note.read() == frozenset()
+            saved = SlotRecord(run_id="saved", state="running", root="/", token="t", started_at=time.time())
+            assert store._save(saved) is None
+            filler = fill(state)
+            lost = SlotRecord(run_id="lost", state="shutdown", root="/", token="u", started_at=time.time(),
+                              env={"K": "v" * 100_000})  # more than the file's free pages
+            assert store._save(lost) is not None
+            assert note.read() == {"lost"} and store.unsaved_noted  # written in place, the disk full
+            store.close()  # as a crash: the pending record is gone with the daemon
+            store = SlotStore(state / "slots.sqlite3")
+            assert store.unsaved_before == {"lost"} and note.read() == {"lost"}
+            assert "store.unsaved_found" in [r.getMessage() for r in seen]
+            store.settle_unsaved()  # restored: the note names no run, written in place again
+            assert note.read() == frozenset() and store.unsaved_before == {"lost"}
+            filler.unlink()
+        finally:
+            store.close()
+            logger.removeHandler(handler)
+
+
+@pytest.mark.parametrize("planted", ["symlink", "foreign"])
+def test_a_note_the_daemon_did_not_make_is_neither_followed_nor_believed(tmp_path: Path, planted: str) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_bytes(encode(["someone-elses"]))
+    if planted == "symlink":
+        (state / UNSAVED_NAME).symlink_to(victim)
+    elif os.geteuid() != 0:
+        pytest.skip("giving a file to another user takes root")
+    else:
+        victim.rename(state / UNSAVED_NAME)
+        os.chown(state / UNSAVED_NAME, 12345, 12345)
+    before = os.lstat(state / UNSAVED_NAME)
+    store = SlotStore(state / "slots.sqlite3")
+    try:
+        assert store.unsaved_before == frozenset()  # restores as if there were no note
+        record = SlotRecord(run_id="r", state="running", root="/", token="t", started_at=time.time())
+        assert store._save(record) is None
+    finally:
+        store.close()
+    after = os.lstat(state / UNSAVED_NAME)
+    assert (after.st_ino, after.st_mtime_ns, after.st_uid) == (before.st_ino, before.st_mtime_ns, before.st_uid)
+    if planted == "symlink":
+        assert victim.read_bytes() == encode(["someone-elses"])
+
+
+def test_more_unsaved_runs_than_the_note_holds_name_every_run() -> None:
+    few = ["a", "b-2"]
+    assert len(encode(few)) == 4096 and decode(encode(few)) == set(few)
+    many = [f"run-{n:03d}-" + "x" * 120 for n in range(100)]
+    assert decode(encode(many)) == {EVERY_RUN}
+    assert decode(bytes(4096)) == frozenset()  # made, never written
 
 
 # -- #10: bad records are quarantined, never fatal ------------------------------------
