@@ -122,7 +122,8 @@ def owned_root() -> Iterator[Path]:
 
 # What a run's bash could reach of the daemon's or another run's, one word each.
 LEAKS = {"DB_READ", "TOKEN_FOUND", "ENVIRON_READ", "MEM_OPENED", "SIGNALLED", "CONTROL_REACHED"}
-NO_CAPABILITIES = ["CapPrm:0000000000000000", "CapEff:0000000000000000", "CapAmb:0000000000000000"]
+# CapInh too: a file with inheritable capabilities would get them back at exec (N6).
+NO_CAPABILITIES = [f"{kind}:0000000000000000" for kind in ("CapInh", "CapPrm", "CapEff", "CapAmb")]
 
 
 async def attack_the_other_run(daemon: Any, mine: dict[str, Any], other: dict[str, Any]) -> list[str]:
@@ -131,7 +132,7 @@ async def attack_the_other_run(daemon: Any, mine: dict[str, Any], other: dict[st
     socket); "done" last."""
     token = other["mcp"]["headers"]["Authorization"].removeprefix("Bearer ")
     state, pid = daemon.state_dir, other["pid"]
-    probe = (f"id -u; grep -E '^Cap(Prm|Eff|Amb):' /proc/self/status | tr -d '\\t'; "
+    probe = (f"id -u; grep -E '^Cap(Inh|Prm|Eff|Amb):' /proc/self/status | tr -d '\\t'; "
              f"cat {state}/slots.sqlite3 > /dev/null 2>&1 && echo DB_READ; "
              f"grep -rl {token} {state} 2>/dev/null && echo TOKEN_FOUND; "
              f"head -c1 /proc/{pid}/environ > /dev/null 2>&1 && echo ENVIRON_READ; "
@@ -148,7 +149,7 @@ async def test_commands_run_as_the_roots_owner_and_reach_no_token(tmp_path: Path
         mine = await control.acquire("attacker", owned_root)
         other = await control.acquire("victim", owned_root)
         lines = await attack_the_other_run(daemon, mine, other)
-        assert lines[:4] == [str(NOBODY), *NO_CAPABILITIES], lines
+        assert lines[:5] == [str(NOBODY), *NO_CAPABILITIES], lines
         assert lines[-1] == "done" and not LEAKS & set(lines), lines
         wrote = await bash(mine, "echo made > made.txt && stat -c %u made.txt")
         assert wrote["stdout"] == f"{NOBODY}\n"  # the workspace stays the owner's to write
@@ -270,7 +271,7 @@ async def test_a_service_user_with_capabilities_isolates_runs(service_home: Path
             mine = await control.acquire("attacker", owned_root, env={"HOME": str(own_home)})
             other = await control.acquire("victim", owned_root)
             lines = await attack_the_other_run(daemon, mine, other)
-            assert lines[:4] == [str(NOBODY), *NO_CAPABILITIES], lines  # no CAP_SETUID kept from the daemon
+            assert lines[:5] == [str(NOBODY), *NO_CAPABILITIES], lines  # no CAP_SETUID kept from the daemon
             assert lines[-1] == "done" and not LEAKS & set(lines), lines
             wrote = await bash(mine, "echo made > made.txt && stat -c %u made.txt")
             assert wrote["stdout"] == f"{NOBODY}\n", wrote

@@ -60,6 +60,15 @@ def set_dumpable(enable: bool) -> bool:
 CAP_KILL, CAP_SETGID, CAP_SETUID = 5, 6, 7
 _PR_CAP_AMBIENT = 47
 _PR_CAP_AMBIENT_CLEAR_ALL = 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522  # capget/capset with two 32-bit words a set
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
 def capabilities(kind: str = "CapEff", pid: int | str = "self") -> int:
@@ -94,14 +103,36 @@ def user_name(uid: int) -> str | None:
 
 
 def clear_ambient_capabilities() -> bool:
-    """Empty the ambient set: capabilities the daemon was given then stay with this process
-    (effective and permitted) but no program it executes inherits them. Without this, a
-    command run as another user would keep CAP_SETUID and could become anyone."""
-    if not capabilities("CapAmb"):
-        return True
+    """Empty the ambient and the inheritable sets: capabilities the daemon was given then
+    stay with this process (effective and permitted) but no program it executes inherits
+    them. Without this, a command run as another user would keep CAP_SETUID and could become
+    anyone; and with CapInh left set (systemd's AmbientCapabilities= sets it too), a program
+    carrying inheritable file capabilities would get them back at exec. False if either
+    could not be emptied."""
+    ambient = not capabilities("CapAmb") or _clear_ambient()
+    return (not capabilities("CapInh") or _clear_inheritable()) and ambient
+
+
+def _clear_ambient() -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _clear_inheritable() -> bool:
+    """capget, then capset with the same effective and permitted sets and no inheritable one
+    (lowering it needs no privilege)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+        data = (_CapData * 2)()
+        if libc.capget(ctypes.byref(header), data) != 0:
+            return False
+        for word in data:
+            word.inheritable = 0
+        return libc.capset(ctypes.byref(header), data) == 0
     except (OSError, AttributeError):
         return False
 
