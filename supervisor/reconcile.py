@@ -1,5 +1,6 @@
 """A restarted daemon: re-adopt the children its records name, finish what the
-last daemon left half done, and kill the children of ours no record names."""
+last daemon left half done, restore degraded the runs whose last record it could
+not save, and kill the children of ours no record names."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.lifecycle import SlotLifecycle
 from jeeves_mcp.supervisor.slot import Slot, SlotState
+from jeeves_mcp.supervisor.unsaved import EVERY_RUN
+
+UNSAVED_REASON = ("its last record was not saved before the daemon stopped (state disk full?), "
+                  "so it may have been released: release it, and acquire it again to go on")
 
 
 async def reconcile(life: SlotLifecycle, nursery: trio.Nursery) -> None:
@@ -27,6 +32,7 @@ async def reconcile(life: SlotLifecycle, nursery: trio.Nursery) -> None:
 
     config = life.config
     adopted: set[int] = set()
+    unsaved = life.store.unsaved_before
     for record in await life.store.live():
         child = None
         if record.pid and record.pid_start and record.port:
@@ -43,6 +49,10 @@ async def reconcile(life: SlotLifecycle, nursery: trio.Nursery) -> None:
                 await kill_tree(None, None, grace_s=0, tree=children.tree_mark(record.token))
             slot.record.reason = "released; finished after a daemon restart"
             await life.finish(slot)
+            continue
+        if record.run_id in unsaved or EVERY_RUN in unsaved:
+            await _hold_unsaved(life, slot, child)
+            await start(life.run_idle, slot)
             continue
         if child is not None and record.state == SlotState.RUNNING:
             slot.child = child
@@ -62,7 +72,24 @@ async def reconcile(life: SlotLifecycle, nursery: trio.Nursery) -> None:
             continue
         slot.record.reason = "child gone while the daemon was down"
         await life.finish(slot)
+    life.store.settle_unsaved()  # after their degraded records: a crash before still finds them
     await kill_strays(config, life.events, adopted)
+
+
+async def _hold_unsaved(life: SlotLifecycle, slot: Slot, child: children.Child | None) -> None:
+    """A run whose record the last daemon could not save: the file's is stale (a release
+    lost, say), so the run is degraded, its child and commands stopped, none started."""
+    if child is not None:  # not adopted: its record is not to be trusted
+        await child.stop(grace_s=life.config.shutdown_timeout_ms / 1000)
+        child.close()
+    if slot.record.token:
+        await kill_tree(None, None, grace_s=0, tree=children.tree_mark(slot.record.token))
+    previous = slot.record.state
+    slot.record.state = SlotState.DEGRADED
+    slot.record.reason = f"degraded: {UNSAVED_REASON}"
+    await life.save(slot)
+    life.events.publish("mcp_pruner.degraded", logging.WARNING, run_id=slot.run_id, state=str(SlotState.DEGRADED),
+                        previous=previous, error=UNSAVED_REASON)
 
 
 async def kill_strays(config: DaemonConfig, events: EventBus, adopted: set[int]) -> None:

@@ -29,7 +29,7 @@ from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
 from jeeves_mcp.supervisor.unsaved import EVERY_RUN, UNSAVED_NAME, UnsavedNote, decode, encode
 from tests._child import stop_process_group as stop_group
 from tests._child import tool_json
-from tests._daemon import running_daemon, watch_events
+from tests._daemon import Daemon, running_daemon, watch_events
 
 
 @contextlib.contextmanager
@@ -46,9 +46,9 @@ def small_tmpfs(where: Path, size: str = "4m") -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
-def fill(directory: Path) -> Path:
+def fill(directory: Path, name: str = "filler") -> Path:
     """Write zeros until the filesystem is full; returns the filler file."""
-    filler = directory / "filler"
+    filler = directory / name
     with filler.open("wb") as handle:
         chunk = b"\0" * 65536
         try:
@@ -191,7 +191,8 @@ async def test_live_restore_stops_a_slot_whose_record_is_unsaved_and_names_it(tm
             async with daemon.client() as control:
                 listed = {slot["run_id"]: slot for slot in (await control.list())["slots"]}
                 assert listed["kept"]["pid"] == kept["pid"] and "y2" not in listed, listed
-                for run_id in listed:  # y1 as the file has it: its release was named at exit
+                assert listed["y1"]["state"] == "degraded", listed  # named at exit: not started again
+                for run_id in listed:
                     await control.release(run_id)
             assert '"mcp_pruner.stray_killed"' not in daemon.log_path.read_text()
 
@@ -260,6 +261,63 @@ def test_more_unsaved_runs_than_the_note_holds_name_every_run() -> None:
     many = [f"run-{n:03d}-" + "x" * 120 for n in range(100)]
     assert decode(encode(many)) == {EVERY_RUN}
     assert decode(bytes(4096)) == frozenset()  # made, never written
+
+
+def pruner_runs(daemon: Daemon) -> list[str]:
+    """The run each pruner child of `daemon` serves, from its command line (jeeves-pruner RUN ...)."""
+    runs = []
+    for pid in daemon.our_processes():
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as handle:
+            words = handle.read().split(b"\0")[0].split()
+            if words[:1] == [b"jeeves-pruner"] and len(words) > 1:
+                runs.append(words[1].decode())
+    return sorted(runs)
+
+
+async def test_a_release_lost_with_the_reserve_spent_is_not_brought_back(tmp_path: Path, run_root: Path) -> None:
+    with small_tmpfs(tmp_path / "state", "24m"):
+        async with running_daemon(tmp_path, {"JEEVES_MCP_LIVE_RESTORE": "true"}) as daemon:
+            async with daemon.client() as control:
+                kept = await control.acquire("kept", run_root)
+                await control.acquire("first", run_root)
+                gone = await control.acquire("gone", run_root)
+                fillers = [fill(daemon.state_dir)]
+                await control.release("first")  # spends the reserve: on record
+                assert not (daemon.state_dir / "space.reserve").exists()
+                fillers.append(fill(daemon.state_dir, "filler-2"))  # the run fills the disk again
+                async with watch_events(daemon) as events:
+                    assert (await control.release("gone"))["state"] == "shutdown"
+                    await events.wait_for("store.write_failed", "gone")  # in the daemon's memory only
+            await stop_group(daemon.process)
+            assert alive(kept["pid"]) and not alive(gone["pid"])
+            log = daemon.log_path.read_text()
+            unsaved = [json.loads(line) for line in log.splitlines() if '"store.unsaved_at_exit"' in line]
+            assert unsaved and unsaved[-1]["run_ids"] == ["gone"], unsaved
+            with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
+                states = dict(db.execute("select run_id, state from slots"))
+            assert states == {"kept": "running", "first": "shutdown", "gone": "running"}, states  # stale
+            for filler in fillers:  # space again, as an operator frees it before the restart
+                filler.unlink()
+            daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+            await daemon.wait_ready(2)
+            async with daemon.client() as control:
+                listed = {slot["run_id"]: slot for slot in (await control.list())["slots"]}
+                assert set(listed) == {"kept", "gone"}, listed
+                assert listed["kept"]["state"] == "running" and listed["kept"]["pid"] == kept["pid"]  # as before
+                back = listed["gone"]
+                assert back["state"] == "degraded" and back["pid"] is None and back["mcp"] is None, back
+                assert "not saved" in back["reason"] and "release" in back["reason"], back
+                assert pruner_runs(daemon) == ["kept"]  # gone's child not started again
+                lines = daemon.log_path.read_text().split('"daemon.stopped"')[-1].splitlines()  # the second daemon's
+                found = [json.loads(line) for line in lines if '"store.unsaved_found"' in line]
+                assert [event["run_ids"] for event in found] == [["gone"]], found
+                assert not [line for line in lines if '"run_id": "gone"' in line and '"mcp_pruner.restart' in line]
+                with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
+                    assert db.execute("select state from slots where run_id = 'gone'").fetchall() == [("degraded",)]
+                assert UnsavedNote(daemon.state_dir / UNSAVED_NAME).read() == frozenset()  # applied, cleared
+                assert (await control.release("gone"))["state"] == "shutdown"
+                await control.release("kept")
+            assert pruner_runs(daemon) == []
 
 
 # -- #10: bad records are quarantined, never fatal ------------------------------------
