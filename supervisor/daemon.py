@@ -179,10 +179,11 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
                     lambda task_status: serve(app, hyper, shutdown_trigger=shutdown.wait, task_status=task_status)
                 )
                 tcp_url = None
-                if config.tcp_host:  # served apart, capped at tcp_max_connections (tcp_control.py)
+                if config.tcp_host:  # served apart, capped, with a header deadline (tcp_control.py)
                     listener = listening_socket(config.tcp_host, config.tcp_port, hyper.backlog)
                     tcp_url = await servers.start(
-                        serve_tcp, app, hyper, listener, config.tcp_max_connections, shutdown
+                        serve_tcp, app, hyper, listener, config.tcp_max_connections,
+                        config.tcp_header_timeout_s, shutdown,
                     )
                 events.publish(
                     "daemon.ready", version=__version__, socket=str(config.socket),

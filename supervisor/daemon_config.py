@@ -23,6 +23,9 @@ from jeeves_mcp.settings import OldName, Settings, build, reference_table
 
 # Shortest tcp_token accepted: what every run's commands may try against the port.
 MIN_TOKEN_CHARS = 16
+# How long a TCP control connection may go without a request in progress: what every run's
+# commands can hold of the connection cap with half-sent requests (NF4).
+TCP_HEADER_TIMEOUT_S = 1.0
 
 
 def _is_loopback(host: str) -> bool:
@@ -43,7 +46,11 @@ class DaemonConfig(Settings):
     tcp_port: int = Field(0, ge=0, le=65535, description="TCP port for the control API (0 = OS chooses).")
     tcp_token: str | None = Field(None, description="Bearer token required on the TCP control API, 16 characters or more.")
     tcp_max_connections: int = Field(
-        256, ge=1, description="TCP control connections held at once; more are reset unread (the Unix socket has no cap).")
+        256, ge=1, description="TCP control connections held at once; past that a new one resets the oldest without a "
+        "request in progress, or is reset unread if all have one (the Unix socket has no cap).")
+    tcp_header_timeout_s: float = Field(
+        TCP_HEADER_TIMEOUT_S, gt=0, description="A TCP control connection with no request in progress is closed after "
+        "this: a new one whose request headers are not complete, a kept-alive one waiting for its next.")
     body_timeout_s: float = Field(30.0, gt=0, description="A control request body slower than this gets 408.")
     pruner_enabled: bool = Field(True, description="False gives every new slot the disabled state, no child.")
     max_slots: int = Field(100, ge=1, description="Slots alive at once; more get 429 QUEUE_OVERLOADED.")

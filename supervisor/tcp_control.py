@@ -2,14 +2,25 @@
 
 Every run's commands can reach a loopback port, and the token is checked only once a
 request has been read: without a cap, one local user's half-sent connections took every
-descriptor the daemon had (attack T1). Past `tcp_max_connections` a new connection is
-closed (reset) as soon as it is accepted, before a byte of it is read; the Unix socket
-is served apart and never capped. Each connection is served by hypercorn's own
-connection handler, as `hypercorn.trio.serve` would (hypercorn's `serve` has no cap).
+descriptor the daemon had (attack T1). At `tcp_max_connections` a new connection makes
+room by resetting the oldest one without a request in progress; only when every one has a
+request in progress is the new one reset instead, before a byte of it is read. Refusing the
+newest whatever the others held let a run's 300 half-sent connections keep every other TCP
+client out for as long as they lasted (NF4).
+
+A request is in progress from its complete headers to the end of its answer: hypercorn's
+handler tells itself so (`Updated(idle=False)`, `Updated(idle=True)`), and it runs its
+keep-alive timer exactly while none is. That timer, set to `tcp_header_timeout_s` here,
+is the header deadline: a connection that has not delivered a complete request's headers
+that long after it was accepted, or after its last answer, is closed; bytes trickled in
+do not extend it. The Unix socket is served apart, never capped, with hypercorn's default
+keep-alive. Each connection is served by hypercorn's own connection handler, as
+`hypercorn.trio.serve` would (hypercorn's `serve` has no cap).
 """
 
 from __future__ import annotations
 
+import copy
 import errno
 import logging
 import socket
@@ -18,6 +29,7 @@ from typing import Any
 
 import trio
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.events import Event, Updated
 from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ConnectionState
@@ -31,7 +43,7 @@ log = logging.getLogger("jeeves_mcp.supervisor")
 # accept() errors that mean "not now" (trio.serve_listeners's list): wait and accept again.
 ACCEPT_CAPACITY_ERRNOS = (*DESCRIPTOR_ERRNOS, errno.ENOMEM, errno.ENOBUFS)
 ACCEPT_RETRY_S = 0.1
-REPORT_EVERY_S = 10.0  # refusals and accept errors are logged at most this often
+REPORT_EVERY_S = 10.0  # resets and accept errors are logged at most this often
 
 
 def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
@@ -49,15 +61,24 @@ def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
-class _Connection:
-    """A connection's stream that gives its place back as soon as it is closed: hypercorn's
-    handler outlives the connection it closed by its keep-alive timer (5 s), and a client
-    that has hung up must not keep the next one out that long. Not SSL (no `do_handshake`)."""
+def _reset(sock: trio.socket.SocketType) -> None:
+    """Close with a reset, not a FIN: nothing lingers in TIME_WAIT."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
 
-    def __init__(self, conn: trio.socket.SocketType, release: Any) -> None:
+
+class _Connection:
+    """A connection's stream, held in `held` (in the order they were accepted) until it is
+    closed: hypercorn's handler outlives the connection it closed by its keep-alive timer,
+    and a client that has hung up must not keep the next one out that long. Not SSL (no
+    `do_handshake`)."""
+
+    def __init__(self, conn: trio.socket.SocketType, held: dict[_Connection, None]) -> None:
         self._stream = trio.SocketStream(conn)
         self.socket = self._stream.socket
-        self._release = release
+        self._held = held
+        held[self] = None
+        self.in_request = False  # set by _Handler
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await self._stream.send_all(data)
@@ -78,33 +99,48 @@ class _Connection:
             self.release()
 
     def release(self) -> None:
-        release, self._release = self._release, None
-        if release is not None:
-            release()
+        self._held.pop(self, None)
+
+    def reset(self) -> None:
+        """Make room: its handler, reading or about to, finds it closed and finishes."""
+        _reset(self.socket)
+        self.release()
+
+
+class _Handler(TCPServer):
+    """hypercorn's connection handler, telling its connection whether a request is in progress."""
+
+    def __init__(self, app: Any, config: HypercornConfig, context: WorkerContext, connection: _Connection) -> None:
+        super().__init__(app, config, context, ConnectionState({}), connection)  # type: ignore[arg-type]
+        self.connection = connection
+
+    async def protocol_send(self, event: Event) -> None:
+        if isinstance(event, Updated):  # before the keep-alive timer hears of it
+            self.connection.in_request = not event.idle
+        await super().protocol_send(event)
 
 
 async def serve_tcp(
-    app: Any, config: HypercornConfig, sock: socket.socket, limit: int, shutdown: trio.Event,
-    *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+    app: Any, config: HypercornConfig, sock: socket.socket, limit: int, header_timeout_s: float,
+    shutdown: trio.Event, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve `app` on the listening `sock`, at most `limit` connections at once. At
-    `shutdown` it closes `sock` and lets the open connections finish their requests;
-    it returns when they are done (or it is cancelled)."""
+    """Serve `app` on the listening `sock`, at most `limit` connections at once, each closed
+    when it has had no request in progress for `header_timeout_s`. At `shutdown` it closes
+    `sock` and lets the open connections finish their requests; it returns when they are
+    done (or it is cancelled)."""
+    config = copy.copy(config)  # the Unix socket's server keeps its own
+    config.keep_alive_timeout = header_timeout_s
     wrapped = wrap_app(app, config.wsgi_max_body_size, None)
     context = WorkerContext(None)
     listener = trio.socket.from_stdlib_socket(sock)
     refused = _log.Throttle(REPORT_EVERY_S)
+    dropped = _log.Throttle(REPORT_EVERY_S)
     starved = _log.Throttle(REPORT_EVERY_S)
-    active = 0
+    held: dict[_Connection, None] = {}
 
-    def release() -> None:
-        nonlocal active
-        active -= 1
-
-    async def handle(conn: trio.socket.SocketType) -> None:
-        stream = _Connection(conn, release)
+    async def handle(stream: _Connection) -> None:
         try:
-            await TCPServer(wrapped, config, context, ConnectionState({}), stream)  # type: ignore[arg-type]
+            await _Handler(wrapped, config, context, stream)
         except Exception as exc:  # one connection's fault is not the listener's
             log.error("daemon.tcp_connection_failed", exc_info=exc)
         finally:
@@ -125,19 +161,22 @@ async def serve_tcp(
                 except OSError as exc:
                     if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
                         raise
-                    if (held := starved.allow()) is not None:
-                        _log.event(log, "daemon.tcp_accept_failed", logging.WARNING, count=held + 1,
+                    if (count := starved.allow()) is not None:
+                        _log.event(log, "daemon.tcp_accept_failed", logging.WARNING, count=count + 1,
                                    error=exc.strerror)
                     await trio.sleep(ACCEPT_RETRY_S)
                     continue
-                if active >= limit:
-                    # A reset, not a FIN: nothing of it is read, nothing lingers in TIME_WAIT.
-                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                    conn.close()
-                    if (held := refused.allow()) is not None:
-                        _log.event(log, "daemon.tcp_connection_refused", logging.WARNING, count=held + 1,
+                if len(held) >= limit:
+                    oldest = next((other for other in held if not other.in_request), None)
+                    if oldest is None:  # every one has a request in progress: nothing of it is read
+                        _reset(conn)
+                        if (count := refused.allow()) is not None:
+                            _log.event(log, "daemon.tcp_connection_refused", logging.WARNING, count=count + 1,
+                                       limit=limit)
+                        continue
+                    oldest.reset()
+                    if (count := dropped.allow()) is not None:
+                        _log.event(log, "daemon.tcp_connection_dropped", logging.WARNING, count=count + 1,
                                    limit=limit)
-                    continue
-                active += 1
-                connections.start_soon(handle, conn)
+                connections.start_soon(handle, _Connection(conn, held))
         await context.terminated.set()  # kept-alive connections close after their request

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ import httpx
 import pytest
 import trio
 
+from jeeves_mcp.client import AsyncControlClient
 from tests._daemon import Daemon, EventLog, running_daemon, watch_events
 
 TOKEN = "tcp-token-for-the-descriptor-tests-0123456789"
@@ -33,10 +35,14 @@ def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+# A request whose headers never end: what every flood below holds.
+HALF_SENT = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+
+
 async def hold_half_sent(conn: trio.SocketStream) -> None:
     """Send a request that never ends, then wait until the daemon closes the connection."""
     try:
-        await conn.send_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        await conn.send_all(HALF_SENT)
         while await conn.receive_some(4096):
             pass
     except trio.BrokenResourceError:
@@ -186,8 +192,6 @@ async def test_the_daemon_raises_its_soft_open_files_limit_and_its_children_keep
 async def test_tcp_control_connections_are_capped_and_the_daemon_keeps_serving(
     tmp_path: Path, run_root: Path
 ) -> None:
-    from jeeves_mcp.client import AsyncControlClient, ControlError, DaemonUnavailable
-
     cap, flooding = 8, 64
     async with running_daemon(tmp_path, {**TCP_ENV, "JEEVES_MCP_TCP_MAX_CONNECTIONS": str(cap)}) as daemon:
         port, pid = tcp_port(daemon), daemon.process.pid
@@ -212,7 +216,7 @@ async def test_tcp_control_connections_are_capped_and_the_daemon_keeps_serving(
                 async with trio.open_nursery() as nursery:
                     for _ in range(flooding):
                         nursery.start_soon(half_sent)
-                    # Those past the cap are closed unread at once; the daemon holds the rest.
+                    # One reset for each past the cap (the oldest); the daemon holds the rest.
                     while closed[0] < flooding - cap:
                         most = max(most, open_fds(pid))
                         await trio.sleep(0.02)
@@ -224,15 +228,141 @@ async def test_tcp_control_connections_are_capped_and_the_daemon_keeps_serving(
             for conn in held:
                 await conn.aclose()
             assert most <= baseline + cap + 12, (baseline, most)
-            # The flood over, a TCP request with the token is served.
-            url = f"http://127.0.0.1:{port}"
-            with trio.fail_after(30):
-                while True:
-                    try:
-                        async with AsyncControlClient(url=url, token=TOKEN) as tcp:
-                            listed = await tcp.list()
-                        break
-                    except (ControlError, DaemonUnavailable, httpx.TransportError):  # reset: still full
-                        await trio.sleep(0.05)  # until the daemon has seen the flood's closes
+            # A TCP request with the token is served at once: it would make room if the
+            # daemon had not yet seen the flood's closes.
+            async with AsyncControlClient(url=f"http://127.0.0.1:{port}", token=TOKEN) as tcp:
+                listed = await tcp.list()
             assert [view["run_id"] for view in listed["slots"]] == ["during"]
             await control.release("during")
+
+
+async def open_half_sent(port: int) -> socket.socket:
+    """A connection to `port` holding HALF_SENT; a plain socket, so that whether the daemon
+    has closed it can be asked without waiting (`still_open`)."""
+    sock = socket.socket()
+    try:
+        sock.setblocking(False)
+        await trio.socket.from_stdlib_socket(sock).connect(("127.0.0.1", port))
+        sock.send(HALF_SENT)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def still_open(sock: socket.socket) -> bool:
+    """False once the daemon has closed `sock` (a FIN or a reset); never waits."""
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        return True
+    except ConnectionResetError:
+        return False
+
+
+async def closed_by_the_daemon(sock: socket.socket) -> None:
+    """Until the daemon closes `sock` (anything it sends before is read and dropped)."""
+    while True:
+        await trio.lowlevel.wait_readable(sock)
+        try:
+            if not sock.recv(4096, socket.MSG_DONTWAIT):
+                return
+        except BlockingIOError:
+            continue
+        except ConnectionResetError:
+            return
+
+
+@asynccontextmanager
+async def tcp_events(port: int) -> AsyncIterator[AsyncIterator[str]]:
+    """The event stream over TCP, with the token: a request in progress while it is open."""
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=auth, timeout=None) as http:
+        async with http.stream("GET", "/v1/events") as response:
+            assert response.status_code == 200
+            lines = response.aiter_lines()
+            with trio.fail_after(10):
+                assert (await lines.__anext__()) == ": connected"
+            try:
+                yield lines
+            finally:
+                await lines.aclose()
+
+
+async def still_streams(events: AsyncIterator[str], control: AsyncControlClient, run_root: Path, run_id: str) -> None:
+    """The TCP event stream still carries what the daemon does now (a disabled slot, no child)."""
+    await control.acquire(run_id, run_root, enabled=False)
+    with trio.fail_after(30):
+        async for line in events:
+            if line.startswith("data: ") and json.loads(line[6:]).get("run_id") == run_id:
+                break
+    await control.release(run_id)
+
+
+async def test_at_the_cap_a_new_tcp_connection_resets_the_oldest_one_without_a_request(
+    tmp_path: Path, run_root: Path
+) -> None:
+    """NF4: more half-sent connections than the cap kept every other TCP client out, since the
+    newest connection was the one refused. Now the newest is served: the oldest connection that
+    has not sent a complete request makes room, and one with a request in progress never does."""
+    cap, flooding = 16, 40
+    # No connection is closed for being slow here: only to make room.
+    env = {**TCP_ENV, "JEEVES_MCP_TCP_MAX_CONNECTIONS": str(cap), "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": "120"}
+    async with running_daemon(tmp_path, env) as daemon, daemon.client() as control:
+        port = tcp_port(daemon)
+        flood: list[socket.socket] = []
+        try:
+            async with tcp_events(port) as events:  # the oldest connection, its request in progress
+                with trio.fail_after(30):
+                    for _ in range(flooding):
+                        flood.append(await open_half_sent(port))
+                    # Accepted after the whole flood (the listen queue is FIFO), while it is held.
+                    async with AsyncControlClient(url=f"http://127.0.0.1:{port}", token=TOKEN) as tcp:
+                        assert (await tcp.list())["slots"] == []
+                    # One reset for each connection past the cap, the flood's and the request's
+                    # own, the oldest first; the newest are held, unanswered.
+                    dropped = flooding + 1 - (cap - 1)
+                    for sock in flood[:dropped]:
+                        await closed_by_the_daemon(sock)
+                assert [still_open(sock) for sock in flood] == [False] * dropped + [True] * (flooding - dropped)
+                # The event stream, older than them all, was not taken for room.
+                await still_streams(events, control, run_root, "during")
+        finally:
+            for sock in flood:
+                sock.close()
+
+
+async def test_a_tcp_connection_is_closed_when_its_request_headers_are_not_complete_in_time(
+    tmp_path: Path, run_root: Path
+) -> None:
+    """NF4: a connection has tcp_header_timeout_s (1 s) after it is accepted to deliver its
+    request's headers, however it trickles them; hypercorn's keep-alive timer closed such a
+    connection only after 5 s. A connection with a request in progress is not closed for it."""
+    async with running_daemon(tmp_path, TCP_ENV) as daemon, daemon.client() as control:
+        port = tcp_port(daemon)
+        async with tcp_events(port) as events:
+            silent = await open_half_sent(port)
+            trickling = await open_half_sent(port)
+            try:
+
+                async def trickle() -> None:
+                    # One byte of a header line at a time, never the blank line that ends them.
+                    while True:
+                        for byte in b"X-Slow: a\r\n":
+                            await trio.sleep(0.1)
+                            try:
+                                trickling.send(bytes([byte]))
+                            except OSError:  # closed by the daemon
+                                return
+
+                with trio.fail_after(4):  # well before the 5 s that closed them before
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(trickle)
+                        await closed_by_the_daemon(silent)
+                        await closed_by_the_daemon(trickling)
+                        nursery.cancel_scope.cancel()
+            finally:
+                silent.close()
+                trickling.close()
+            # The event stream was accepted before both: its first second is over too.
+            await still_streams(events, control, run_root, "after")
