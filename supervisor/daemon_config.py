@@ -8,6 +8,7 @@ here, and every child is pointed at the file.
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -23,9 +24,20 @@ from jeeves_mcp.settings import OldName, Settings, build, reference_table
 
 # Shortest tcp_token accepted: what every run's commands may try against the port.
 MIN_TOKEN_CHARS = 16
+# And how random it must look, by a crude estimate of its bits: its length times log2 of
+# its distinct characters ("a" * 16 is 0, a 16-character hex token about 55). The fewest
+# distinct characters also refuses a long token of a few repeated ones ("ab" * 40 is 80).
+MIN_TOKEN_BITS = 64
+MIN_TOKEN_DISTINCT_CHARS = 8
+MAKE_A_TOKEN = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
 # How long a TCP control connection may go without a request in progress: what every run's
 # commands can hold of the connection cap with half-sent requests (NF4).
 TCP_HEADER_TIMEOUT_S = 1.0
+
+
+def token_bits(token: str) -> float:
+    """A crude estimate of a token's randomness: its length times log2 of its distinct characters."""
+    return len(token) * math.log2(len(set(token))) if token else 0.0
 
 
 def _is_loopback(host: str) -> bool:
@@ -44,7 +56,9 @@ class DaemonConfig(Settings):
     socket: Path = Field(description="Control API Unix socket (created mode 0600).")
     tcp_host: str | None = Field(None, description="Also serve the control API on this loopback address.")
     tcp_port: int = Field(0, ge=0, le=65535, description="TCP port for the control API (0 = OS chooses).")
-    tcp_token: str | None = Field(None, description="Bearer token required on the TCP control API, 16 characters or more.")
+    tcp_token: str | None = Field(
+        None, description="Bearer token required on the TCP control API: 16 characters or more, 8 distinct, "
+        "64 bits or more by length x log2(distinct).")
     tcp_max_connections: int = Field(
         256, ge=1, description="TCP control connections held at once; past that a new one resets the oldest without a "
         "request in progress, or is reset unread if all have one (the Unix socket has no cap).")
@@ -80,12 +94,17 @@ class DaemonConfig(Settings):
             raise ValueError(f"tcp_host {self.tcp_host!r} is not a loopback address")
         if not self.tcp_token:
             raise ValueError("tcp_host needs tcp_token: the TCP control API is refused without one")
+        # Every run's commands can reach the port: a token they could guess is refused.
+        random_one = f"every run's commands can reach the port, so use a random one, e.g. {MAKE_A_TOKEN}"
         if len(self.tcp_token) < MIN_TOKEN_CHARS:
             raise ValueError(
-                f"tcp_token has {len(self.tcp_token)} characters, fewer than {MIN_TOKEN_CHARS}: every run's "
-                "commands can reach the port, so use a random one, e.g. "
-                "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
-            )
+                f"tcp_token has {len(self.tcp_token)} characters, fewer than {MIN_TOKEN_CHARS}: {random_one}")
+        distinct, bits = len(set(self.tcp_token)), token_bits(self.tcp_token)
+        if distinct < MIN_TOKEN_DISTINCT_CHARS or bits < MIN_TOKEN_BITS:
+            raise ValueError(
+                f"tcp_token looks guessable: {len(self.tcp_token)} characters, {distinct} distinct, about "
+                f"{bits:.0f} bits by length x log2(distinct); it needs {MIN_TOKEN_DISTINCT_CHARS} distinct and "
+                f"{MIN_TOKEN_BITS} bits: {random_one}")
         return self
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import secrets
 import signal
 import stat
 from contextlib import aclosing
@@ -474,10 +475,40 @@ async def test_tcp_control_must_be_loopback_with_a_token(tmp_path: Path) -> None
     base = {"state_dir": tmp_path / "s"}
     with pytest.raises(ConfigError, match="tcp_token"):
         load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "127.0.0.1"}, **base)
-    token = "t" * 16
+    token = secrets.token_urlsafe(32)
     with pytest.raises(ConfigError, match="loopback"):
         load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "0.0.0.0", "JEEVES_MCP_TCP_TOKEN": token}, **base)
     assert load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "::1", "JEEVES_MCP_TCP_TOKEN": token}, **base).tcp_host == "::1"
     # Every run's commands can reach the port: a token they could guess is refused (attack T4).
     with pytest.raises(ConfigError, match="tcp_token has 1 characters, fewer than 16"):
         load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_TOKEN": "x"}, **base)
+
+
+@pytest.mark.parametrize(("token", "found"), [
+    ("a" * 16, "16 characters, 1 distinct, about 0 bits"),
+    ("1234567890123456", "16 characters, 10 distinct, about 53 bits"),
+    ("ab" * 40, "80 characters, 2 distinct, about 80 bits"),  # enough "bits", too few distinct
+])
+def test_a_guessable_tcp_token_is_refused_with_how_to_make_one(tmp_path: Path, token: str, found: str) -> None:
+    """NF3: the length alone let `"a" * 16` through."""
+    from jeeves_mcp.pruner_config import ConfigError
+    from jeeves_mcp.supervisor.daemon_config import load_daemon_config
+
+    with pytest.raises(ConfigError) as refused:
+        load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_TOKEN": token},
+                           state_dir=tmp_path / "s")
+    message = str(refused.value)
+    assert f"tcp_token looks guessable: {found} by length x log2(distinct); it needs 8 distinct and 64 bits" in message
+    assert "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'" in message
+    assert token not in message  # a refused token may still be someone's secret
+
+
+def test_generated_tcp_tokens_are_accepted(tmp_path: Path) -> None:
+    """What the refusal suggests passes, and so does a random 32-character hex token (one in
+    tens of millions has fewer than 8 distinct characters)."""
+    from jeeves_mcp.supervisor.daemon_config import load_daemon_config
+
+    for token in [secrets.token_urlsafe(32) for _ in range(200)] + [secrets.token_hex(16) for _ in range(20)]:
+        config = load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_TOKEN": token},
+                                    state_dir=tmp_path / "s")
+        assert config.tcp_token == token
