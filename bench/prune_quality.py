@@ -215,11 +215,12 @@ sys.path.insert(0, str(ROOT))
 
 from jeeves_mcp.pipeline import fit_result  # noqa: E402
 from jeeves_mcp.pruner_config import PrunerConfig  # noqa: E402
-from jeeves_mcp.pruning.contract import LineHistory  # noqa: E402
+from jeeves_mcp.pruning.contract import LineHistory, PruneOptions, Selection  # noqa: E402
 from jeeves_mcp.pruning.engine import select_lines  # noqa: E402
 from jeeves_mcp.pruning.engine._text import terms  # noqa: E402
 from jeeves_mcp.pruning.history import RECENT_COMMITS, history_from_blame  # noqa: E402
-from jeeves_mcp.pruning.render import fit_rows, pruned_rows, rows_text, text_bytes, trim_by_order  # noqa: E402
+from jeeves_mcp.pruning.pruner import fit_by_order  # noqa: E402
+from jeeves_mcp.pruning.render import fit_rows, pruned_rows, rows_text, text_bytes  # noqa: E402
 from jeeves_mcp.tools.base import text_budget  # noqa: E402
 
 # What a focused `read` returns: the pruned rows, line-numbered, with markers, in a
@@ -356,7 +357,7 @@ def run_case(c: dict, baseline: bool) -> dict:
                        line_subjects=None if prior is None else prior.subjects)
     ms = (time.perf_counter() - t0) * 1000
     assert len(sel.keep) == len(lines)
-    keep, view_bytes = seen_lines(lines, sel.keep, sel.reasons, sel.order)
+    keep, view_bytes = seen_lines(lines, sel)
     recall, red = measure(keep, lines, c["gold"])
     row = {"id": c["id"], "source": source_of(c), "lines": len(lines), "recall": recall,
            "reduction": red, "ms": ms, "view_bytes": view_bytes}
@@ -372,17 +373,13 @@ def run_case(c: dict, baseline: bool) -> dict:
     return row
 
 
-def seen_lines(
-    lines: list[str], keep: list[bool], reasons: list[str | None], order: list[int] | None
-) -> tuple[list[bool], int]:
+def seen_lines(lines: list[str], selection: Selection) -> tuple[list[bool], int]:
     """The original lines a focused read's result shows, and the size of its text."""
     shown: dict[str, Any] = {}
 
     def build(budget: int) -> tuple[dict[str, Any], bool]:
-        chosen = keep
-        if order is not None:
-            chosen = trim_by_order(lines, keep, order, budget) or keep
-        rows, _ = pruned_rows(lines, chosen, reasons, PRUNE_ID, annotate_lines=True,
+        chosen = fit_by_order(selection, lines, PruneOptions(max_bytes=budget), 1)
+        rows, _ = pruned_rows(lines, chosen.keep, chosen.reasons, PRUNE_ID, annotate_lines=True,
                               include_markers=True)
         rows, _ = fit_rows(rows, budget, PRUNE_ID)
         shown["rows"] = rows

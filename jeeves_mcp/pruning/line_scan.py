@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 
 from jeeves_mcp.pruning.engine import is_word_char
 from jeeves_mcp.pruning.render import (
+    FOCUS_REASON,
     MARKER_OVERHEAD,
     Row,
     annotation,
     numbered_line_bytes,
 )
 
-REASON = "hors focus"
 MAX_TERMS = 8
 MAX_CANDIDATES = 20_000  # occurrences of one term looked at (whole word or not)
 MAX_LINES_PER_TERM = 1_000  # matching lines kept per term
@@ -104,8 +104,8 @@ class LineScan:
         for index in [*sorted(shown), self.line_count]:
             if index > previous + 1:
                 start, end = base + previous + 1, base + index - 1
-                block = annotation(self.prune_id, start, end, REASON)
-                rows.append(Row(start, end, block["marker"], marker=True, reason=REASON))
+                block = annotation(self.prune_id, start, end, FOCUS_REASON)
+                rows.append(Row(start, end, block["marker"], marker=True, reason=FOCUS_REASON))
             if index < self.line_count:
                 number = base + index
                 rows.append(Row(number, number, f"{number}│ {shown[index]}"))

@@ -176,7 +176,7 @@ class Pruner:
             _log.event(log, "pruner.call_failed", logging.WARNING, reason="constraints_unmet", detail=broken)
             return self._fallback(
                 text, lines, prune_id, started, first_line, "constraints_unmet", options)
-        selection = _fit_by_order(selection, lines, options, first_line)
+        selection = fit_by_order(selection, lines, options, first_line)
         rows, annotations = pruned_rows(
             lines,
             selection.keep,
@@ -243,7 +243,7 @@ class Pruner:
         }
 
 
-def _fit_by_order(
+def fit_by_order(
     selection: Selection, lines: list[str], options: PruneOptions, first_line: int
 ) -> Selection:
     """Within the response budget, the lines the engine ranked first (the rest is cut as

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 BUDGET_REASON = "budget de réponse"
+FOCUS_REASON = "hors focus"
 MARKER_OVERHEAD = 96  # bytes a marker line may take, reserved when cutting
 MIN_CLIP_BYTES = 256  # below this, a clipped line shows too little to be worth its bytes
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 
 from jeeves_mcp.pruning.contract import Selection, protected_lines
-from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change
+from jeeves_mcp.pruning.render import FOCUS_REASON, fill_cheap_gaps, marker_change
 
 from ._code import GENERIC, code_layout
 from ._docs import docs_layout
@@ -40,7 +40,8 @@ class PruneTimeout(Exception):
     """The deadline given to `select_lines` passed before a selection was made."""
 
 
-# A marker's reason names this many of the units it hides, each cut to this many characters.
+# A marker's reason names this many of the units it hides,
+# the most relevant first, each cut to this many characters.
 REASON_NAMES = 2
 REASON_NAME_CHARS = 40
 # Source types whose lines are ranked one by one (see _plan).
@@ -177,7 +178,7 @@ def select_lines(
             fill_small_gaps(lines, keep)
         ranked = set(ranking.order)
         order = ranking.order + [i for i in range(n) if keep[i] and i not in ranked]
-    return Selection(keep, _reasons(layout, keep), order)
+    return Selection(keep, _reasons(layout, scores, keep), order)
 
 
 def _unstructured(layout: Layout, n: int) -> bool:
@@ -396,17 +397,18 @@ def _fill_by_distance(keep: list[bool], missing: int) -> None:
         keep[i] = True
 
 
-def _reasons(layout: Layout, keep: list[bool]) -> list[str | None]:
-    """Per pruned line, the reason of its block: the names of the units the block hides
-    ("hors focus: Pool.acquire, Pool.release +3"), so an agent knows what to recover."""
+def _reasons(layout: Layout, scores: Sequence[float], keep: list[bool]) -> list[str | None]:
+    """Per pruned line, the reason of its block: the units it hides, most relevant to the
+    question first ("hors focus: Pool.acquire, Pool.release +3"), so an agent knows what
+    to recover."""
     n = len(keep)
     label: list[str | None] = [None] * n
-    starts: dict[int, str] = {}
-    for u in layout.units:
+    starts: dict[int, tuple[str, float]] = {}
+    for u, score in zip(layout.units, scores, strict=True):
         for i in range(u.start, u.end + 1):
             label[i] = u.label
         if u.label and u.label != GENERIC:
-            starts.setdefault(u.start, u.label)
+            starts.setdefault(u.start, (u.label, score))
     reasons: list[str | None] = [None] * n
     i = 0
     while i < n:
@@ -416,15 +418,20 @@ def _reasons(layout: Layout, keep: list[bool]) -> list[str | None]:
         j = i
         while j + 1 < n and not keep[j + 1]:
             j += 1
-        hidden = list(dict.fromkeys(starts[k] for k in range(i, j + 1) if k in starts))
+        best: dict[str, float] = {}
+        for k in range(i, j + 1):
+            if k in starts:
+                name, score = starts[k]
+                best[name] = max(best.get(name, score), score)
+        # sorted is stable: names of equal relevance keep the file's order
+        hidden = sorted(best, key=lambda name: -best[name])
         if not hidden and label[i] and label[i] != GENERIC:
             hidden = [str(label[i])]
-        reason = "hors focus"
+        reason = FOCUS_REASON
         if hidden:
             shown = ", ".join(h[:REASON_NAME_CHARS] for h in hidden[:REASON_NAMES])
             more = len(hidden) - REASON_NAMES
-            reason = f"hors focus: {shown}" + (f" +{more}" if more > 0 else "")
-        for k in range(i, j + 1):
-            reasons[k] = reason
+            reason += f": {shown}" + (f" +{more}" if more > 0 else "")
+        reasons[i : j + 1] = [reason] * (j + 1 - i)
         i = j + 1
     return reasons
