@@ -9,11 +9,12 @@ import logging
 import os
 import re
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import trio
+from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from quart import Response, request
 from quart_trio import QuartTrio
@@ -140,11 +141,44 @@ async def _json_body(model: type[BaseModel], *, optional: bool = False) -> BaseM
         return error("INVALID_REQUEST", "invalid request body", 400, fields=fields)
 
 
+ASGIApp = Callable[[Scope, ASGIReceiveCallable, ASGISendCallable], Coroutine[Any, Any, None]]
+_REFUSED = json.dumps({"error": {"code": "UNAUTHORIZED", "message": "missing or wrong bearer token"}}).encode()
+
+
+def require_token(app: ASGIApp, token: bytes) -> ASGIApp:
+    """TCP peers (a scope with a client address) need the bearer token; Unix-socket peers
+    are trusted by the socket's mode. Asked before the app reads the body, which a request
+    without the token could trickle for BODY_TIMEOUT while holding one of the capped TCP
+    connections; the refusal closes the connection, whose body is left unread. (A refusal
+    from the app itself is not followed by the close: quart-trio cancels the connection's
+    close once hypercorn tells it the client is gone.)"""
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(_REFUSED)).encode()),
+        (b"connection", b"close"),
+    ]
+
+    async def guarded(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        if scope["type"] == "http" and scope.get("client") is not None:
+            supplied = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+            scheme, _, credential = supplied.partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(credential.strip(), token):
+                await send({"type": "http.response.start", "status": 401, "headers": headers, "trailers": False})
+                await send({"type": "http.response.body", "body": _REFUSED, "more_body": False})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTrio:
     app = QuartTrio(__name__)
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
     app.config["BODY_TIMEOUT"] = manager.config.body_timeout_s
     token = tcp_token.encode() if tcp_token else None
+
+    if token is not None:
+        app.asgi_app = require_token(app.asgi_app, token)  # type: ignore[method-assign,assignment]
 
     @app.before_request
     async def guard() -> Response | None:
@@ -152,12 +186,6 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
         # answer: a keep-alive connection whose request body a route left unread (a GET
         # or DELETE with a body) stopped being answered after a few requests.
         await request.get_data(cache=True)
-        # Unix-socket peers are trusted by the socket's mode; TCP peers need the token.
-        if token is not None and request.scope.get("client") is not None:
-            supplied = request.headers.get("Authorization", "")
-            scheme, _, credential = supplied.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(credential.strip().encode(), token):
-                return error("UNAUTHORIZED", "missing or wrong bearer token", 401)
         # Every /v1/slots/<run_id> route: the run id acquire accepts, or 400 before any lookup.
         # Checked here, after the body is read: a check before it (a URL value preprocessor)
         # left a body unread and the keep-alive connection unanswered (the control fuzz).

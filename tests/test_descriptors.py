@@ -366,3 +366,45 @@ async def test_a_tcp_connection_is_closed_when_its_request_headers_are_not_compl
                 trickling.close()
             # The event stream was accepted before both: its first second is over too.
             await still_streams(events, control, run_root, "after")
+
+
+async def test_a_tcp_request_without_the_token_is_answered_before_its_body(
+    tmp_path: Path, run_root: Path
+) -> None:
+    """A request with complete headers counts as in progress, so it is never reset for room:
+    one without the token that trickled its body held its connection for body_timeout_s (30 s),
+    and a few of them kept every other TCP client out. It is refused before its body is read,
+    and its connection closed."""
+    cap = 4
+    env = {**TCP_ENV, "JEEVES_MCP_TCP_MAX_CONNECTIONS": str(cap), "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": "120"}
+    async with running_daemon(tmp_path, env) as daemon:
+        port = tcp_port(daemon)
+        slow: list[socket.socket] = []
+        try:
+            with trio.fail_after(10):  # body_timeout_s is 30 s
+                for _ in range(cap):
+                    sock = socket.socket()
+                    slow.append(sock)
+                    sock.setblocking(False)
+                    await trio.socket.from_stdlib_socket(sock).connect(("127.0.0.1", port))
+                    sock.send(b"POST /v1/slots HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+                for sock in slow:
+                    answer = b""
+                    while True:
+                        await trio.lowlevel.wait_readable(sock)
+                        try:
+                            chunk = sock.recv(4096, socket.MSG_DONTWAIT)
+                        except BlockingIOError:
+                            continue
+                        except ConnectionResetError:
+                            break
+                        if not chunk:
+                            break
+                        answer += chunk
+                    assert answer.startswith(b"HTTP/1.1 401"), answer
+                async with AsyncControlClient(url=f"http://127.0.0.1:{port}", token=TOKEN) as tcp:
+                    assert (await tcp.list())["slots"] == []
+        finally:
+            for sock in slow:
+                sock.close()
