@@ -145,13 +145,31 @@ ASGIApp = Callable[[Scope, ASGIReceiveCallable, ASGISendCallable], Coroutine[Any
 _REFUSED = json.dumps({"error": {"code": "UNAUTHORIZED", "message": "missing or wrong bearer token"}}).encode()
 
 
+def close_after_early_answers(app: ASGIApp) -> ASGIApp:
+    """An answer sent before the request's body was read (413, 408) says `Connection: close`,
+    and hypercorn closes the connection once the answer's last byte is out, inside the app's
+    `send`. Once the client's disconnect reached quart-trio, it cancelled that send before the
+    close: the connection stayed open, counted as a request in progress. The last send is
+    shielded; hypercorn shields its socket writes alike."""
+
+    async def app_with_shielded_end(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        async def send_end_shielded(message: Any) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                with trio.CancelScope(shield=True):
+                    await send(message)
+            else:
+                await send(message)
+
+        await app(scope, receive, send_end_shielded)
+
+    return app_with_shielded_end
+
+
 def require_token(app: ASGIApp, token: bytes) -> ASGIApp:
     """TCP peers (a scope with a client address) need the bearer token; Unix-socket peers
     are trusted by the socket's mode. Asked before the app reads the body, which a request
     without the token could trickle for BODY_TIMEOUT while holding one of the capped TCP
-    connections; the refusal closes the connection, whose body is left unread. (A refusal
-    from the app itself is not followed by the close: quart-trio cancels the connection's
-    close once hypercorn tells it the client is gone.)"""
+    connections; the refusal closes the connection, whose body is left unread."""
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(_REFUSED)).encode()),
@@ -177,8 +195,10 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
     app.config["BODY_TIMEOUT"] = manager.config.body_timeout_s
     token = tcp_token.encode() if tcp_token else None
 
+    asgi_app = close_after_early_answers(app.asgi_app)
     if token is not None:
-        app.asgi_app = require_token(app.asgi_app, token)  # type: ignore[method-assign,assignment]
+        asgi_app = require_token(asgi_app, token)
+    app.asgi_app = asgi_app  # type: ignore[method-assign,assignment]
 
     @app.before_request
     async def guard() -> Response | None:

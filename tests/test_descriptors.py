@@ -383,28 +383,62 @@ async def test_a_tcp_request_without_the_token_is_answered_before_its_body(
         try:
             with trio.fail_after(10):  # body_timeout_s is 30 s
                 for _ in range(cap):
-                    sock = socket.socket()
-                    slow.append(sock)
-                    sock.setblocking(False)
-                    await trio.socket.from_stdlib_socket(sock).connect(("127.0.0.1", port))
-                    sock.send(b"POST /v1/slots HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                              b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+                    slow.append(await open_posting(port, {"Content-Length": "100"}))
                 for sock in slow:
-                    answer = b""
-                    while True:
-                        await trio.lowlevel.wait_readable(sock)
-                        try:
-                            chunk = sock.recv(4096, socket.MSG_DONTWAIT)
-                        except BlockingIOError:
-                            continue
-                        except ConnectionResetError:
-                            break
-                        if not chunk:
-                            break
-                        answer += chunk
+                    answer = await answer_then_close(sock)
                     assert answer.startswith(b"HTTP/1.1 401"), answer
                 async with AsyncControlClient(url=f"http://127.0.0.1:{port}", token=TOKEN) as tcp:
                     assert (await tcp.list())["slots"] == []
         finally:
             for sock in slow:
                 sock.close()
+
+
+async def open_posting(port: int, headers: dict[str, str]) -> socket.socket:
+    """A connection to `port` that has sent a POST's complete headers and one byte of its body."""
+    head = "POST /v1/slots HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+    sock = socket.socket()
+    try:
+        sock.setblocking(False)
+        await trio.socket.from_stdlib_socket(sock).connect(("127.0.0.1", port))
+        sock.send(head.encode() + b"{")
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+async def answer_then_close(sock: socket.socket) -> bytes:
+    """What the daemon sends on `sock` until it closes it."""
+    answer = b""
+    while True:
+        await trio.lowlevel.wait_readable(sock)
+        try:
+            chunk = sock.recv(4096, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            continue
+        except ConnectionResetError:
+            return answer
+        if not chunk:
+            return answer
+        answer += chunk
+
+
+async def test_a_body_refused_before_it_is_read_closes_its_connection(
+    tmp_path: Path, run_root: Path
+) -> None:
+    """A body over the limit is answered 413 before it is read, and the rest of it cannot be
+    told from a next request: the connection must close. It stayed open, out of the TCP
+    cap's reach (a request in progress), until the client went away."""
+    env = {**TCP_ENV, "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": "120"}
+    async with running_daemon(tmp_path, env) as daemon:
+        sock = await open_posting(tcp_port(daemon), {"Authorization": f"Bearer {TOKEN}",
+                                                     "Content-Length": str(2 * 1024 * 1024)})
+        try:
+            with trio.fail_after(10):
+                answer = await answer_then_close(sock)
+        finally:
+            sock.close()
+        assert answer.startswith(b"HTTP/1.1 413"), answer
+        assert b'"INVALID_REQUEST"' in answer
