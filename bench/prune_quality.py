@@ -29,6 +29,9 @@ Figures, at the engine's defaults (max_prune_ratio 0.9, min_keep_lines 0):
   whose recall is at least 0.9;
 - reduction: 1 - kept chars / original chars, a line counting len(line)+1, only kept
   original lines counted (the markers the contract layer adds are excluded);
+- named: of the cases whose view hides a gold line held by a named unit (a function, a
+  section), the share whose marker over that line names the unit, so that an agent can tell
+  what to recover;
 - ms: median and p95 wall time of select_lines;
 - BM25: line-level BM25 over lower-cased words, each chosen line kept with 3 lines of
   context either side, stopped at the engine's own reduction for the same case (both keep
@@ -217,10 +220,12 @@ from jeeves_mcp.pipeline import fit_result  # noqa: E402
 from jeeves_mcp.pruner_config import PrunerConfig  # noqa: E402
 from jeeves_mcp.pruning.contract import LineHistory, PruneOptions, Selection  # noqa: E402
 from jeeves_mcp.pruning.engine import select_lines  # noqa: E402
+from jeeves_mcp.pruning.engine._code import GENERIC  # noqa: E402
+from jeeves_mcp.pruning.engine._select import REASON_NAME_CHARS, _layout  # noqa: E402
 from jeeves_mcp.pruning.engine._text import terms  # noqa: E402
 from jeeves_mcp.pruning.history import RECENT_COMMITS, history_from_blame  # noqa: E402
 from jeeves_mcp.pruning.pruner import fit_by_order  # noqa: E402
-from jeeves_mcp.pruning.render import fit_rows, pruned_rows, rows_text, text_bytes  # noqa: E402
+from jeeves_mcp.pruning.render import Row, fit_rows, pruned_rows, rows_text, text_bytes  # noqa: E402
 from jeeves_mcp.tools.base import text_budget  # noqa: E402
 
 # What a focused `read` returns: the pruned rows, line-numbered, with markers, in a
@@ -357,10 +362,13 @@ def run_case(c: dict, baseline: bool) -> dict:
                        line_subjects=None if prior is None else prior.subjects)
     ms = (time.perf_counter() - t0) * 1000
     assert len(sel.keep) == len(lines)
-    keep, view_bytes = seen_lines(lines, sel)
+    keep, view_bytes, rows = seen_lines(lines, sel)
     recall, red = measure(keep, lines, c["gold"])
     row = {"id": c["id"], "source": source_of(c), "lines": len(lines), "recall": recall,
            "reduction": red, "ms": ms, "view_bytes": view_bytes}
+    named = names_the_gold(c, lines, keep, rows)
+    if named is not None:
+        row["named"] = named
     if prior is not None:
         row["blame_ms"] = blame_ms
     if baseline:
@@ -373,8 +381,8 @@ def run_case(c: dict, baseline: bool) -> dict:
     return row
 
 
-def seen_lines(lines: list[str], selection: Selection) -> tuple[list[bool], int]:
-    """The original lines a focused read's result shows, and the size of its text."""
+def seen_lines(lines: list[str], selection: Selection) -> tuple[list[bool], int, list[Row]]:
+    """The original lines a focused read's result shows, the size of its text, and its rows."""
     shown: dict[str, Any] = {}
 
     def build(budget: int) -> tuple[dict[str, Any], bool]:
@@ -395,7 +403,24 @@ def seen_lines(lines: list[str], selection: Selection) -> tuple[list[bool], int]
     for r in shown["rows"]:
         if not r.marker:
             seen[r.start - 1] = True
-    return seen, text_bytes(rows_text(shown["rows"]))
+    return seen, text_bytes(rows_text(shown["rows"])), shown["rows"]
+
+
+def names_the_gold(c: dict, lines: list[str], seen: list[bool], rows: list[Row]) -> bool | None:
+    """Whether the marker over the first gold line the view hides names the innermost named
+    unit holding it, so an agent could recover it by name; None when the view shows every
+    gold line or no named unit holds the hidden one."""
+    a, b = c["gold"]
+    hidden = next((i for i in range(a - 1, b) if not seen[i]), None)
+    if hidden is None:
+        return None
+    units = [u for u in _layout(lines, c["source_type"], c.get("path")).units
+             if u.start <= hidden <= u.end and u.label and u.label != GENERIC]
+    if not units:
+        return None
+    label = min(units, key=lambda u: u.end - u.start).label[:REASON_NAME_CHARS]
+    marker = next((r for r in rows if r.marker and r.start <= hidden + 1 <= r.end), None)
+    return marker is not None and label in marker.text
 
 
 def load(path: Path) -> list[dict]:
@@ -414,6 +439,9 @@ def summary(rows: list[dict]) -> dict:
         "p95_ms": ms[min(len(ms) - 1, math.ceil(0.95 * len(ms)) - 1)],
         "view_bytes": m(r["view_bytes"] for r in rows),
     }
+    named = [r["named"] for r in rows if "named" in r]
+    if named:
+        out["named"] = m(named)
     if all("base_recall" in r for r in rows):
         out["bm25_recall"] = m(r["base_recall"] for r in rows)
         out["bm25_reduction"] = m(r["base_reduction"] for r in rows)
@@ -498,7 +526,7 @@ def main() -> None:
     print("recall / >=0.9 / reduction of the engine; BM25 = line BM25 +-3 at the engine's reduction,")
     print("BM25+ = the same over the engine's terms (identifiers split, stems);")
     print("'*' = a source the engine was tuned on, held-out = every other source")
-    head = (f"{'set / source':<34} {'n':>4} | {'recall':>6} {'>=0.9':>6} {'reduc':>6} "
+    head = (f"{'set / source':<34} {'n':>4} | {'recall':>6} {'>=0.9':>6} {'reduc':>6} {'named':>6} "
             f"{'ms p50':>6} {'p95':>6} | {'BM25 rec':>8} {'reduc':>6} {'BM25+':>6}")
     print(head)
     print("-" * len(head))
@@ -506,8 +534,9 @@ def main() -> None:
     def line(label: str, s: dict) -> None:
         base = (f"{s['bm25_recall']:>8.3f} {s['bm25_reduction']:>6.3f} {s['bm25_split_recall']:>6.3f}"
                 if "bm25_recall" in s else f"{'-':>8} {'-':>6} {'-':>6}")
+        named = f"{s['named']:>6.3f}" if "named" in s else f"{'-':>6}"
         print(f"{label[:34]:<34} {s['cases']:>4} | {s['recall']:>6.3f} {s['share_ge_0.9']:>6.3f} "
-              f"{s['reduction']:>6.3f} {s['median_ms']:>6.1f} {s['p95_ms']:>6.1f} | {base}")
+              f"{s['reduction']:>6.3f} {named} {s['median_ms']:>6.1f} {s['p95_ms']:>6.1f} | {base}")
 
     for name, parts in out.items():
         for part, s in parts.items():
