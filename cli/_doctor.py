@@ -119,6 +119,25 @@ def check_fork_server(health: dict | None) -> Check:
                  f"started {'once' if fork['starts'] == 1 else plural(fork['starts'], 'time')}")
 
 
+def check_store(health: dict | None) -> Check:
+    """Whether every slot record reached the state dir's database (a full disk keeps them in
+    memory, retried on each write; a restart then brings their runs back degraded)."""
+    if health is None:
+        return Check("store", "warn", "unknown: the daemon does not answer")
+    store = health.get("store")
+    if not isinstance(store, dict):
+        return Check("store", "warn", "not reported by this daemon")
+    pending, failures = store.get("pending", 0), store.get("write_failures", 0)
+    if pending:
+        return Check("store", "warn",
+                     f"{plural(pending, 'run record')} not saved ({plural(failures, 'write')} failed): "
+                     "is the state dir's disk full? They are retried on each write; a daemon "
+                     "restarted before they are saved brings those runs back degraded")
+    if failures:
+        return Check("store", "pass", f"every record saved ({plural(failures, 'write')} failed, then saved)")
+    return Check("store", "pass", "every record saved")
+
+
 def daemon_health(config: Settings) -> dict | None:
     try:
         with config.client(timeout=5.0) as control:
@@ -286,6 +305,7 @@ def run_checks(config: Settings, config_file: Path | None, state_dir: Path | Non
     checks.append(check_daemon(config))
     health = daemon_health(config)
     checks.append(check_fork_server(health))
+    checks.append(check_store(health))
     reported = health.get("state_dir") if health is not None else None
     if state_dir is None and isinstance(reported, str):  # the running daemon's, not a guess
         checks.append(check_state_dir(Path(reported), " (the running daemon's)"))
@@ -327,7 +347,7 @@ def doctor(
     as_json: Annotated[bool, typer.Option(
         "--json", help='Print {"ok": bool, "checks": [{"name", "status", "detail"}]}.')] = False,
 ) -> None:
-    """Check the installation: Python, children, socket, daemon, state dir, ripgrep, git, pruner endpoint, systemd.
+    """Check the installation: Python, children, socket, daemon, store, state dir, ripgrep, git, pruner endpoint, systemd.
 
     Each check is pass, warn or fail with what to do; exit 1 if any check fails.
     """

@@ -426,11 +426,11 @@ async def test_doctor_with_a_daemon_and_a_pruner_service(daemon: Daemon) -> None
         result = await cli(daemon.socket, "doctor", "--json", "--state-dir", str(daemon.state_dir),
                            env={"JEEVES_PRUNER_ENDPOINT": fake.endpoint})
     checks = checks_by_name(result)
-    assert set(checks) == {"python", "children", "socket", "daemon", "fork server", "state dir", "ripgrep",
-                           "git", "pruner endpoint", "systemd unit", "isolation"}
+    assert set(checks) == {"python", "children", "socket", "daemon", "fork server", "store", "state dir",
+                           "ripgrep", "git", "pruner endpoint", "systemd unit", "isolation"}
     assert checks["git"]["status"] == ("pass" if shutil.which("git") else "warn")
     assert ("owner" in checks["isolation"]["detail"]) == (os.geteuid() == 0)
-    for name in ("python", "children", "socket", "daemon", "state dir", "pruner endpoint"):
+    for name in ("python", "children", "socket", "daemon", "store", "state dir", "pruner endpoint"):
         assert checks[name]["status"] == "pass", checks[name]
     assert "0600" in checks["socket"]["detail"]
     assert checks["ripgrep"]["status"] == "pass"  # the ripgrep wheel is a dependency

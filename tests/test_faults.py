@@ -30,6 +30,7 @@ from jeeves_mcp.supervisor.unsaved import EVERY_RUN, UNSAVED_NAME, UnsavedNote, 
 from tests._child import stop_process_group as stop_group
 from tests._child import tool_json
 from tests._daemon import Daemon, running_daemon, watch_events
+from tests.test_cli import checks_by_name, cli
 
 
 @contextlib.contextmanager
@@ -92,9 +93,13 @@ async def test_a_full_state_disk_degrades_writes_but_never_the_daemon(tmp_path: 
                 assert daemon.process.returncode is None and daemon.process.poll() is None
                 health = await control.healthz()
                 assert health["store"]["write_failures"] >= 2, health
+                store = checks_by_name(await cli(daemon.socket, "doctor", "--json"))["store"]
+                assert store["status"] == "warn" and "not saved" in store["detail"], store
             filler.unlink()  # space again: the records catch up on the next write
             await control.release("full-a")
             await control.release("full-c")
+            store = checks_by_name(await cli(daemon.socket, "doctor", "--json"))["store"]
+            assert store["status"] == "pass" and "failed, then saved" in store["detail"], store
             with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
                 states = dict(db.execute("select run_id, state from slots"))
             # Writes that failed were kept and made once space came back.
