@@ -72,7 +72,7 @@ async def reconcile(life: SlotLifecycle, nursery: trio.Nursery) -> None:
             continue
         slot.record.reason = "child gone while the daemon was down"
         await life.finish(slot)
-    life.store.settle_unsaved()  # after their degraded records: a crash before still finds them
+    await life.store.settle_unsaved()  # after their degraded records: a crash before still finds them
     await kill_strays(config, life.events, adopted)
 
 

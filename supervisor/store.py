@@ -242,7 +242,7 @@ class SlotStore:
         self._noted: frozenset[str] | None = frozenset()  # what the note says; None: not known
         self._note_failed_for: frozenset[str] | None = None
         self.unsaved_before = self._read_note()
-        self._carried = self.unsaved_before  # named in the note too, until settle_unsaved()
+        self._carried = self.unsaved_before  # named in the note too, until _settle_unsaved()
         self.note.make()
 
     def _read_note(self) -> frozenset[str]:
@@ -300,7 +300,7 @@ class SlotStore:
         """Whether the note names every run whose record is pending."""
         return self._noted is not None and self._noted.issuperset(self._pending)
 
-    def settle_unsaved(self) -> None:
+    def _settle_unsaved(self) -> None:
         """The runs of `unsaved_before` are restored and their records saved (or pending):
         the note now names only the pending ones."""
         with self._lock:
@@ -419,6 +419,10 @@ class SlotStore:
     async def save(self, record: SlotRecord) -> Exception | None:
         """None once written; else the error, and the record stays pending."""
         return await trio.to_thread.run_sync(self._save, record)
+
+    async def settle_unsaved(self) -> None:
+        """Once the runs of `unsaved_before` are restored: the note rewritten (pwrite, fsync)."""
+        await trio.to_thread.run_sync(self._settle_unsaved)
 
     async def live(self) -> list[SlotRecord]:
         """Records of slots not yet shut down."""

@@ -225,7 +225,7 @@ def test_the_runs_of_unsaved_records_are_noted_on_a_full_disk_for_the_next_store
             store = SlotStore(state / "slots.sqlite3")
             assert store.unsaved_before == {"lost"} and note.read() == {"lost"}
             assert "store.unsaved_found" in [r.getMessage() for r in seen]
-            store.settle_unsaved()  # restored: the note names no run, written in place again
+            store._settle_unsaved()  # restored: the note names no run, written in place again
             assert note.read() == frozenset() and store.unsaved_before == {"lost"}
             filler.unlink()
         finally:
