@@ -112,7 +112,9 @@ async def test_a_full_state_disk_degrades_writes_but_never_the_daemon(tmp_path: 
 MIB = 1024 * 1024
 
 
-def test_a_write_on_a_full_disk_spends_the_reserve_which_comes_back_with_space(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def store_log() -> Iterator[list[logging.LogRecord]]:
+    """The store's log records, INFO and up, while the block runs."""
     seen: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = seen.append  # type: ignore[method-assign]
@@ -120,7 +122,15 @@ def test_a_write_on_a_full_disk_spends_the_reserve_which_comes_back_with_space(t
     logger.addHandler(handler)
     previous_level = logger.level
     logger.setLevel(logging.INFO)
-    with small_tmpfs(tmp_path / "state", "16m") as state:
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous_level)
+
+
+def test_a_write_on_a_full_disk_spends_the_reserve_which_comes_back_with_space(tmp_path: Path) -> None:
+    with store_log() as seen, small_tmpfs(tmp_path / "state", "16m") as state:
         store = SlotStore(state / "slots.sqlite3")
         try:
             reserve = state / "space.reserve"
@@ -141,8 +151,6 @@ def test_a_write_on_a_full_disk_spends_the_reserve_which_comes_back_with_space(t
                 "store.reserve_used", "store.reserve_restored"]
         finally:
             store.close()
-            logger.removeHandler(handler)
-            logger.setLevel(previous_level)
 
 
 async def test_a_full_disk_then_a_crash_loses_no_record(tmp_path: Path, run_root: Path) -> None:
@@ -203,12 +211,7 @@ async def test_live_restore_stops_a_slot_whose_record_is_unsaved_and_names_it(tm
 
 
 def test_the_runs_of_unsaved_records_are_noted_on_a_full_disk_for_the_next_store(tmp_path: Path) -> None:
-    seen: list[logging.LogRecord] = []
-    handler = logging.Handler()
-    handler.emit = seen.append  # type: ignore[method-assign]
-    logger = logging.getLogger("jeeves_mcp.supervisor.store")
-    logger.addHandler(handler)
-    with small_tmpfs(tmp_path / "state") as state:  # 4 MiB: no reserve
+    with store_log() as seen, small_tmpfs(tmp_path / "state") as state:  # 4 MiB: no reserve
         store = SlotStore(state / "slots.sqlite3")
         note = UnsavedNote(state / UNSAVED_NAME)
         try:
@@ -230,7 +233,6 @@ def test_the_runs_of_unsaved_records_are_noted_on_a_full_disk_for_the_next_store
             filler.unlink()
         finally:
             store.close()
-            logger.removeHandler(handler)
 
 
 @pytest.mark.parametrize("planted", ["symlink", "foreign"])
