@@ -310,7 +310,8 @@ class SlotStore:
     def _sync_note(self) -> None:
         """Have the note name the runs with pending records (and those carried from the last
         daemon); a failure is logged once per set of runs, and the note tried again next time.
-        The lock held."""
+        Not logged while no run is unsaved (a note refused at start was said then): nothing
+        is lost. The lock held."""
         wanted = self._carried.union(self._pending)
         if wanted == self._noted:
             return
@@ -320,6 +321,8 @@ class SlotStore:
             return
         if wanted != self._note_failed_for:
             self._note_failed_for = wanted
+            if not wanted:
+                return
             _log.event(log, "store.unsaved_note_failed", logging.ERROR, path=str(self.note.path),
                        run_ids=sorted(wanted), error=f"{type(problem).__name__}: {problem}",
                        consequence="a restart before these records are saved restarts these runs from the file")

@@ -249,13 +249,17 @@ def test_a_note_the_daemon_did_not_make_is_neither_followed_nor_believed(tmp_pat
         victim.rename(state / UNSAVED_NAME)
         os.chown(state / UNSAVED_NAME, 12345, 12345)
     before = os.lstat(state / UNSAVED_NAME)
-    store = SlotStore(state / "slots.sqlite3")
-    try:
-        assert store.unsaved_before == frozenset()  # restores as if there were no note
-        record = SlotRecord(run_id="r", state="running", root="/", token="t", started_at=time.time())
-        assert store._save(record) is None
-    finally:
-        store.close()
+    with store_log() as seen:
+        store = SlotStore(state / "slots.sqlite3")
+        try:
+            assert store.unsaved_before == frozenset()  # restores as if there were no note
+            record = SlotRecord(run_id="r", state="running", root="/", token="t", started_at=time.time())
+            assert store._save(record) is None
+        finally:
+            store.close()
+    # Said once; a note that cannot be written while no record is unsaved costs nothing.
+    events = [r.getMessage() for r in seen if r.getMessage().startswith("store.unsaved")]
+    assert events == ["store.unsaved_note_unreadable"], events
     after = os.lstat(state / UNSAVED_NAME)
     assert (after.st_ino, after.st_mtime_ns, after.st_uid) == (before.st_ino, before.st_mtime_ns, before.st_uid)
     if planted == "symlink":
