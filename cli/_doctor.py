@@ -121,7 +121,9 @@ def check_fork_server(health: dict | None) -> Check:
 
 def check_store(health: dict | None) -> Check:
     """Whether every slot record reached the state dir's database (a full disk keeps them in
-    memory, retried on each write; a restart then brings their runs back degraded)."""
+    memory, retried on each write). A restart then brings their runs back degraded only if
+    the note naming them was written (`noted`): not on a copy-on-write filesystem, nor where
+    the note was refused."""
     if health is None:
         return Check("store", "warn", "unknown: the daemon does not answer")
     store = health.get("store")
@@ -129,10 +131,11 @@ def check_store(health: dict | None) -> Check:
         return Check("store", "warn", "not reported by this daemon")
     pending, failures = store.get("pending", 0), store.get("write_failures", 0)
     if pending:
+        restart = ("a restart brings those runs back degraded" if store.get("noted") is True
+                   else "a restart may bring released runs back: free space before restarting")
         return Check("store", "warn",
                      f"{plural(pending, 'run record')} not saved ({plural(failures, 'write')} failed): "
-                     "is the state dir's disk full? They are retried on each write; a daemon "
-                     "restarted before they are saved brings those runs back degraded")
+                     f"is the state dir's disk full? They are retried on each write; {restart}")
     if failures:
         return Check("store", "pass", f"every record saved ({plural(failures, 'write')} failed, then saved)")
     return Check("store", "pass", "every record saved")

@@ -258,7 +258,9 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
             "enabled": manager.config.pruner_enabled,
             # Whether commands can run as their run root's owner (`doctor` reports it).
             "isolation": {"user": user_name(os.geteuid()) or str(os.geteuid()), "switch_users": can_switch_users()},
-            "store": {"write_failures": manager.store.write_failures, "pending": manager.store.pending},
+            # noted: the runs of pending records are named in unsaved.runs, so a restart degrades them.
+            "store": {"write_failures": manager.store.write_failures, "pending": manager.store.pending,
+                      "noted": manager.store.unsaved_noted},
             "fork_server": None if fork_server is None else {
                 "up": fork_server.up.is_set(), "pid": fork_server.pid,
                 "spawns": fork_server.spawns, "starts": fork_server.starts,

@@ -543,6 +543,23 @@ def test_doctor_counts_in_good_english() -> None:
     assert many.detail == "pid 7, 3 children forked, started 2 times"
 
 
+def test_doctor_says_what_a_restart_does_to_unsaved_runs_by_whether_they_are_noted() -> None:
+    """A restart brings unsaved runs back degraded only if unsaved.runs names them: not on a
+    copy-on-write filesystem, nor where the note was refused (or the daemon does not say)."""
+    from jeeves_mcp.cli._doctor import check_store
+
+    noted = check_store({"store": {"write_failures": 2, "pending": 1, "noted": True}})
+    unnoted = check_store({"store": {"write_failures": 1, "pending": 3, "noted": False}})
+    older = check_store({"store": {"write_failures": 1, "pending": 3}})
+    assert noted.status == unnoted.status == older.status == "warn"
+    assert noted.detail == ("1 run record not saved (2 writes failed): is the state dir's disk full? "
+                            "They are retried on each write; a restart brings those runs back degraded")
+    assert unnoted.detail == ("3 run records not saved (1 write failed): is the state dir's disk full? "
+                              "They are retried on each write; a restart may bring released runs back: "
+                              "free space before restarting")
+    assert older.detail == unnoted.detail
+
+
 def test_doctor_table_rendering() -> None:
     out = io.StringIO()
     render_checks([Check("python", "pass", "Python 3.11"), Check("ripgrep", "warn", "rg not found")],

@@ -95,6 +95,7 @@ async def test_a_full_state_disk_degrades_writes_but_never_the_daemon(tmp_path: 
                 assert health["store"]["write_failures"] >= 2, health
                 store = checks_by_name(await cli(daemon.socket, "doctor", "--json"))["store"]
                 assert store["status"] == "warn" and "not saved" in store["detail"], store
+                assert health["store"]["noted"] and "back degraded" in store["detail"], store  # tmpfs: written in place
             filler.unlink()  # space again: the records catch up on the next write
             await control.release("full-a")
             await control.release("full-c")
@@ -162,7 +163,7 @@ async def test_a_full_disk_then_a_crash_loses_no_record(tmp_path: Path, run_root
                 filler = fill(daemon.state_dir)  # what a run sharing the filesystem does
                 assert (await control.release("gone"))["state"] == "shutdown"
                 late = await control.acquire("late", run_root)
-                assert (await control.healthz())["store"] == {"write_failures": 0, "pending": 0}
+                assert (await control.healthz())["store"] == {"write_failures": 0, "pending": 0, "noted": True}
             os.kill(daemon.process.pid, signal.SIGKILL)  # a crash, or a restart with the disk still full
             await daemon.process.wait()
             with sqlite3.connect(daemon.state_dir / "slots.sqlite3") as db:
