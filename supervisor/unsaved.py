@@ -52,6 +52,15 @@ def decode(data: bytes) -> frozenset[str]:
     return frozenset(line for line in lines if line)
 
 
+def fsync_dir(path: Path) -> None:
+    """Make the entries of directory `path` durable (a file just created in it, say)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class UnsavedNote:
     """The note at `path`, `size` bytes, mode 0600."""
 
@@ -80,7 +89,8 @@ class UnsavedNote:
         return fd
 
     def make(self) -> bool:
-        """Create the note (zeros: it names no run) unless it is there already; whether it is held."""
+        """Create the note (zeros: it names no run) unless it is there already; whether it is held.
+        Its directory is fsynced too: a power loss soon after must not take the note's entry."""
         if self.held:
             return True
         try:
@@ -93,6 +103,7 @@ class UnsavedNote:
                 return False
             os.ftruncate(fd, self.size)
             os.fsync(fd)
+            fsync_dir(self.path.parent)
         except OSError:
             return False
         finally:

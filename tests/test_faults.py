@@ -275,6 +275,24 @@ def test_more_unsaved_runs_than_the_note_holds_name_every_run() -> None:
     assert decode(bytes(4096)) == frozenset()  # made, never written
 
 
+def test_the_note_is_made_durable_with_its_directory_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A power loss soon after the first start must not take the note's entry: its directory is
+    fsynced once it is made, and not again while it is held."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    note = UnsavedNote(tmp_path / UNSAVED_NAME)
+    assert note.make()
+    assert synced == [str(note.path), str(tmp_path)]  # the file, then its entry
+    assert note.make() and note.write(["r"]) is None
+    assert synced == [str(note.path), str(tmp_path), str(note.path)]
+
+
 def pruner_runs(daemon: Daemon) -> list[str]:
     """The run each pruner child of `daemon` serves, from its command line (jeeves-pruner RUN ...)."""
     runs = []
