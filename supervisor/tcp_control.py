@@ -1,8 +1,8 @@
 """The TCP control listener, with a cap on the connections it holds at once.
 
 Every run's commands can reach a loopback port, and the token is checked only once a
-request has been read: without a cap, one local user's half-sent connections took every
-descriptor the daemon had (attack T1). At `tcp_max_connections` a new connection makes
+request's headers are complete: without a cap, one local user's half-sent connections took
+every descriptor the daemon had (attack T1). At `tcp_max_connections` a new connection makes
 room by resetting the oldest one without a request in progress; only when every one has a
 request in progress is the new one reset instead, before a byte of it is read. Refusing the
 newest whatever the others held let a run's 300 half-sent connections keep every other TCP
@@ -20,6 +20,7 @@ keep-alive. Each connection is served by hypercorn's own connection handler, as
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import errno
 import logging
@@ -62,8 +63,12 @@ def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
 
 
 def _reset(sock: trio.socket.SocketType) -> None:
-    """Close with a reset, not a FIN: nothing lingers in TIME_WAIT."""
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    """Close with a reset, not a FIN: nothing lingers in TIME_WAIT. A socket already closed
+    is left so: its EBADF reached the listener, which stopped the daemon."""
+    if sock.fileno() == -1:
+        return
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     sock.close()
 
 
@@ -93,18 +98,18 @@ class _Connection:
         await self._stream.send_eof()
 
     async def aclose(self) -> None:
-        try:
-            await self._stream.aclose()
-        finally:
-            self.release()
+        # Out of `held` before the socket closes: trio's aclose checkpoints after closing,
+        # and the accept loop must not pick a closed socket to make room.
+        self.release()
+        await self._stream.aclose()
 
     def release(self) -> None:
         self._held.pop(self, None)
 
     def reset(self) -> None:
         """Make room: its handler, reading or about to, finds it closed and finishes."""
-        _reset(self.socket)
         self.release()
+        _reset(self.socket)
 
 
 class _Handler(TCPServer):
@@ -146,37 +151,49 @@ async def serve_tcp(
         finally:
             stream.release()
 
-    async with trio.open_nursery() as connections:
-        with listener, trio.CancelScope() as accepting:
+    async def reset_held_when_cancelled() -> None:
+        # hypercorn shields its socket writes: a client that never reads its answer would
+        # hold a cancelled daemon's shutdown forever. A closed socket ends the write.
+        try:
+            await trio.sleep_forever()
+        finally:
+            for connection in list(held):
+                connection.reset()
 
-            async def stop_accepting() -> None:
-                await shutdown.wait()
-                accepting.cancel()
+    async with trio.open_nursery() as guard:
+        guard.start_soon(reset_held_when_cancelled)
+        async with trio.open_nursery() as connections:
+            with listener, trio.CancelScope() as accepting:
 
-            connections.start_soon(stop_accepting)
-            task_status.started(f"http://{repr_socket_addr(sock.family, sock.getsockname())}")
-            while True:
-                try:
-                    conn, _ = await listener.accept()
-                except OSError as exc:
-                    if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
-                        raise
-                    if (count := starved.allow()) is not None:
-                        _log.event(log, "daemon.tcp_accept_failed", logging.WARNING, count=count + 1,
-                                   error=exc.strerror)
-                    await trio.sleep(ACCEPT_RETRY_S)
-                    continue
-                if len(held) >= limit:
-                    oldest = next((other for other in held if not other.in_request), None)
-                    if oldest is None:  # every one has a request in progress: nothing of it is read
-                        _reset(conn)
-                        if (count := refused.allow()) is not None:
-                            _log.event(log, "daemon.tcp_connection_refused", logging.WARNING, count=count + 1,
-                                       limit=limit)
+                async def stop_accepting() -> None:
+                    await shutdown.wait()
+                    accepting.cancel()
+
+                connections.start_soon(stop_accepting)
+                task_status.started(f"http://{repr_socket_addr(sock.family, sock.getsockname())}")
+                while True:
+                    try:
+                        conn, _ = await listener.accept()
+                    except OSError as exc:
+                        if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                            raise
+                        if (count := starved.allow()) is not None:
+                            _log.event(log, "daemon.tcp_accept_failed", logging.WARNING, count=count + 1,
+                                       error=exc.strerror)
+                        await trio.sleep(ACCEPT_RETRY_S)
                         continue
-                    oldest.reset()
-                    if (count := dropped.allow()) is not None:
-                        _log.event(log, "daemon.tcp_connection_dropped", logging.WARNING, count=count + 1,
-                                   limit=limit)
-                connections.start_soon(handle, _Connection(conn, held))
-        await context.terminated.set()  # kept-alive connections close after their request
+                    if len(held) >= limit:
+                        oldest = next((other for other in held if not other.in_request), None)
+                        if oldest is None:  # every one has a request in progress: nothing of it is read
+                            _reset(conn)
+                            if (count := refused.allow()) is not None:
+                                _log.event(log, "daemon.tcp_connection_refused", logging.WARNING, count=count + 1,
+                                           limit=limit)
+                            continue
+                        oldest.reset()
+                        if (count := dropped.allow()) is not None:
+                            _log.event(log, "daemon.tcp_connection_dropped", logging.WARNING, count=count + 1,
+                                       limit=limit)
+                    connections.start_soon(handle, _Connection(conn, held))
+            await context.terminated.set()  # kept-alive connections close after their request
+        guard.cancel_scope.cancel()  # every connection is done

@@ -442,3 +442,100 @@ async def test_a_body_refused_before_it_is_read_closes_its_connection(
             sock.close()
         assert answer.startswith(b"HTTP/1.1 413"), answer
         assert b'"INVALID_REQUEST"' in answer
+
+
+async def test_making_room_skips_a_connection_whose_socket_is_already_closed() -> None:
+    """A connection its handler is closing was still held, and looked idle, while trio's
+    aclose checkpointed after closing the socket; the accept loop's reset then met EBADF,
+    which stopped the daemon."""
+    from jeeves_mcp.supervisor.tcp_control import _Connection
+
+    ours, theirs = socket.socketpair()
+    theirs.close()
+    held: dict[_Connection, None] = {}
+    connection = _Connection(trio.socket.from_stdlib_socket(ours), held)
+    connection.socket.close()
+    connection.reset()
+    assert held == {}
+
+
+async def test_connections_closed_by_the_header_deadline_while_others_arrive_at_the_cap(
+    tmp_path: Path, run_root: Path
+) -> None:
+    """A run's bash, no token needed: half-sent connections reach the header deadline while
+    new ones arrive at the cap, so a connection being closed is chosen to make room."""
+    cap, deadline_s = 16, 0.2
+    env = {**TCP_ENV, "JEEVES_MCP_TCP_MAX_CONNECTIONS": str(cap),
+           "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": str(deadline_s)}
+
+    async def half_sent(port: int, hold_s: float) -> None:
+        sock = trio.socket.socket()
+        with sock:
+            try:
+                await sock.connect(("127.0.0.1", port))
+                await sock.send(HALF_SENT)
+                with trio.move_on_after(hold_s):
+                    while await sock.recv(4096):
+                        pass
+            except OSError:  # reset to make room
+                pass
+
+    async with running_daemon(tmp_path, env) as daemon:
+        port = tcp_port(daemon)
+        with trio.move_on_after(6):  # it stopped the daemon within 2 s
+            while daemon.process.returncode is None:
+                async with trio.open_nursery() as nursery:
+                    for _ in range(cap):
+                        nursery.start_soon(half_sent, port, 3.0)
+                    await trio.sleep(deadline_s * 0.9)
+                    for _ in range(40):  # arriving around the deadline
+                        nursery.start_soon(half_sent, port, 0.05)
+                        await trio.sleep(deadline_s * 0.005)
+        assert daemon.process.returncode is None, daemon.log_path.read_text()[-2000:]
+        async with AsyncControlClient(url=f"http://127.0.0.1:{port}", token=TOKEN) as tcp:
+            assert (await tcp.list())["slots"] == []
+
+
+async def test_a_client_that_never_reads_its_answer_does_not_hold_the_listener_once_cancelled() -> None:
+    """hypercorn shields its socket writes, so a cancelled listener waited on a client that
+    never read a large answer, and with it the daemon's shutdown, forever."""
+    from hypercorn.config import Config
+
+    from jeeves_mcp.supervisor.tcp_control import listening_socket, serve_tcp
+
+    big = b"x" * (64 << 20)  # more than loopback's socket buffers hold
+    writing = trio.Event()
+
+    async def app(scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", str(len(big)).encode())]})
+        writing.set()
+        await send({"type": "http.response.body", "body": big, "more_body": False})
+
+    listener = listening_socket("127.0.0.1", 0, 16)
+    port = listener.getsockname()[1]
+    returned = trio.Event()
+    client = trio.socket.socket()
+    with client:
+        async with trio.open_nursery() as nursery:
+            cancel = trio.CancelScope()
+
+            async def listen(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+                with cancel:
+                    try:
+                        await serve_tcp(app, Config(), listener, 8, 30.0, trio.Event(), task_status=task_status)
+                    finally:
+                        returned.set()
+
+            await nursery.start(listen)
+            await client.connect(("127.0.0.1", port))
+            await client.send(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            await writing.wait()
+            cancel.cancel()
+            with trio.move_on_after(5):
+                await returned.wait()
+            came_back = returned.is_set()
+            client.close()  # what ended the write before
+    assert came_back
