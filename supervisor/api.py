@@ -241,7 +241,10 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
         # handler below would otherwise turn into 500 INTERNAL.
         status = exc.code or 500
         code = {400: "INVALID_REQUEST", 408: "REQUEST_TIMEOUT"}.get(status, f"HTTP_{status}")
-        return error(code, exc.description or exc.name, status)
+        response = error(code, exc.description or exc.name, status)
+        if status == 408:  # as after a 413: the rest of the body is still on the connection
+            response.headers["Connection"] = "close"
+        return response
 
     @app.errorhandler(Exception)
     async def internal(exc: Exception) -> Response:

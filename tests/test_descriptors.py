@@ -444,6 +444,23 @@ async def test_a_body_refused_before_it_is_read_closes_its_connection(
         assert b'"INVALID_REQUEST"' in answer
 
 
+async def test_a_body_slower_than_the_body_timeout_closes_its_connection(
+    tmp_path: Path, run_root: Path
+) -> None:
+    """A body slower than body_timeout_s is answered 408 with the rest of it still to come on
+    the connection, which can serve no other request: the daemon closes it, as after a 413."""
+    env = {**TCP_ENV, "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": "120", "JEEVES_MCP_BODY_TIMEOUT_S": "1"}
+    async with running_daemon(tmp_path, env) as daemon:
+        sock = await open_posting(tcp_port(daemon), {"Authorization": f"Bearer {TOKEN}", "Content-Length": "100"})
+        try:
+            with trio.fail_after(10):
+                answer = await answer_then_close(sock)
+        finally:
+            sock.close()
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert b"connection: close" in answer.lower() and b'"REQUEST_TIMEOUT"' in answer
+
+
 async def test_making_room_skips_a_connection_whose_socket_is_already_closed() -> None:
     """A connection its handler is closing was still held, and looked idle, while trio's
     aclose checkpointed after closing the socket; the accept loop's reset then met EBADF,
