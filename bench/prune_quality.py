@@ -219,10 +219,7 @@ sys.path.insert(0, str(ROOT))
 from jeeves_mcp.pipeline import fit_result  # noqa: E402
 from jeeves_mcp.pruner_config import PrunerConfig  # noqa: E402
 from jeeves_mcp.pruning.contract import LineHistory, PruneOptions, Selection  # noqa: E402
-from jeeves_mcp.pruning.engine import select_lines  # noqa: E402
-from jeeves_mcp.pruning.engine._code import GENERIC  # noqa: E402
-from jeeves_mcp.pruning.engine._select import REASON_NAME_CHARS, _layout  # noqa: E402
-from jeeves_mcp.pruning.engine._text import terms  # noqa: E402
+from jeeves_mcp.pruning.engine import hidden_unit_name, select_lines, terms  # noqa: E402
 from jeeves_mcp.pruning.history import RECENT_COMMITS, history_from_blame  # noqa: E402
 from jeeves_mcp.pruning.pruner import fit_by_order  # noqa: E402
 from jeeves_mcp.pruning.render import Row, fit_rows, pruned_rows, rows_text, text_bytes  # noqa: E402
@@ -414,11 +411,9 @@ def names_the_gold(c: dict, lines: list[str], seen: list[bool], rows: list[Row])
     hidden = next((i for i in range(a - 1, b) if not seen[i]), None)
     if hidden is None:
         return None
-    units = [u for u in _layout(lines, c["source_type"], c.get("path")).units
-             if u.start <= hidden <= u.end and u.label and u.label != GENERIC]
-    if not units:
+    label = hidden_unit_name(lines, c["source_type"], hidden, c.get("path"))
+    if label is None:
         return None
-    label = min(units, key=lambda u: u.end - u.start).label[:REASON_NAME_CHARS]
     marker = next((r for r in rows if r.marker and r.start <= hidden + 1 <= r.end), None)
     return marker is not None and label in marker.text
 

@@ -485,15 +485,15 @@ def test_a_marker_names_the_units_it_hides():
 def test_a_marker_names_the_units_it_hides_most_relevant_first():
     # Blocks often hide a unit the question almost matched; named first, it is the one an
     # agent sees and recovers. Units of equal relevance keep the file's order.
-    from jeeves_mcp.pruning.engine._select import _reasons
+    from jeeves_mcp.pruning.engine._markers import block_reasons
     from jeeves_mcp.pruning.engine._units import Layout, Unit
 
     units = [Unit(3 * k, 3 * k + 2, f"def f{k}") for k in range(6)]
     scores = [5.0, 0.0, 0.5, 0.0, 2.0, 0.0]
     keep = [k < 3 for k in range(18)]  # f0 kept, f1..f5 hidden in one block
-    reasons = _reasons(Layout(units, set()), scores, keep)
+    reasons = block_reasons(Layout(units, set()), scores, keep)
     assert reasons[3:] == ["hors focus: def f4, def f2 +3"] * 15
-    assert _reasons(Layout(units, set()), [0.0] * 6, keep)[3] == "hors focus: def f1, def f2 +3"
+    assert block_reasons(Layout(units, set()), [0.0] * 6, keep)[3] == "hors focus: def f1, def f2 +3"
 
 
 def test_a_view_over_budget_keeps_the_lines_ranked_first():

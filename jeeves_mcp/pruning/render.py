@@ -26,7 +26,7 @@ class Row:
 
 
 def marker_line(prune_id: str, start: int, end: int, reason: str) -> str:
-    reason = " ".join(reason.split()) or "hors focus"
+    reason = " ".join(reason.split()) or FOCUS_REASON
     return f"⟦PRUNÉ: prune_id={prune_id} lignes {start}-{end} ({end - start + 1}) raison={reason}⟧"
 
 
@@ -75,7 +75,7 @@ def pruned_rows(
         j = i
         while j + 1 < n and not keep[j + 1]:
             j += 1
-        reason = reasons[i] or "hors focus"
+        reason = reasons[i] or FOCUS_REASON
         block = annotation(prune_id, base + i + 1, base + j + 1, reason)
         annotations.append(block)
         if include_markers:

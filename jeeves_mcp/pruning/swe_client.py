@@ -64,6 +64,7 @@ from jeeves_mcp.pruning.contract import (
     Selection,
     protected_lines,
 )
+from jeeves_mcp.pruning.render import FOCUS_REASON
 from jeeves_mcp.pruning.swe_models import (
     DEFAULT_CHUNK_OVERLAP_TOKENS,
     DEFAULT_THRESHOLD,
@@ -77,7 +78,7 @@ __all__ = ["DEFAULT_THRESHOLD", "ExternalEngine", "parse_prune_response", "servi
 
 log = logging.getLogger("jeeves_mcp.pruning.swe_client")
 
-REASON = "hors focus (swe-pruner)"
+REASON = f"{FOCUS_REASON} (swe-pruner)"
 HEALTH_TIMEOUT_S = 5.0
 
 

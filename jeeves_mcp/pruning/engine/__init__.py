@@ -5,7 +5,7 @@ classes, log records, document sections), the units are ranked against the
 question with BM25F, and the best ones are kept whole with what encloses them.
 """
 
-from ._select import PruneTimeout, Selection, select_lines
+from ._select import PruneTimeout, Selection, hidden_unit_name, select_lines
 from ._sniff import guess_source_type
 from ._text import is_word_char, query_terms, terms
 
@@ -13,6 +13,7 @@ __all__ = [
     "PruneTimeout",
     "Selection",
     "guess_source_type",
+    "hidden_unit_name",
     "is_word_char",
     "query_terms",
     "select_lines",

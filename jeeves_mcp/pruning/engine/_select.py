@@ -8,11 +8,12 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 
 from jeeves_mcp.pruning.contract import Selection, protected_lines
-from jeeves_mcp.pruning.render import FOCUS_REASON, fill_cheap_gaps, marker_change
+from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change
 
-from ._code import GENERIC, code_layout
+from ._code import code_layout
 from ._docs import docs_layout
 from ._logs import logs_layout
+from ._markers import block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._prior import SUBJECT_SHARE, on_topic, with_priors
 from ._rank import score_units
@@ -178,7 +179,7 @@ def select_lines(
             fill_small_gaps(lines, keep)
         ranked = set(ranking.order)
         order = ranking.order + [i for i in range(n) if keep[i] and i not in ranked]
-    return Selection(keep, _reasons(layout, scores, keep), order)
+    return Selection(keep, block_reasons(layout, scores, keep), order)
 
 
 def _unstructured(layout: Layout, n: int) -> bool:
@@ -397,41 +398,7 @@ def _fill_by_distance(keep: list[bool], missing: int) -> None:
         keep[i] = True
 
 
-def _reasons(layout: Layout, scores: Sequence[float], keep: list[bool]) -> list[str | None]:
-    """Per pruned line, the reason of its block: the units it hides, most relevant to the
-    question first ("hors focus: Pool.acquire, Pool.release +3"), so an agent knows what
-    to recover."""
-    n = len(keep)
-    label: list[str | None] = [None] * n
-    starts: dict[int, tuple[str, float]] = {}
-    for u, score in zip(layout.units, scores, strict=True):
-        for i in range(u.start, u.end + 1):
-            label[i] = u.label
-        if u.label and u.label != GENERIC:
-            starts.setdefault(u.start, (u.label, score))
-    reasons: list[str | None] = [None] * n
-    i = 0
-    while i < n:
-        if keep[i]:
-            i += 1
-            continue
-        j = i
-        while j + 1 < n and not keep[j + 1]:
-            j += 1
-        best: dict[str, float] = {}
-        for k in range(i, j + 1):
-            if k in starts:
-                name, score = starts[k]
-                best[name] = max(best.get(name, score), score)
-        # sorted is stable: names of equal relevance keep the file's order
-        hidden = sorted(best, key=lambda name: -best[name])
-        if not hidden and label[i] and label[i] != GENERIC:
-            hidden = [str(label[i])]
-        reason = FOCUS_REASON
-        if hidden:
-            shown = ", ".join(h[:REASON_NAME_CHARS] for h in hidden[:REASON_NAMES])
-            more = len(hidden) - REASON_NAMES
-            reason += f": {shown}" + (f" +{more}" if more > 0 else "")
-        reasons[i : j + 1] = [reason] * (j + 1 - i)
-        i = j + 1
-    return reasons
+def hidden_unit_name(lines: Sequence[str], source_type: str, line: int, path: str | None = None) -> str | None:
+    """How a marker hiding `line` (0-based) names the innermost named unit holding it (a
+    function, a section), or None when no named unit holds it."""
+    return innermost_name(_layout(list(lines), source_type, path), line)
