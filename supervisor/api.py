@@ -33,6 +33,9 @@ SSE_KEEPALIVE_S = 15.0
 RESERVED_ENV_PREFIXES = ("JEEVES_MCP_", "JEEVES_PRUNER_", "MCP_PRUNER_")
 MAX_LOG_TAIL = 10_000
 MAX_ENV_STRING = 128 * 1024  # MAX_ARG_STRLEN, with its final NUL
+# A shielded last send (shield_last_send) waits this long at most: a client that never reads
+# its answer must not keep a cancelled request, and the daemon's shutdown, waiting for it.
+LAST_SEND_S = 5.0
 EVENT_ID = re.compile(r"\A[A-Za-z0-9_.:]{1,64}-[0-9]{1,19}\Z")  # ASCII digits only: int("²") fails
 
 
@@ -145,17 +148,20 @@ ASGIApp = Callable[[Scope, ASGIReceiveCallable, ASGISendCallable], Coroutine[Any
 _REFUSED = json.dumps({"error": {"code": "UNAUTHORIZED", "message": "missing or wrong bearer token"}}).encode()
 
 
-def close_after_early_answers(app: ASGIApp) -> ASGIApp:
-    """An answer sent before the request's body was read (413, 408) says `Connection: close`,
-    and hypercorn closes the connection once the answer's last byte is out, inside the app's
-    `send`. Once the client's disconnect reached quart-trio, it cancelled that send before the
-    close: the connection stayed open, counted as a request in progress. The last send is
-    shielded; hypercorn shields its socket writes alike."""
+def shield_last_send(app: ASGIApp) -> ASGIApp:
+    """The last send of every response is shielded from cancellation, for at most LAST_SEND_S.
+
+    Inside that send, once the response's last byte is out, hypercorn ends the request: it
+    closes a connection whose body is left unread (the 413 and 408, `Connection: close`) and
+    readies a keep-alive one for its next request. Once the client's disconnect reached
+    quart-trio, it cancelled the send before that: the connection stayed open, counted as a
+    request in progress. hypercorn shields its socket writes alike."""
 
     async def app_with_shielded_end(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         async def send_end_shielded(message: Any) -> None:
             if message["type"] == "http.response.body" and not message.get("more_body", False):
-                with trio.CancelScope(shield=True):
+                with trio.CancelScope(shield=True) as shielded:
+                    shielded.deadline = trio.current_time() + LAST_SEND_S
                     await send(message)
             else:
                 await send(message)
@@ -195,7 +201,7 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
     app.config["BODY_TIMEOUT"] = manager.config.body_timeout_s
     token = tcp_token.encode() if tcp_token else None
 
-    asgi_app = close_after_early_answers(app.asgi_app)
+    asgi_app = shield_last_send(app.asgi_app)
     if token is not None:
         asgi_app = require_token(asgi_app, token)
     app.asgi_app = asgi_app  # type: ignore[method-assign,assignment]
