@@ -108,7 +108,8 @@ def clear_ambient_capabilities() -> bool:
     them. Without this, a command run as another user would keep CAP_SETUID and could become
     anyone; and with CapInh left set (systemd's AmbientCapabilities= sets it too), a program
     carrying inheritable file capabilities would get them back at exec. False if either
-    could not be emptied."""
+    could not be emptied. Both act on the calling thread only: call it before any thread
+    starts (trio's workers spawn the commands)."""
     ambient = not capabilities("CapAmb") or _clear_ambient()
     return (not capabilities("CapInh") or _clear_inheritable()) and ambient
 
