@@ -96,7 +96,8 @@ async def running_child(
     root: Path, tmp: Path, *, token: str | None = "test-token", env: dict[str, str] | None = None,
     without_rg: bool = False,
 ) -> AsyncIterator[Child]:
-    child_env = {**os.environ, **(env or {})}
+    # A start that fails shows its traceback, not the CLI's one line (a flake is then legible).
+    child_env = {**os.environ, "JEEVES_MCP_DEBUG": "1", **(env or {})}
     child_env.pop("JEEVES_MCP_TOKEN", None)
     if token:
         child_env["JEEVES_MCP_TOKEN"] = token
