@@ -196,6 +196,13 @@ set 0.846:)
   points; sharpened to the engine's reduction (x 1.6 / 2.2) it is below the engine on every set
   but the third. The view already draws on line evidence and history where the unit ranking
   is wrong, so a better first unit buys little.
+(markers, the 'named' figure; adopted: the units a block hides named closest to the question
+first, held-out commit tasks 0.472 -> 0.532, needles 0.287 -> 0.344, recall level:)
+- naming what a block the response budget merged hides (the engine's names for the final
+  view, two per marker): named +13 to +21 points, recall -0.4 to -0.8 on commit tasks, the
+  markers' bytes taken from lines; one name, only a unit the question matches, on the
+  budget's blocks alone: named +4.4 (commit tasks) and +1.8 (needles), recall level held out,
+  needles-dev share >= 0.9 -1.7. What an agent reads first is the view: not adopted.
 """
 
 from __future__ import annotations
