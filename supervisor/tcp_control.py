@@ -8,8 +8,9 @@ request in progress is the new one reset instead, before a byte of it is read. R
 newest whatever the others held let a run's 300 half-sent connections keep every other TCP
 client out for as long as they lasted (NF4).
 
-A request is in progress from its complete headers to the end of its answer: hypercorn's
-handler tells itself so (`Updated(idle=False)`, `Updated(idle=True)`), and it runs its
+A request is in progress from its complete headers to the end of its answer (a refused
+one, 401, never is): hypercorn's handler tells itself so (`Updated(idle=False)`,
+`Updated(idle=True)`), and it runs its
 keep-alive timer exactly while none is. That timer, set to `tcp_header_timeout_s` here,
 is the header deadline: a connection that has not delivered a complete request's headers
 that long after it was accepted, or after its last answer, is closed; bytes trickled in
@@ -45,6 +46,8 @@ log = logging.getLogger("jeeves_mcp.supervisor")
 ACCEPT_CAPACITY_ERRNOS = (*DESCRIPTOR_ERRNOS, errno.ENOMEM, errno.ENOBUFS)
 ACCEPT_RETRY_S = 0.1
 REPORT_EVERY_S = 10.0  # resets and accept errors are logged at most this often
+REFUSAL_SEND_S = 1.0  # a 401 is a few hundred bytes: a client taking longer is not listening
+_CONNECTION = "jeeves_mcp.tcp_connection"  # the _Connection, in a request's scope["state"]
 
 
 def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
@@ -84,6 +87,7 @@ class _Connection:
         self._held = held
         held[self] = None
         self.in_request = False  # set by _Handler
+        self.refused = False  # answered 401: never in progress, see _refusals_let_go
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await self._stream.send_all(data)
@@ -113,16 +117,47 @@ class _Connection:
 
 
 class _Handler(TCPServer):
-    """hypercorn's connection handler, telling its connection whether a request is in progress."""
+    """hypercorn's connection handler, telling its connection whether a request is in progress;
+    the connection is in its requests' scope (state), for _refusals_let_go."""
 
     def __init__(self, app: Any, config: HypercornConfig, context: WorkerContext, connection: _Connection) -> None:
-        super().__init__(app, config, context, ConnectionState({}), connection)  # type: ignore[arg-type]
+        state = ConnectionState({_CONNECTION: connection})
+        super().__init__(app, config, context, state, connection)  # type: ignore[arg-type]
         self.connection = connection
 
     async def protocol_send(self, event: Event) -> None:
         if isinstance(event, Updated):  # before the keep-alive timer hears of it
-            self.connection.in_request = not event.idle
+            self.connection.in_request = not event.idle and not self.connection.refused
         await super().protocol_send(event)
+
+
+def _refusals_let_go(app: Any) -> Any:
+    """A refused request (401: no token) is no request in progress, so its connection can make
+    room, and a refusal the client does not take within REFUSAL_SEND_S closes its connection:
+    a tokenless HTTP/2 request whose client granted no window for the answer's body stayed in
+    progress for good, and cap - 1 of them left one connection to everyone."""
+
+    async def app_letting_refusals_go(scope: Any, receive: Any, send: Any) -> None:
+        connection = (scope.get("state") or {}).get(_CONNECTION)
+        if connection is None:
+            await app(scope, receive, send)
+            return
+
+        async def send_or_let_go(message: Any) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                connection.refused = True
+                connection.in_request = False
+            if not connection.refused:
+                await send(message)
+                return
+            with trio.move_on_after(REFUSAL_SEND_S):
+                await send(message)
+                return
+            connection.reset()
+
+        await app(scope, receive, send_or_let_go)
+
+    return app_letting_refusals_go
 
 
 async def serve_tcp(
@@ -135,7 +170,7 @@ async def serve_tcp(
     done (or it is cancelled)."""
     config = copy.copy(config)  # the Unix socket's server keeps its own
     config.keep_alive_timeout = header_timeout_s
-    wrapped = wrap_app(app, config.wsgi_max_body_size, None)
+    wrapped = wrap_app(_refusals_let_go(app), config.wsgi_max_body_size, None)
     context = WorkerContext(None)
     listener = trio.socket.from_stdlib_socket(sock)
     refused = _log.Throttle(REPORT_EVERY_S)

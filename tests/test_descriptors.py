@@ -556,3 +556,40 @@ async def test_a_client_that_never_reads_its_answer_does_not_hold_the_listener_o
             came_back = returned.is_set()
             client.close()  # what ended the write before
     assert came_back
+
+
+def _h2_frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+# HTTP/2 with prior knowledge: a window of 0 for what the server sends, then GET /healthz
+# without a token (HPACK: :method GET, :scheme http, :path and :authority as literals).
+H2_STALLED_REFUSAL = (
+    b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    + _h2_frame(4, 0, 0, (4).to_bytes(2, "big") + (0).to_bytes(4, "big"))
+    + _h2_frame(1, 5, 1, b"\x82\x86" + b"\x04\x08/healthz" + b"\x01\x09127.0.0.1")
+)
+
+
+async def test_refusals_a_client_will_not_receive_do_not_hold_the_tcp_cap(tmp_path: Path, run_root: Path) -> None:
+    """A tokenless HTTP/2 request whose client grants no window for the 401's body stayed a
+    request in progress for good, never reset for room: cap - 1 of them, no token needed,
+    left one connection to everyone. A refused request is not in progress, and a refusal
+    the client does not take in time closes its connection."""
+    cap = 4
+    env = {**TCP_ENV, "JEEVES_MCP_TCP_MAX_CONNECTIONS": str(cap), "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": "120"}
+    async with running_daemon(tmp_path, env) as daemon:
+        port = tcp_port(daemon)
+        stalled: list[trio.SocketStream] = []
+        try:
+            with trio.fail_after(20):
+                for _ in range(cap):
+                    stream = await trio.open_tcp_stream("127.0.0.1", port)
+                    stalled.append(stream)
+                    await stream.send_all(H2_STALLED_REFUSAL)
+                    await stream.receive_some(4096)  # the server's settings: the request is read
+                async with AsyncControlClient(url=f"http://127.0.0.1:{port}", token=TOKEN) as tcp:
+                    assert (await tcp.list())["slots"] == []
+        finally:
+            for stream in stalled:
+                await stream.aclose()
