@@ -175,7 +175,8 @@ def require_token(app: ASGIApp, token: bytes) -> ASGIApp:
     """TCP peers (a scope with a client address) need the bearer token; Unix-socket peers
     are trusted by the socket's mode. Asked before the app reads the body, which a request
     without the token could trickle for BODY_TIMEOUT while holding one of the capped TCP
-    connections; the refusal closes the connection, whose body is left unread."""
+    connections; the refusal closes the connection, whose body is left unread. A WebSocket
+    upgrade, which no route takes, is refused whoever asks."""
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(_REFUSED)).encode()),
@@ -183,6 +184,9 @@ def require_token(app: ASGIApp, token: bytes) -> ASGIApp:
     ]
 
     async def guarded(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        if scope["type"] == "websocket":  # no route takes one: refused (403) before quart's
+            await send({"type": "websocket.close", "code": 1008, "reason": ""})  # 404, which failed
+            return
         if scope["type"] == "http" and scope.get("client") is not None:
             supplied = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
             scheme, _, credential = supplied.partition(b" ")

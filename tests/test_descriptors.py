@@ -593,3 +593,21 @@ async def test_refusals_a_client_will_not_receive_do_not_hold_the_tcp_cap(tmp_pa
         finally:
             for stream in stalled:
                 await stream.aclose()
+
+
+async def test_a_websocket_upgrade_is_refused_before_any_route(tmp_path: Path, run_root: Path) -> None:
+    """The control API has no WebSocket route: an upgrade, with no token, went past the token
+    check (HTTP only) to quart's 404 handler, which failed: a 500 and a traceback in the log,
+    unthrottled, for each request."""
+    async with running_daemon(tmp_path, TCP_ENV) as daemon:
+        stream = await trio.open_tcp_stream("127.0.0.1", tcp_port(daemon))
+        async with stream:
+            await stream.send_all(
+                b"GET /v1/slots HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+            answer = b""
+            with trio.fail_after(10):
+                while b"\r\n" not in answer:
+                    answer += await stream.receive_some(4096)
+        assert answer.startswith(b"HTTP/1.1 403"), answer
+        assert "api.internal_error" not in daemon.log_path.read_text()
