@@ -190,6 +190,23 @@ async def test_a_workspaces_blame_settings_do_not_turn_the_history_off(tmp_path:
     assert history is not None and history.prior[body_line(50)] == 1.0
 
 
+def test_the_pruners_git_reaches_no_transport_whatever_the_workspace_allows(tmp_path: Path) -> None:
+    """A workspace's protocol.file.allow = always overrides `-c protocol.allow=never`; in a
+    partial clone, blame's lazy fetch would then run the workspace's remote.*.uploadpack.
+    GIT_NO_LAZY_FETCH stops that fetch; no transport at all is the second wall."""
+    from jeeves_mcp.pruning.history import _git_env, find_git
+
+    path = repository(tmp_path / "repo")
+    root = path.parent
+    with (root / ".git" / "config").open("a") as config:
+        config.write("[protocol \"file\"]\n\tallow = always\n")
+    git_path = find_git()
+    assert git_path is not None
+    done = subprocess.run([git_path, "-c", "protocol.allow=never", "ls-remote", f"file://{root}"],
+                          cwd=root, env=_git_env(), capture_output=True, text=True)
+    assert done.returncode != 0 and "not allowed" in done.stderr, done
+
+
 def test_the_engine_keeps_a_recently_changed_line_no_question_word_names() -> None:
     lines = module({50: "    return value * 50  # the recent change"}).split("\n")[:-1]
     question = "what does the mango handler return?"

@@ -153,6 +153,8 @@ def _git_env() -> dict[str, str]:
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_OPTIONAL_LOCKS": "0",
         "GIT_NO_LAZY_FETCH": "1",
+        # No transport: a workspace's protocol.<name>.allow overrides -c protocol.allow=never.
+        "GIT_ALLOW_PROTOCOL": "",
         "HOME": "/nonexistent",
     }
 
