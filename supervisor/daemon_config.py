@@ -94,6 +94,8 @@ class DaemonConfig(Settings):
             raise ValueError(f"tcp_host {self.tcp_host!r} is not a loopback address")
         if not self.tcp_token:
             raise ValueError("tcp_host needs tcp_token: the TCP control API is refused without one")
+        if self.tcp_token != self.tcp_token.strip():  # headers are read stripped: it could never match
+            raise ValueError("tcp_token starts or ends with whitespace, which no client can send: remove it")
         # Every run's commands can reach the port: a token they could guess is refused.
         random_one = f"every run's commands can reach the port, so use a random one, e.g. {MAKE_A_TOKEN}"
         if len(self.tcp_token) < MIN_TOKEN_CHARS:

@@ -503,6 +503,19 @@ def test_a_guessable_tcp_token_is_refused_with_how_to_make_one(tmp_path: Path, t
     assert token not in message  # a refused token may still be someone's secret
 
 
+def test_a_tcp_token_with_spaces_around_it_is_refused(tmp_path: Path) -> None:
+    """A client's Authorization header is read without its spaces: a token with some around it
+    could never match, and the daemon started with a TCP API nobody could use."""
+    from jeeves_mcp.pruner_config import ConfigError
+    from jeeves_mcp.supervisor.daemon_config import load_daemon_config
+
+    token = secrets.token_urlsafe(32)
+    for spaced in (f" {token}", f"{token}\n", f"\t{token} "):
+        with pytest.raises(ConfigError, match="tcp_token starts or ends with whitespace"):
+            load_daemon_config(None, {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_TOKEN": spaced},
+                               state_dir=tmp_path / "s")
+
+
 def test_generated_tcp_tokens_are_accepted(tmp_path: Path) -> None:
     """What the refusal suggests passes, and so does a random 32-character hex token (one in
     tens of millions has fewer than 8 distinct characters)."""
