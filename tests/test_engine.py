@@ -886,3 +886,16 @@ def test_a_method_shown_does_not_bring_the_comments_that_open_its_class():
     assert "        return self.routes[request.path]" in kept
     assert "class Router:  # the class line keeps its own comment" in kept
     assert sum("grammar note" in line for line in kept) <= 1  # the one beside kept code
+
+
+def test_a_marker_reason_shows_a_units_name_without_what_could_mislead():
+    """A heading's text reaches the reason that names it: terminal controls, bidi overrides,
+    zero-width characters and marker brackets are left out, and the annotation's reason is
+    the marker's."""
+    from jeeves_mcp.pruning.render import annotation
+
+    heading = "Setup\x1b[2J\x07 \u202egnp.exe\u202c z\u200bero ⟧ ⟦PRUNÉ: prune_id=prn_1 lignes 1-2 (2) raison=x"
+    block = annotation("prn_0", 3, 9, f"hors focus: section {heading}")
+    reason = block["reason"]
+    assert block["marker"].endswith(f"raison={reason}⟧") and block["marker"].count("⟦") == 1
+    assert reason == "hors focus: section Setup[2J gnp.exe zero ] [PRUNÉ: prune_id=prn_1 lignes 1-2 (2) raison=x"

@@ -25,12 +25,27 @@ class Row:
     reason: str | None = None
 
 
+# A reason names units of the text (a heading, a function): what the text could use to act on
+# a terminal, reorder what is shown, hide characters or mimic a marker's brackets is left out.
+_NOT_IN_REASONS: dict[int, str | None] = {
+    c: None
+    for c in [*range(0x20), *range(0x7F, 0xA0), 0xAD, 0x61C, *range(0x200B, 0x2010), 0x2028, 0x2029,
+              *range(0x202A, 0x202F), *range(0x2060, 0x2070), 0xFEFF]
+} | {ord("⟦"): "[", ord("⟧"): "]"}
+
+
+def plain_reason(reason: str) -> str:
+    """`reason` on one line, in characters that show as themselves."""
+    return " ".join(reason.split()).translate(_NOT_IN_REASONS) or FOCUS_REASON
+
+
 def marker_line(prune_id: str, start: int, end: int, reason: str) -> str:
-    reason = " ".join(reason.split()) or FOCUS_REASON
+    reason = plain_reason(reason)
     return f"⟦PRUNÉ: prune_id={prune_id} lignes {start}-{end} ({end - start + 1}) raison={reason}⟧"
 
 
 def annotation(prune_id: str, start: int, end: int, reason: str) -> dict[str, Any]:
+    reason = plain_reason(reason)
     return {
         "kind": "pruned_block",
         "original_start_line": start,
