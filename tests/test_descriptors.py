@@ -236,6 +236,12 @@ async def test_tcp_control_connections_are_capped_and_the_daemon_keeps_serving(
             await control.release("during")
 
 
+def capped(cap: int) -> dict[str, str]:
+    """A daemon's env with a TCP cap of `cap` and no connection closed for being slow, only
+    to make room."""
+    return {**TCP_ENV, "JEEVES_MCP_TCP_MAX_CONNECTIONS": str(cap), "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": "120"}
+
+
 async def open_half_sent(port: int) -> socket.socket:
     """A connection to `port` holding HALF_SENT; a plain socket, so that whether the daemon
     has closed it can be asked without waiting (`still_open`)."""
@@ -306,9 +312,7 @@ async def test_at_the_cap_a_new_tcp_connection_resets_the_oldest_one_without_a_r
     newest connection was the one refused. Now the newest is served: the oldest connection that
     has not sent a complete request makes room, and one with a request in progress never does."""
     cap, flooding = 16, 40
-    # No connection is closed for being slow here: only to make room.
-    env = {**TCP_ENV, "JEEVES_MCP_TCP_MAX_CONNECTIONS": str(cap), "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": "120"}
-    async with running_daemon(tmp_path, env) as daemon, daemon.client() as control:
+    async with running_daemon(tmp_path, capped(cap)) as daemon, daemon.client() as control:
         port = tcp_port(daemon)
         flood: list[socket.socket] = []
         try:
@@ -376,8 +380,7 @@ async def test_a_tcp_request_without_the_token_is_answered_before_its_body(
     and a few of them kept every other TCP client out. It is refused before its body is read,
     and its connection closed."""
     cap = 4
-    env = {**TCP_ENV, "JEEVES_MCP_TCP_MAX_CONNECTIONS": str(cap), "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": "120"}
-    async with running_daemon(tmp_path, env) as daemon:
+    async with running_daemon(tmp_path, capped(cap)) as daemon:
         port = tcp_port(daemon)
         slow: list[socket.socket] = []
         try:
@@ -425,6 +428,17 @@ async def answer_then_close(sock: socket.socket) -> bytes:
         answer += chunk
 
 
+async def answer_to_a_post(port: int, content_length: int) -> bytes:
+    """What the daemon sends, until it closes the connection, to a POST with the token that
+    announces `content_length` bytes of body and sends one."""
+    sock = await open_posting(port, {"Authorization": f"Bearer {TOKEN}", "Content-Length": str(content_length)})
+    try:
+        with trio.fail_after(10):
+            return await answer_then_close(sock)
+    finally:
+        sock.close()
+
+
 async def test_a_body_refused_before_it_is_read_closes_its_connection(
     tmp_path: Path, run_root: Path
 ) -> None:
@@ -433,13 +447,7 @@ async def test_a_body_refused_before_it_is_read_closes_its_connection(
     cap's reach (a request in progress), until the client went away."""
     env = {**TCP_ENV, "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": "120"}
     async with running_daemon(tmp_path, env) as daemon:
-        sock = await open_posting(tcp_port(daemon), {"Authorization": f"Bearer {TOKEN}",
-                                                     "Content-Length": str(2 * 1024 * 1024)})
-        try:
-            with trio.fail_after(10):
-                answer = await answer_then_close(sock)
-        finally:
-            sock.close()
+        answer = await answer_to_a_post(tcp_port(daemon), 2 * 1024 * 1024)
         assert answer.startswith(b"HTTP/1.1 413"), answer
         assert b'"INVALID_REQUEST"' in answer
 
@@ -451,12 +459,7 @@ async def test_a_body_slower_than_the_body_timeout_closes_its_connection(
     the connection, which can serve no other request: the daemon closes it, as after a 413."""
     env = {**TCP_ENV, "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": "120", "JEEVES_MCP_BODY_TIMEOUT_S": "1"}
     async with running_daemon(tmp_path, env) as daemon:
-        sock = await open_posting(tcp_port(daemon), {"Authorization": f"Bearer {TOKEN}", "Content-Length": "100"})
-        try:
-            with trio.fail_after(10):
-                answer = await answer_then_close(sock)
-        finally:
-            sock.close()
+        answer = await answer_to_a_post(tcp_port(daemon), 100)
         assert answer.startswith(b"HTTP/1.1 408"), answer
         assert b"connection: close" in answer.lower() and b'"REQUEST_TIMEOUT"' in answer
 
@@ -577,8 +580,7 @@ async def test_refusals_a_client_will_not_receive_do_not_hold_the_tcp_cap(tmp_pa
     left one connection to everyone. A refused request is not in progress, and a refusal
     the client does not take in time closes its connection."""
     cap = 4
-    env = {**TCP_ENV, "JEEVES_MCP_TCP_MAX_CONNECTIONS": str(cap), "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": "120"}
-    async with running_daemon(tmp_path, env) as daemon:
+    async with running_daemon(tmp_path, capped(cap)) as daemon:
         port = tcp_port(daemon)
         stalled: list[trio.SocketStream] = []
         try:
