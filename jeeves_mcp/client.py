@@ -99,6 +99,11 @@ def _result(response: httpx.Response) -> Any:
         raise ControlError("HTTP_ERROR", f"HTTP {response.status_code}: {response.text[:200]}", response.status_code) from None
 
 
+# A connection per request: the daemon closes an idle one (after tcp_header_timeout_s on
+# TCP), and a request sent on it as it closes failed as "no daemon answers". Requests are few.
+NO_KEEPALIVE = httpx.Limits(max_keepalive_connections=0)
+
+
 def _unavailable(where: str, exc: Exception) -> DaemonUnavailable:
     return DaemonUnavailable(
         "DAEMON_UNAVAILABLE",
@@ -191,7 +196,8 @@ class AsyncControlClient(_Api):
         base, uds, headers = _target(socket, url, token, daemon_uid)
         self.where = uds or base
         transport = httpx.AsyncHTTPTransport(uds=uds) if uds else None
-        self._http = httpx.AsyncClient(base_url=base, transport=transport, headers=headers, timeout=timeout)
+        self._http = httpx.AsyncClient(base_url=base, transport=transport, headers=headers, timeout=timeout,
+                                       limits=NO_KEEPALIVE)
 
     async def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
         try:
@@ -248,7 +254,8 @@ class ControlClient(_Api):
         base, uds, headers = _target(socket, url, token, daemon_uid)
         self.where = uds or base
         transport = httpx.HTTPTransport(uds=uds) if uds else None
-        self._http = httpx.Client(base_url=base, transport=transport, headers=headers, timeout=timeout)
+        self._http = httpx.Client(base_url=base, transport=transport, headers=headers, timeout=timeout,
+                                  limits=NO_KEEPALIVE)
 
     def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
         try:

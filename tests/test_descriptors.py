@@ -613,3 +613,16 @@ async def test_a_websocket_upgrade_is_refused_before_any_route(tmp_path: Path, r
                     answer += await stream.receive_some(4096)
         assert answer.startswith(b"HTTP/1.1 403"), answer
         assert "api.internal_error" not in daemon.log_path.read_text()
+
+
+async def test_a_client_never_sends_on_a_connection_the_daemon_is_closing(tmp_path: Path, run_root: Path) -> None:
+    """The daemon closes a TCP connection idle for tcp_header_timeout_s; a client keeping it
+    alive sent its next request on it as it closed, and got "no daemon answers" from a
+    healthy daemon. Requests spaced around that deadline all succeed."""
+    deadline_s = 0.05
+    env = {**TCP_ENV, "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": str(deadline_s)}
+    async with running_daemon(tmp_path, env) as daemon:
+        async with AsyncControlClient(url=f"http://127.0.0.1:{tcp_port(daemon)}", token=TOKEN) as tcp:
+            for step in range(100):
+                assert (await tcp.list())["slots"] == []
+                await trio.sleep(deadline_s * (0.8 + 0.4 * (step % 11) / 10))  # around the deadline
