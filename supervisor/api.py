@@ -116,9 +116,12 @@ class RenewBody(BaseModel):
     ttl_s: float | None = Field(None, gt=0, le=7 * 24 * 3600)
 
 
+def error_body(code: str, message: str, **extra: Any) -> str:
+    return json.dumps({"error": {"code": code, "message": message, **extra}})
+
+
 def error(code: str, message: str, status: int, **extra: Any) -> Response:
-    body = {"error": {"code": code, "message": message, **extra}}
-    return Response(json.dumps(body), status=status, mimetype="application/json")
+    return Response(error_body(code, message, **extra), status=status, mimetype="application/json")
 
 
 def ok(payload: Any, status: int = 200) -> Response:
@@ -145,7 +148,7 @@ async def _json_body(model: type[BaseModel], *, optional: bool = False) -> BaseM
 
 
 ASGIApp = Callable[[Scope, ASGIReceiveCallable, ASGISendCallable], Coroutine[Any, Any, None]]
-_REFUSED = json.dumps({"error": {"code": "UNAUTHORIZED", "message": "missing or wrong bearer token"}}).encode()
+_REFUSED = error_body("UNAUTHORIZED", "missing or wrong bearer token").encode()
 
 
 def shield_last_send(app: ASGIApp) -> ASGIApp:

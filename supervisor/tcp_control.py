@@ -86,8 +86,12 @@ class _Connection:
         self.socket = self._stream.socket
         self._held = held
         held[self] = None
-        self.in_request = False  # set by _Handler
+        self.busy = False  # hypercorn has a request of it in hand (set by _Handler)
         self.refused = False  # answered 401: never in progress, see _refusals_let_go
+
+    @property
+    def in_request(self) -> bool:
+        return self.busy and not self.refused
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await self._stream.send_all(data)
@@ -127,7 +131,7 @@ class _Handler(TCPServer):
 
     async def protocol_send(self, event: Event) -> None:
         if isinstance(event, Updated):  # before the keep-alive timer hears of it
-            self.connection.in_request = not event.idle and not self.connection.refused
+            self.connection.busy = not event.idle
         await super().protocol_send(event)
 
 
@@ -146,7 +150,6 @@ def _refusals_let_go(app: Any) -> Any:
         async def send_or_let_go(message: Any) -> None:
             if message["type"] == "http.response.start" and message["status"] == 401:
                 connection.refused = True
-                connection.in_request = False
             if not connection.refused:
                 await send(message)
                 return

@@ -40,7 +40,7 @@ def plain_reason(reason: str) -> str:
 
 
 def marker_line(prune_id: str, start: int, end: int, reason: str) -> str:
-    reason = plain_reason(reason)
+    """Seed 001's marker; `reason` as plain_reason gives it."""
     return f"⟦PRUNÉ: prune_id={prune_id} lignes {start}-{end} ({end - start + 1}) raison={reason}⟧"
 
 
