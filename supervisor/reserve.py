@@ -15,6 +15,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+from jeeves_mcp.supervisor.unsaved import fsync_dir
+
 RESERVE_NAME = "space.reserve"
 RESERVE_BYTES = 4 * 1024 * 1024
 # A failure that names no cause (SQLite's "disk I/O error") counts as lack of space when
@@ -63,7 +65,8 @@ class SpaceReserve:
 
     def make(self) -> bool:
         """Allocate the reserve if the filesystem has room for it and HEADROOM more;
-        whether it is held."""
+        whether it is held. The file's blocks and then its directory entry are fsynced:
+        after a crash, a reserve absent or short frees less than the store counts on."""
         if self.held:
             return True
         free = free_bytes(self.path.parent)
@@ -76,6 +79,8 @@ class SpaceReserve:
         try:
             os.fchmod(fd, 0o600)
             os.posix_fallocate(fd, 0, self.size)
+            os.fsync(fd)
+            fsync_dir(self.path.parent)
         except OSError:
             os.close(fd)
             self.give_back()

@@ -25,6 +25,7 @@ import pytest
 import trio
 
 from jeeves_mcp.client import ControlError
+from jeeves_mcp.supervisor.reserve import RESERVE_NAME, SpaceReserve
 from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
 from jeeves_mcp.supervisor.unsaved import EVERY_RUN, UNSAVED_NAME, UnsavedNote, decode, encode
 from tests._child import stop_process_group as stop_group
@@ -275,22 +276,41 @@ def test_more_unsaved_runs_than_the_note_holds_name_every_run() -> None:
     assert decode(bytes(4096)) == frozenset()  # made, never written
 
 
-def test_the_note_is_made_durable_with_its_directory_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A power loss soon after the first start must not take the note's entry: its directory is
-    fsynced once it is made, and not again while it is held."""
-    synced: list[str] = []
+@pytest.fixture
+def synced(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths fsynced from here on, in order (the calls are seen, not the disk: no test
+    here can cut the power)."""
+    paths: list[str] = []
     real_fsync = os.fsync
 
     def fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        paths.append(os.readlink(f"/proc/self/fd/{fd}"))
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
+    return paths
+
+
+def test_the_note_is_made_durable_with_its_directory_entry(tmp_path: Path, synced: list[str]) -> None:
+    """A power loss soon after the first start must not take the note's entry: its directory is
+    fsynced once it is made, and not again while it is held."""
     note = UnsavedNote(tmp_path / UNSAVED_NAME)
     assert note.make()
     assert synced == [str(note.path), str(tmp_path)]  # the file, then its entry
     assert note.make() and note.write(["r"]) is None
     assert synced == [str(note.path), str(tmp_path), str(note.path)]
+
+
+def test_the_reserve_is_made_durable_blocks_then_directory_entry(tmp_path: Path, synced: list[str]) -> None:
+    """The reserve is what a full disk gives back: a crash must not leave it absent or short.
+    Its allocated blocks are fsynced, then its directory, and not again while it is held."""
+    reserve = SpaceReserve(tmp_path / RESERVE_NAME, size=256 * 1024)
+    assert reserve.make() and reserve.held
+    assert synced == [str(reserve.path), str(tmp_path)]
+    info = reserve.path.stat()
+    assert info.st_size == 256 * 1024 and info.st_blocks * 512 >= 256 * 1024
+    assert SpaceReserve(reserve.path, size=256 * 1024).held  # a new daemon finds it whole
+    assert reserve.make() and synced == [str(reserve.path), str(tmp_path)]
 
 
 def pruner_runs(daemon: Daemon) -> list[str]:
