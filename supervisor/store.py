@@ -310,8 +310,8 @@ class SlotStore:
     def _sync_note(self) -> None:
         """Have the note name the runs with pending records (and those carried from the last
         daemon); a failure is logged once per set of runs, and the note tried again next time.
-        Not logged while no run is unsaved (a note refused at start was said then): nothing
-        is lost. The lock held."""
+        A note that cannot be cleared is logged only if it is known to name runs (one refused
+        at start was said then). The lock held."""
         wanted = self._carried.union(self._pending)
         if wanted == self._noted:
             return
@@ -319,13 +319,19 @@ class SlotStore:
         if problem is None:
             self._noted, self._note_failed_for = wanted, None
             return
-        if wanted != self._note_failed_for:
-            self._note_failed_for = wanted
-            if not wanted:
-                return
+        if wanted == self._note_failed_for:
+            return
+        self._note_failed_for = wanted
+        error = f"{type(problem).__name__}: {problem}"
+        if wanted:
             _log.event(log, "store.unsaved_note_failed", logging.ERROR, path=str(self.note.path),
-                       run_ids=sorted(wanted), error=f"{type(problem).__name__}: {problem}",
+                       run_ids=sorted(wanted), error=error,
                        consequence="a restart before these records are saved restarts these runs from the file")
+        elif self._noted:
+            _log.event(log, "store.unsaved_note_not_cleared", logging.WARNING, path=str(self.note.path),
+                       run_ids=sorted(self._noted), error=error,
+                       consequence="a restart before the note is cleared restores these runs degraded, "
+                                   "their children stopped, though their records are saved")
 
     def _save(self, record: SlotRecord) -> Exception | None:
         """Write the record (and any pending ones); the error if it could not."""

@@ -237,6 +237,31 @@ def test_the_runs_of_unsaved_records_are_noted_on_a_full_disk_for_the_next_store
             store.close()
 
 
+def test_a_note_naming_runs_that_cannot_be_cleared_is_logged_once(tmp_path: Path) -> None:
+    """After a restart the note names the runs the last daemon could not save; once they are
+    restored it is cleared. If it cannot be (here it has become a directory), a later restart
+    would degrade those runs again: the log says so, once."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    left = UnsavedNote(state / UNSAVED_NAME)
+    assert left.make() and left.write(["lost"]) is None
+    with store_log() as seen:
+        store = SlotStore(state / "slots.sqlite3")
+        try:
+            assert store.unsaved_before == {"lost"}
+            left.path.unlink()
+            left.path.mkdir()
+            store._settle_unsaved()
+            store._settle_unsaved()
+            record = SlotRecord(run_id="r", state="running", root="/", token="t", started_at=time.time())
+            assert store._save(record) is None  # the record saved; the note still not cleared
+        finally:
+            store.close()
+    failed = [r for r in seen if r.getMessage() == "store.unsaved_note_not_cleared"]
+    assert len(failed) == 1 and failed[0].levelno == logging.WARNING, [r.getMessage() for r in seen]
+    assert failed[0].run_ids == ["lost"] and "IsADirectoryError" in failed[0].error  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("planted", ["symlink", "foreign"])
 def test_a_note_the_daemon_did_not_make_is_neither_followed_nor_believed(tmp_path: Path, planted: str) -> None:
     state = tmp_path / "state"
