@@ -28,24 +28,19 @@ from jeeves_mcp.proc import kill_tree
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.cgroups import SlotCgroups
-from jeeves_mcp.supervisor.child import Child, SpawnError, SpawnRefused
+from jeeves_mcp.supervisor.child import SpawnError, SpawnRefused
+from jeeves_mcp.supervisor.child_start import ChildStarter
 from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.descriptors import DESCRIPTOR_ERRNOS
 from jeeves_mcp.supervisor.events import EventBus
-from jeeves_mcp.supervisor.forkserver import ForkServer, ForkServerUnavailable
+from jeeves_mcp.supervisor.forkserver import ForkServer
 from jeeves_mcp.supervisor.metrics import Metrics
 from jeeves_mcp.supervisor.slot import Slot, SlotState
-from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
-from jeeves_mcp.supervisor.strictmodes import spawn_problem
+from jeeves_mcp.supervisor.store import SlotStore
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
 STATS_EVERY_PINGS = 6  # savings are collected on release anyway; this bounds a crash's loss
-
-
-def marker_env(config: DaemonConfig) -> dict[str, str]:
-    """Marks the daemon's processes in /proc: the stray kill finds them by it."""
-    return {"JEEVES_MCP_STATE_DIR": str(config.state_dir)}
 
 
 class SlotLifecycle:
@@ -68,11 +63,8 @@ class SlotLifecycle:
         self.metrics = metrics
         self.http = http
         self.slots = slots
-        self.fork_server = fork_server
         self.cgroups = SlotCgroups.for_state_dir(config.state_dir)
-        # Children starting at once compete with the daemon for the CPU; a burst
-        # of acquires queues here instead of starving the control API.
-        self._spawning = trio.Semaphore(config.spawn_concurrency)
+        self.starter = ChildStarter(config, events, metrics, http, self.cgroups, fork_server)
 
     async def refresh_stats(self, slot: Slot) -> None:
         """Ask the slot's child what it has counted so far (kept in the record)."""
@@ -85,7 +77,7 @@ class SlotLifecycle:
             slot.record.stats = {"base": slot.record.stats.get("base", {}), "current": reported}
 
     def log_path(self, run_id: str) -> Path:
-        return self.config.log_dir / f"{run_id}.log"
+        return self.starter.log_path(run_id)
 
     async def save(self, slot: Slot) -> None:
         """Write the slot's record; a failure (full disk, ...) is an event, not an error."""
@@ -175,7 +167,7 @@ class SlotLifecycle:
             return
         await self._transition(slot, SlotState.STARTING, "mcp_pruner.starting")
         try:
-            slot.child = await self._spawn(slot, port=0)
+            slot.child = await self.starter.start(slot.record, port=0)
         except OSError as exc:
             if exc.errno not in DESCRIPTOR_ERRNOS:
                 raise
@@ -217,52 +209,6 @@ class SlotLifecycle:
             slot, SlotState.RUNNING, event, host="127.0.0.1", port=slot.child.port, pid=slot.child.pid
         )
 
-    async def _spawn(self, slot: Slot, port: int) -> Child:
-        record = slot.record
-        log_file = self.log_path(record.run_id)
-        env = children.child_environment(
-            record.token,
-            {**self.config.child_env, **record.env, **marker_env(self.config), "JEEVES_MCP_RUN_ID": record.run_id},
-            record.pruner_endpoint,
-        )
-        if (problem := spawn_problem(log_file, env, Path(record.root))) is not None:
-            raise SpawnRefused(problem)  # the slot's reason says it; the child's stderr would not
-        options: dict[str, Any] = {
-            "root": Path(record.root), "token": record.token, "port": port, "env": env,
-            "log_file": log_file, "log_bytes": self.config.child_log_bytes,
-            "timeout_s": self.config.startup_timeout_s,
-        }
-        async with self._spawning:
-            return await self._spawn_healthy(record, options)
-
-    async def _spawn_healthy(self, record: SlotRecord, options: dict[str, Any]) -> Child:
-        child: Child | None = None
-        if self.fork_server is not None and self.fork_server.up.is_set():
-            try:
-                child = await self.fork_server.spawn(**options)
-                self.metrics.spawns.labels(mode="fork").inc()
-            except ForkServerUnavailable as exc:
-                self.events.publish("fork_server.unavailable", logging.WARNING, run_id=record.run_id, error=str(exc))
-        if child is None:
-            child = await children.spawn(**options)
-            self.metrics.spawns.labels(mode="cold").inc()
-        self.cgroups.place(record.run_id, child.pid)  # before it can start any command
-        try:
-            with trio.fail_after(self.config.startup_timeout_s):
-                while (problem := await children.ping(self.http, child, record.token, self.config.health_timeout_s)) is not None:
-                    if not child.alive():
-                        raise SpawnError(f"child exited during its health check ({problem})")
-                    await trio.sleep(0.05)  # ready line printed, socket listening: a retry is rare
-        except BaseException as exc:
-            with trio.CancelScope(shield=True):
-                await child.stop(grace_s=0.5)
-                child.close()
-                await self.cgroups.kill(record.run_id)
-            if isinstance(exc, trio.TooSlowError):
-                raise SpawnError("health check did not pass before the startup timeout") from exc
-            raise
-        return child
-
     async def _supervise(self, slot: Slot) -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._lease_watch, slot)
@@ -296,7 +242,7 @@ class SlotLifecycle:
             )
             await trio.sleep(delay)
             try:
-                slot.child = await self._spawn(slot, port=slot.record.port or 0)
+                slot.child = await self.starter.start(slot.record, port=slot.record.port or 0)
             except (SpawnError, OSError) as exc:  # OSError: the daemon out of descriptors, memory, ...
                 reason = f"restart failed: {exc}"  # retried as any other, not a task crash (T1)
                 continue

@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from jeeves_mcp.supervisor.child import Child
-from jeeves_mcp.supervisor.store import SlotRecord
+from jeeves_mcp.supervisor.records import SlotRecord
 
 
 class SlotState(enum.StrEnum):

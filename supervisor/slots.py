@@ -21,14 +21,16 @@ import trio
 
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
+from jeeves_mcp.supervisor.child_start import marker_env
 from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.forkserver import ForkServer
-from jeeves_mcp.supervisor.lifecycle import SlotLifecycle, marker_env
+from jeeves_mcp.supervisor.lifecycle import SlotLifecycle
 from jeeves_mcp.supervisor.metrics import Metrics
 from jeeves_mcp.supervisor.reconcile import reconcile
+from jeeves_mcp.supervisor.records import SlotRecord
 from jeeves_mcp.supervisor.slot import Slot, SlotState, iso, record_view
-from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
+from jeeves_mcp.supervisor.store import SlotStore
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 

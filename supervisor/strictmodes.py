@@ -30,7 +30,7 @@ __all__ = [
     "ancestor_problem", "dir_problem", "entry_problem", "spawn_problem", "state_dir_problem", "writable_by",
 ]
 
-# What the daemon opens in its state dir at start (store.py, reserve.py, unsaved.py, lifecycle.py).
+# What the daemon opens in its state dir at start (store.py, reserve.py, unsaved.py, child_start.py).
 STATE_ENTRIES = ("daemon.lock", "slots.sqlite3", "slots.sqlite3-wal", "slots.sqlite3-shm", RESERVE_NAME, UNSAVED_NAME,
                  "logs")
 
