@@ -23,6 +23,7 @@ from jeeves_mcp.proc import (
     run_command,
     sweep_zombies,
 )
+from jeeves_mcp.proc import reaper as process_reaper
 from jeeves_mcp.proc import tree as process_tree
 
 GRACE_S = 0.3
@@ -430,10 +431,15 @@ async def test_descendant_walk_kills_a_setsid_double_forked_tagged_process(
     assert marked_pids(*marker) == []
 
 
-async def test_the_orphan_reaper_never_takes_the_status_of_a_command(tmp_path, marker, subreaper):
+@pytest.mark.parametrize("children_lists", [True, False], ids=["children_lists", "no_children_lists"])
+async def test_the_orphan_reaper_never_takes_the_status_of_a_command(
+    tmp_path, marker, subreaper, monkeypatch, children_lists
+):
     """Reaping orphans as they exit (attack review F3) while commands run and spawn: each
     command's status stays its own (a status reaped under trio reads as exit 0), and the
-    orphans are gone after, with no sweep."""
+    orphans are gone after, with no sweep. Also as on a kernel without children lists."""
+    if not children_lists:
+        monkeypatch.setattr(process_reaper, "own_children", lambda: None)
     results: dict[int, int | None] = {}
 
     async def command(code: int) -> None:

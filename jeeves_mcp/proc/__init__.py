@@ -18,7 +18,7 @@ from .procfs import (
     set_process_title,
     user_name,
 )
-from .reaper import reap_orphans
+from .reaper import reap_orphans, sweep_zombies
 from .runner import (
     COMMAND_MAX_PROCESSES,
     CommandResult,
@@ -28,7 +28,7 @@ from .runner import (
     pinned_root,
     run_command,
 )
-from .tree import TAG_VAR, TREE_VAR, kill_descendants, kill_tree, sweep_zombies
+from .tree import TAG_VAR, TREE_VAR, kill_descendants, kill_tree
 
 __all__ = [
     "COMMAND_MAX_PROCESSES",

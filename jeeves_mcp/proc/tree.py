@@ -39,7 +39,7 @@ import contextlib
 import os
 import select
 import signal
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Iterable
 
 import trio
 
@@ -51,12 +51,11 @@ from .procfs import (
     is_subreaper,
     list_pids,
     old_enough,
-    own_children,
-    pidfd_pids,
     proc_stat,
     reap_children,
     uptime_ticks,
 )
+from .reaper import sweep_zombies
 
 TAG_VAR = "JEEVES_MCP_CALL"
 # Set by whoever starts the pruner (the supervisor) in the pruner's own
@@ -324,59 +323,3 @@ def kill_descendants(*, reap: bool = True) -> int:
     if reap:
         reap_children()
     return len(killed)
-
-
-def sweep_zombies() -> int:
-    """Reap zombie children of ours that nobody waits for; returns how many.
-
-    Orphans of finished commands reparent to the subreaper and become our
-    zombies when they exit. A zombie child is left alone when this process
-    holds a pidfd for it (trio's Process does, until it has reaped its child)
-    or when it is younger than `ZOMBIE_MIN_AGE_S`. Blocking: run in a thread.
-    """
-    return reap_zombies(pidfd_pids, young_too=False)[0]
-
-
-def reap_zombies(
-    held: Callable[[], Container[int]], *, young_too: bool, most: int | None = None
-) -> tuple[int, bool]:
-    """Reap exited children of ours whose status is nobody else's: how many, and whether
-    some were left for a later pass (too young, or past the first `most`).
-
-    `held()`, asked only when a child has exited, names the children to leave alone (their
-    exit status is trio's to read). Unless `young_too`, a child started less than
-    `ZOMBIE_MIN_AGE_S` ago is left too: it may be a spawn whose pidfd is not open yet.
-    Exited children are peeked at (`WNOWAIT`) before any is reaped; the children are read
-    from /proc/PID/task/*/children, or where the kernel has none, from all of /proc.
-    """
-    children = own_children()
-    exited = [pid for pid in (list_pids() if children is None else children) if _zombie_child(pid)]
-    if not exited:
-        return 0, False
-    left = most is not None and len(exited) > most
-    keep = held()
-    now_ticks = None if young_too else uptime_ticks()
-    reaped = 0
-    for pid in exited[:most]:
-        if pid in keep:
-            continue
-        if not young_too and not _old(pid, now_ticks):
-            left = True
-            continue
-        with contextlib.suppress(ChildProcessError):
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                reaped += 1
-    return reaped, left
-
-
-def _zombie_child(pid: int) -> bool:
-    """An exited child of ours, peeked at without reaping it (False for anyone else's)."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return False
-
-
-def _old(pid: int, now_ticks: float | None) -> bool:
-    stat = proc_stat(pid)
-    return stat is not None and old_enough(stat, now_ticks)
