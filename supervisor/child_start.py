@@ -5,6 +5,7 @@ SlotLifecycle (lifecycle.py) decides when; this decides how."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,27 +28,22 @@ def marker_env(config: DaemonConfig) -> dict[str, str]:
     return {"JEEVES_MCP_STATE_DIR": str(config.state_dir)}
 
 
+@dataclass
 class ChildStarter:
     """Starts healthy children for slot records, `config.spawn_concurrency` at a time."""
 
-    def __init__(
-        self,
-        config: DaemonConfig,
-        events: EventBus,
-        metrics: Metrics,
-        http: httpx.AsyncClient,
-        cgroups: SlotCgroups,
-        fork_server: ForkServer | None,
-    ) -> None:
-        self.config = config
-        self.events = events
-        self.metrics = metrics
-        self.http = http
-        self.cgroups = cgroups
-        self.fork_server = fork_server
-        # Children starting at once compete with the daemon for the CPU; a burst
-        # of acquires queues here instead of starving the control API.
-        self._spawning = trio.Semaphore(config.spawn_concurrency)
+    config: DaemonConfig
+    events: EventBus
+    metrics: Metrics
+    http: httpx.AsyncClient
+    cgroups: SlotCgroups
+    fork_server: ForkServer | None
+    # Children starting at once compete with the daemon for the CPU; a burst
+    # of acquires queues here instead of starving the control API.
+    _spawning: trio.Semaphore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._spawning = trio.Semaphore(self.config.spawn_concurrency)
 
     def log_path(self, run_id: str) -> Path:
         return self.config.log_dir / f"{run_id}.log"
