@@ -39,6 +39,9 @@ class PrunerConfig(Settings):
     response_budget_bytes: int = Field(10 * 1024, ge=2048, description="A serialized tool result stays under this many bytes (seed 002).")
     max_concurrent_calls: int = Field(8, ge=1, description="Tool calls running at once; more get QUEUE_OVERLOADED.")
     max_sessions: int = Field(256, ge=1, description="Streamable HTTP sessions kept; the least recently used is dropped.")
+    max_connections: int = Field(
+        128, ge=1, description="HTTP connections held at once (any local user can reach the port); past that a new one "
+        "resets the oldest without a request in progress, or is reset unread if all have one.")
     store_ttl_s: float = Field(3600.0, gt=0, description="Lifetime of a prune_id / output id in the recovery store.")
     store_max_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="Total text kept by the recovery store (LRU).")
     max_prune_input_bytes: int = Field(2 * 1024 * 1024, ge=1, description="Larger outputs are not pruned (input_too_large).")

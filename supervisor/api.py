@@ -21,6 +21,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from jeeves_mcp import __version__
+from jeeves_mcp.mcp.transports.capped import vouch_for
 from jeeves_mcp.paths import foreign_symlink
 from jeeves_mcp.proc import can_switch_users, user_name
 from jeeves_mcp.supervisor import savings
@@ -178,8 +179,9 @@ def require_token(app: ASGIApp, token: bytes) -> ASGIApp:
     """TCP peers (a scope with a client address) need the bearer token; Unix-socket peers
     are trusted by the socket's mode. Asked before the app reads the body, which a request
     without the token could trickle for BODY_TIMEOUT while holding one of the capped TCP
-    connections; the refusal closes the connection, whose body is left unread. A WebSocket
-    upgrade, which no route takes, is refused whoever asks."""
+    connections; the refusal closes the connection, whose body is left unread. A request
+    with the token is vouched for: the capped listener bounds the sends of the others. A
+    WebSocket upgrade, which no route takes, is refused whoever asks."""
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(_REFUSED)).encode()),
@@ -197,6 +199,7 @@ def require_token(app: ASGIApp, token: bytes) -> ASGIApp:
                 await send({"type": "http.response.start", "status": 401, "headers": headers, "trailers": False})
                 await send({"type": "http.response.body", "body": _REFUSED, "more_body": False})
                 return
+            vouch_for(scope)
         await app(scope, receive, send)
 
     return guarded

@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import socket
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -17,6 +18,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
 from jeeves_mcp import __version__, _log
+from jeeves_mcp.mcp.transports.capped import listening_socket, serve_capped
 from jeeves_mcp.preflight import child_start_problem
 from jeeves_mcp.supervisor import descriptors
 from jeeves_mcp.supervisor.api import create_app
@@ -28,7 +30,6 @@ from jeeves_mcp.supervisor.slot import SlotState
 from jeeves_mcp.supervisor.slots import SlotManager
 from jeeves_mcp.supervisor.store import SlotStore, StateDirInUse, StoreTooNew, lock_state_dir
 from jeeves_mcp.supervisor.strictmodes import ancestor_problem, dir_problem, state_dir_problem
-from jeeves_mcp.supervisor.tcp_control import listening_socket, serve_tcp
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
@@ -179,12 +180,12 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
                     lambda task_status: serve(app, hyper, shutdown_trigger=shutdown.wait, task_status=task_status)
                 )
                 tcp_url = None
-                if config.tcp_host:  # served apart, capped, with a header deadline (tcp_control.py)
+                if config.tcp_host:  # served apart, capped, with a header deadline (capped.py)
                     listener = listening_socket(config.tcp_host, config.tcp_port, hyper.backlog)
-                    tcp_url = await servers.start(
-                        serve_tcp, app, hyper, listener, config.tcp_max_connections,
-                        config.tcp_header_timeout_s, shutdown,
-                    )
+                    tcp_url = await servers.start(partial(
+                        serve_capped, app, hyper, listener, config.tcp_max_connections,
+                        config.tcp_header_timeout_s, shutdown, events="daemon.tcp_",
+                    ))
                 events.publish(
                     "daemon.ready", version=__version__, socket=str(config.socket),
                     tcp=tcp_url, slots=len(manager.slots),

@@ -21,6 +21,7 @@ import trio
 
 from jeeves_mcp.client import AsyncControlClient
 from tests._daemon import Daemon, EventLog, running_daemon, watch_events
+from tests._sockets import closed_by_the_server, h2_stalled_get, open_fds
 
 TOKEN = "tcp-token-for-the-descriptor-tests-0123456789"
 TCP_ENV = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": TOKEN}
@@ -29,10 +30,6 @@ TCP_ENV = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEV
 def tcp_port(daemon: Daemon) -> int:
     ready = next(json.loads(line) for line in daemon.log_path.read_text().splitlines() if '"daemon.ready"' in line)
     return int(ready["tcp"].rsplit(":", 1)[1])
-
-
-def open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 # A request whose headers never end: what every flood below holds.
@@ -266,19 +263,6 @@ def still_open(sock: socket.socket) -> bool:
         return False
 
 
-async def closed_by_the_daemon(sock: socket.socket) -> None:
-    """Until the daemon closes `sock` (anything it sends before is read and dropped)."""
-    while True:
-        await trio.lowlevel.wait_readable(sock)
-        try:
-            if not sock.recv(4096, socket.MSG_DONTWAIT):
-                return
-        except BlockingIOError:
-            continue
-        except ConnectionResetError:
-            return
-
-
 @asynccontextmanager
 async def tcp_events(port: int) -> AsyncIterator[AsyncIterator[str]]:
     """The event stream over TCP, with the token: a request in progress while it is open."""
@@ -327,7 +311,7 @@ async def test_at_the_cap_a_new_tcp_connection_resets_the_oldest_one_without_a_r
                     # own, the oldest first; the newest are held, unanswered.
                     dropped = flooding + 1 - (cap - 1)
                     for sock in flood[:dropped]:
-                        await closed_by_the_daemon(sock)
+                        await closed_by_the_server(sock)
                 assert [still_open(sock) for sock in flood] == [False] * dropped + [True] * (flooding - dropped)
                 # The event stream, older than them all, was not taken for room.
                 await still_streams(events, control, run_root, "during")
@@ -362,8 +346,8 @@ async def test_a_tcp_connection_is_closed_when_its_request_headers_are_not_compl
                 with trio.fail_after(4):  # well before the 5 s that closed them before
                     async with trio.open_nursery() as nursery:
                         nursery.start_soon(trickle)
-                        await closed_by_the_daemon(silent)
-                        await closed_by_the_daemon(trickling)
+                        await closed_by_the_server(silent)
+                        await closed_by_the_server(trickling)
                         nursery.cancel_scope.cancel()
             finally:
                 silent.close()
@@ -468,7 +452,7 @@ async def test_making_room_skips_a_connection_whose_socket_is_already_closed() -
     """A connection its handler is closing was still held, and looked idle, while trio's
     aclose checkpointed after closing the socket; the accept loop's reset then met EBADF,
     which stopped the daemon."""
-    from jeeves_mcp.supervisor.tcp_control import _Connection
+    from jeeves_mcp.mcp.transports.capped import _Connection
 
     ours, theirs = socket.socketpair()
     theirs.close()
@@ -521,7 +505,7 @@ async def test_a_client_that_never_reads_its_answer_does_not_hold_the_listener_o
     never read a large answer, and with it the daemon's shutdown, forever."""
     from hypercorn.config import Config
 
-    from jeeves_mcp.supervisor.tcp_control import listening_socket, serve_tcp
+    from jeeves_mcp.mcp.transports.capped import listening_socket, serve_capped
 
     big = b"x" * (64 << 20)  # more than loopback's socket buffers hold
     writing = trio.Event()
@@ -545,7 +529,8 @@ async def test_a_client_that_never_reads_its_answer_does_not_hold_the_listener_o
             async def listen(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
                 with cancel:
                     try:
-                        await serve_tcp(app, Config(), listener, 8, 30.0, trio.Event(), task_status=task_status)
+                        await serve_capped(app, Config(), listener, 8, 30.0, trio.Event(), events="test.",
+                                           task_status=task_status)
                     finally:
                         returned.set()
 
@@ -561,17 +546,7 @@ async def test_a_client_that_never_reads_its_answer_does_not_hold_the_listener_o
     assert came_back
 
 
-def _h2_frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
-    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
-
-
-# HTTP/2 with prior knowledge: a window of 0 for what the server sends, then GET /healthz
-# without a token (HPACK: :method GET, :scheme http, :path and :authority as literals).
-H2_STALLED_REFUSAL = (
-    b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-    + _h2_frame(4, 0, 0, (4).to_bytes(2, "big") + (0).to_bytes(4, "big"))
-    + _h2_frame(1, 5, 1, b"\x82\x86" + b"\x04\x08/healthz" + b"\x01\x09127.0.0.1")
-)
+H2_STALLED_REFUSAL = h2_stalled_get(b"/healthz")  # no token: a 401 whose body cannot be sent
 
 
 async def test_refusals_a_client_will_not_receive_do_not_hold_the_tcp_cap(tmp_path: Path, run_root: Path) -> None:

@@ -8,14 +8,14 @@ import os
 import signal
 import sys
 from dataclasses import dataclass
-from typing import Any, cast
+from functools import partial
 
 import trio
 from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve
 
 from jeeves_mcp import _log
 from jeeves_mcp.mcp.protocol import Dispatcher
+from jeeves_mcp.mcp.transports.capped import listening_socket, serve_capped
 from jeeves_mcp.mcp.transports.http import McpHttpApp
 from jeeves_mcp.mcp.transports.stdio import serve_stdio
 from jeeves_mcp.pipeline import ToolRunner
@@ -43,10 +43,8 @@ def build_server(config: PrunerConfig) -> PrunerServer:
     return PrunerServer(config, store, pruner, runner, Dispatcher(runner))
 
 
-def _hypercorn_config(config: PrunerConfig) -> HypercornConfig:
-    hyper = HypercornConfig()
-    host = f"[{config.host}]" if ":" in config.host else config.host
-    hyper.bind = [f"{host}:{config.port}"]
+def _hypercorn_config() -> HypercornConfig:
+    hyper = HypercornConfig()  # its keep-alive timeout (5 s) is the header deadline
     hyper.accesslog = None
     hyper.errorlog = logging.getLogger("jeeves_mcp.hypercorn")
     hyper.graceful_timeout = 2.0
@@ -60,20 +58,28 @@ async def serve_http(
     shutdown: trio.Event,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve /mcp, /rpc and /health; reports the bound port once listening."""
-    app = McpHttpApp(
-        server.config, server.dispatcher, swe_server.routes(server.pruner, server.config)
-    )
+    """Serve /mcp, /rpc and /health; reports the bound port once listening.
+
+    Any local user can see the port in `ps` and connect, and /health needs no token: the
+    listener is capped (`max_connections`), as the daemon's TCP control port is, and bounds
+    every answer the app does not vouch for (attack F3: 1,100 tokenless HTTP/2 requests that
+    never took their answer used up the child's descriptors, and its slot was degraded)."""
+    config = server.config
+    app = McpHttpApp(config, server.dispatcher, swe_server.routes(server.pruner, config))
+    hyper = _hypercorn_config()
+    sock = listening_socket(config.host, config.port, hyper.backlog)
+
+    async def close_sessions_at_shutdown() -> None:
+        await shutdown.wait()
+        app.close_sessions()
+
     async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            lambda task_status: serve(
-                # hypercorn types its app with TypedDict scopes; ours reads them as dicts
-                cast(Any, app), _hypercorn_config(server.config), shutdown_trigger=shutdown.wait,
-                task_status=task_status,
-            )
-        )
-        port = int(binds[0].rsplit(":", 1)[1])
-        task_status.started(port)
+        nursery.start_soon(close_sessions_at_shutdown)
+        await nursery.start(partial(
+            serve_capped, app, hyper, sock, config.max_connections, hyper.keep_alive_timeout, shutdown,
+            events="http.",
+        ))
+        task_status.started(sock.getsockname()[1])
 
 
 async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:

@@ -45,6 +45,7 @@ from jeeves_mcp.mcp.transports.asgi import (
     send_sse_event,
     start_sse,
 )
+from jeeves_mcp.mcp.transports.capped import vouch_for
 from jeeves_mcp.mcp.transports.checks import (
     is_local_host,
     is_local_origin,
@@ -95,9 +96,6 @@ class McpHttpApp:
     # -- ASGI entry ---------------------------------------------------------
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
         if scope["type"] != "http":
             return
         method, path = scope["method"], scope["path"]
@@ -136,21 +134,16 @@ class McpHttpApp:
         else:
             await status(send, 404, f"no route {method} {path}")
 
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                for entry in self.sessions.values():
-                    entry.close()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+    def close_sessions(self) -> None:
+        """At shutdown: their GET streams end now, not when the listener's grace runs out."""
+        for entry in self.sessions.values():
+            entry.close()
 
     # -- security -------------------------------------------------------------
 
     async def guard(self, scope: dict[str, Any], send: Send) -> bool:
-        """Host and Origin (DNS rebinding), then the bearer token; False once refused."""
+        """Host and Origin (DNS rebinding), then the bearer token; False once refused. A request
+        let through is vouched for: the capped listener bounds the answers of all the others."""
         host = header(scope, b"host")
         if self._loopback and host is not None and not is_local_host(host):
             if (held := self._host_refusals.allow()) is not None:
@@ -173,6 +166,7 @@ class McpHttpApp:
                     send, 401, "missing or wrong bearer token", www_authenticate='Bearer realm="jeeves-mcp"'
                 )
                 return False
+        vouch_for(scope)
         return True
 
     async def _read_message(self, receive: Receive, send: Send) -> Any:

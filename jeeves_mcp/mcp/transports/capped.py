@@ -1,0 +1,277 @@
+"""A TCP listener with a cap on the connections it holds at once, for ports every local user
+can reach: the daemon's TCP control API and each pruner child's port (`ps` shows it).
+
+Without a cap, one local user's connections took every descriptor the daemon (attack T1)
+or a child (F3) had. At `limit` a new connection makes room by resetting the oldest one
+without a request in progress; only when every one has a request in progress is the new
+one reset instead, before a byte of it is read. Refusing the newest whatever the others held
+let a run's 300 half-sent connections keep every other client out for as long as they
+lasted (NF4).
+
+A request is in progress from its complete headers to the end of its answer: hypercorn's
+handler tells itself so (`Updated(idle=False)`, `Updated(idle=True)`), and it runs its
+keep-alive timer exactly while none is. That timer, set to `header_timeout_s` here, is the
+header deadline: a connection that has not delivered a complete request's headers that long
+after it was accepted, or after its last answer, is closed; bytes trickled in do not extend
+it. An answer to a request the app did not vouch for (`vouch_for`: the token was checked)
+is never in progress, and must be sent within UNVOUCHED_ANSWER_S or its connection is
+reset: a tokenless HTTP/2 request granting no window for the answer's body, or HTTP/1.1
+requests pipelined by a client that never reads, otherwise stayed in progress for good.
+Each connection is served by hypercorn's own connection handler, as `hypercorn.trio.serve`
+would (which has no cap).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import errno
+import logging
+import math
+import socket
+import struct
+from typing import Any
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.events import Event, Updated
+from hypercorn.trio.tcp_server import TCPServer
+from hypercorn.trio.worker_context import WorkerContext
+from hypercorn.typing import ConnectionState
+from hypercorn.utils import repr_socket_addr, wrap_app
+
+from jeeves_mcp import _log
+
+__all__ = ["UNVOUCHED_ANSWER_S", "listening_socket", "serve_capped", "vouch_for"]
+
+log = logging.getLogger("jeeves_mcp.listener")
+
+# accept() errors that mean "not now" (trio.serve_listeners's list): wait and accept again.
+ACCEPT_CAPACITY_ERRNOS = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS)
+ACCEPT_RETRY_S = 0.1
+REPORT_EVERY_S = 10.0  # resets and accept errors are logged at most this often
+# Unvouched answers (a 401, /health) are a few hundred bytes: a client taking longer is not listening.
+UNVOUCHED_ANSWER_S = 1.0
+_CONNECTION = "jeeves_mcp.tcp_connection"  # the _Connection, in a request's scope["state"]
+_VOUCHED = "jeeves_mcp.vouched"  # in a request's scope, once the app has checked its token
+
+
+def vouch_for(scope: Any) -> None:
+    """The app has checked this request's token (or needs none): its answer may take as long
+    as it takes, its connection is never reset for room meanwhile."""
+    scope[_VOUCHED] = True
+
+
+def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
+    host = host.strip("[]")
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _reset(sock: trio.socket.SocketType) -> None:
+    """Close with a reset, not a FIN: nothing lingers in TIME_WAIT. A socket already closed
+    is left so: its EBADF reached the listener, which stopped the daemon."""
+    if sock.fileno() == -1:
+        return
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+class _Connection:
+    """A connection's stream, held in `held` (in the order they were accepted) until it is
+    closed: hypercorn's handler outlives the connection it closed by its keep-alive timer,
+    and a client that has hung up must not keep the next one out that long. Not SSL (no
+    `do_handshake`)."""
+
+    def __init__(self, conn: trio.socket.SocketType, held: dict[_Connection, None]) -> None:
+        self._stream = trio.SocketStream(conn)
+        self.socket = self._stream.socket
+        self._held = held
+        held[self] = None
+        self.busy = False  # hypercorn has a request of it in hand (set by _Handler)
+        self.unvouched = 0  # of its requests, those answering unvouched (_unvouched_answers_let_go)
+        self.send_deadline = math.inf  # the earliest of theirs
+
+    @property
+    def in_request(self) -> bool:
+        return self.busy and not self.unvouched
+
+    def answer_unvouched(self, deadline: float) -> None:
+        self.unvouched += 1
+        self.send_deadline = min(self.send_deadline, deadline)
+
+    def answered_unvouched(self) -> None:
+        self.unvouched -= 1
+        if not self.unvouched:
+            self.send_deadline = math.inf
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        # hypercorn shields this write from cancellation: an unvouched answer's deadline
+        # is kept here, inside the shield.
+        with trio.CancelScope(deadline=self.send_deadline):
+            await self._stream.send_all(data)
+            return
+        self.reset()
+        raise trio.BrokenResourceError("an unvouched answer was not taken in time")
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        return await self._stream.receive_some(max_bytes)
+
+    async def send_eof(self) -> None:
+        await self._stream.send_eof()
+
+    async def aclose(self) -> None:
+        # Out of `held` before the socket closes: trio's aclose checkpoints after closing,
+        # and the accept loop must not pick a closed socket to make room.
+        self.release()
+        await self._stream.aclose()
+
+    def release(self) -> None:
+        self._held.pop(self, None)
+
+    def reset(self) -> None:
+        """Make room: its handler, reading or about to, finds it closed and finishes."""
+        self.release()
+        _reset(self.socket)
+
+
+class _Handler(TCPServer):
+    """hypercorn's connection handler, telling its connection whether a request is in progress;
+    the connection is in its requests' scope (state), for _unvouched_answers_let_go."""
+
+    def __init__(self, app: Any, config: HypercornConfig, context: WorkerContext, connection: _Connection) -> None:
+        state = ConnectionState({_CONNECTION: connection})
+        super().__init__(app, config, context, state, connection)  # type: ignore[arg-type]
+        self.connection = connection
+
+    async def protocol_send(self, event: Event) -> None:
+        if isinstance(event, Updated):  # before the keep-alive timer hears of it
+            self.connection.busy = not event.idle
+        await super().protocol_send(event)
+
+
+def _unvouched_answers_let_go(app: Any) -> Any:
+    """An answer to a request the app did not vouch for is no request in progress, so its
+    connection can make room, and one the client does not take within UNVOUCHED_ANSWER_S
+    resets its connection: hypercorn runs no timer while a request is in progress, so nothing
+    else would end a wait for an HTTP/2 window (here) or a write to a full socket (send_all)."""
+
+    async def app_letting_unvouched_answers_go(scope: Any, receive: Any, send: Any) -> None:
+        connection = (scope.get("state") or {}).get(_CONNECTION)
+        if connection is None:
+            await app(scope, receive, send)
+            return
+        deadline: float | None = None
+
+        async def send_or_let_go(message: Any) -> None:
+            nonlocal deadline
+            if scope.get(_VOUCHED):
+                await send(message)
+                return
+            if deadline is None:  # its first send: the answer starts
+                deadline = trio.current_time() + UNVOUCHED_ANSWER_S
+                connection.answer_unvouched(deadline)
+            with trio.CancelScope(deadline=deadline):
+                await send(message)
+                return
+            connection.reset()
+
+        try:
+            await app(scope, receive, send_or_let_go)
+        finally:
+            if deadline is not None:
+                connection.answered_unvouched()
+
+    return app_letting_unvouched_answers_go
+
+
+async def serve_capped(
+    app: Any, config: HypercornConfig, sock: socket.socket, limit: int, header_timeout_s: float,
+    shutdown: trio.Event, *, events: str, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve `app` on the listening `sock`, at most `limit` connections at once, each closed
+    when it has had no request in progress for `header_timeout_s`. At `shutdown` it closes
+    `sock` and gives the open connections `config.graceful_timeout` to finish their requests,
+    as hypercorn's `serve` does; it returns when they are done (or it is cancelled). Its log
+    events are named `events` + `connection_dropped` and so on."""
+    config = copy.copy(config)  # the caller's other servers keep theirs
+    config.keep_alive_timeout = header_timeout_s
+    wrapped = wrap_app(_unvouched_answers_let_go(app), config.wsgi_max_body_size, None)
+    context = WorkerContext(None)
+    listener = trio.socket.from_stdlib_socket(sock)
+    refused = _log.Throttle(REPORT_EVERY_S)
+    dropped = _log.Throttle(REPORT_EVERY_S)
+    starved = _log.Throttle(REPORT_EVERY_S)
+    held: dict[_Connection, None] = {}
+    serving = trio.CancelScope()
+
+    async def handle(stream: _Connection) -> None:
+        try:
+            await _Handler(wrapped, config, context, stream)
+        except Exception as exc:  # one connection's fault is not the listener's
+            log.error(f"{events}connection_failed", exc_info=exc)
+        finally:
+            stream.release()
+
+    async def let_go_of_held() -> None:
+        # hypercorn shields its socket writes: a client that never reads its answer would
+        # hold a stopping (or cancelled) server forever. A closed socket ends the write.
+        try:
+            await shutdown.wait()
+            await trio.sleep(config.graceful_timeout)
+            serving.cancel()
+        finally:
+            for connection in list(held):
+                connection.reset()
+
+    async with trio.open_nursery() as guard:
+        guard.start_soon(let_go_of_held)
+        with serving:
+            async with trio.open_nursery() as connections:
+                with listener, trio.CancelScope() as accepting:
+
+                    async def stop_accepting() -> None:
+                        await shutdown.wait()
+                        accepting.cancel()
+
+                    connections.start_soon(stop_accepting)
+                    task_status.started(f"http://{repr_socket_addr(sock.family, sock.getsockname())}")
+                    while True:
+                        try:
+                            conn, _ = await listener.accept()
+                        except OSError as exc:
+                            if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                                raise
+                            if (count := starved.allow()) is not None:
+                                _log.event(log, f"{events}accept_failed", logging.WARNING, count=count + 1,
+                                           error=exc.strerror)
+                            await trio.sleep(ACCEPT_RETRY_S)
+                            continue
+                        if len(held) >= limit:
+                            oldest = next((other for other in held if not other.in_request), None)
+                            if oldest is None:  # every one has a request in progress: nothing of it is read
+                                _reset(conn)
+                                if (count := refused.allow()) is not None:
+                                    _log.event(log, f"{events}connection_refused", logging.WARNING,
+                                               count=count + 1, limit=limit)
+                                continue
+                            oldest.reset()
+                            if (count := dropped.allow()) is not None:
+                                _log.event(log, f"{events}connection_dropped", logging.WARNING, count=count + 1,
+                                           limit=limit)
+                        connections.start_soon(handle, _Connection(conn, held))
+                await context.terminated.set()  # kept-alive connections close after their request
+        guard.cancel_scope.cancel()  # every connection is done
