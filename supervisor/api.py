@@ -175,13 +175,26 @@ def shield_last_send(app: ASGIApp) -> ASGIApp:
     return app_with_shielded_end
 
 
+def refuse_websockets(app: ASGIApp) -> ASGIApp:
+    """No route takes a WebSocket upgrade: refused (403) before quart's 404 handler, which
+    failed on it (a 500 and a traceback in the log per request), whoever asks on whichever
+    listener."""
+
+    async def without_websockets(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": ""})
+            return
+        await app(scope, receive, send)
+
+    return without_websockets
+
+
 def require_token(app: ASGIApp, token: bytes) -> ASGIApp:
     """TCP peers (a scope with a client address) need the bearer token; Unix-socket peers
     are trusted by the socket's mode. Asked before the app reads the body, which a request
     without the token could trickle for BODY_TIMEOUT while holding one of the capped TCP
     connections; the refusal closes the connection, whose body is left unread. A request
-    with the token is vouched for: the capped listener bounds the sends of the others. A
-    WebSocket upgrade, which no route takes, is refused whoever asks."""
+    with the token is vouched for: the capped listener bounds the sends of the others."""
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(_REFUSED)).encode()),
@@ -189,9 +202,6 @@ def require_token(app: ASGIApp, token: bytes) -> ASGIApp:
     ]
 
     async def guarded(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
-        if scope["type"] == "websocket":  # no route takes one: refused (403) before quart's
-            await send({"type": "websocket.close", "code": 1008, "reason": ""})  # 404, which failed
-            return
         if scope["type"] == "http" and scope.get("client") is not None:
             supplied = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
             scheme, _, credential = supplied.partition(b" ")
@@ -214,7 +224,7 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
     asgi_app = shield_last_send(app.asgi_app)
     if token is not None:
         asgi_app = require_token(asgi_app, token)
-    app.asgi_app = asgi_app  # type: ignore[method-assign,assignment]
+    app.asgi_app = refuse_websockets(asgi_app)  # type: ignore[method-assign,assignment]
 
     @app.before_request
     async def guard() -> Response | None:

@@ -572,12 +572,16 @@ async def test_refusals_a_client_will_not_receive_do_not_hold_the_tcp_cap(tmp_pa
                 await stream.aclose()
 
 
-async def test_a_websocket_upgrade_is_refused_before_any_route(tmp_path: Path, run_root: Path) -> None:
+@pytest.mark.parametrize("listener", ["tcp", "unix"])
+async def test_a_websocket_upgrade_is_refused_before_any_route(tmp_path: Path, run_root: Path, listener: str) -> None:
     """The control API has no WebSocket route: an upgrade, with no token, went past the token
     check (HTTP only) to quart's 404 handler, which failed: a 500 and a traceback in the log,
-    unthrottled, for each request."""
-    async with running_daemon(tmp_path, TCP_ENV) as daemon:
-        stream = await trio.open_tcp_stream("127.0.0.1", tcp_port(daemon))
+    unthrottled, for each request. On the Unix socket, or with no TCP token, it still did."""
+    async with running_daemon(tmp_path, TCP_ENV if listener == "tcp" else {}) as daemon:
+        if listener == "tcp":
+            stream = await trio.open_tcp_stream("127.0.0.1", tcp_port(daemon))
+        else:
+            stream = await trio.open_unix_socket(str(daemon.socket))
         async with stream:
             await stream.send_all(
                 b"GET /v1/slots HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
