@@ -18,6 +18,8 @@ import trio
 from jeeves_mcp.supervisor.child import PING, PING_HEADERS
 from tests._child import Child, running_child
 from tests._sockets import closed_by_the_server, h2_stalled_get, open_fds
+from tests.test_descriptors import open_half_sent
+from tests.test_http import open_session
 
 CAP = 16  # the child's connections at once, for these tests (JEEVES_MCP_MAX_CONNECTIONS)
 CONNECT_S = 5.0  # a connect the child's full listen queue leaves waiting longer is given up
@@ -114,3 +116,26 @@ async def test_a_client_that_never_reads_tokenless_answers_does_not_keep_its_con
                     closed = True
         assert closed, f"{sent} requests sent, the connection still open"
         assert await pinged(child)
+
+
+async def test_a_request_with_the_token_stays_in_progress_through_a_flood(run_root: Path, tmp_path: Path) -> None:
+    """What the child vouches for (its token checked) is in progress however long it lasts,
+    never reset for room nor held to an unvouched answer's second: a session's GET stream
+    outlives three times the cap of half-sent connections and ends when its session does."""
+    async with running_child(run_root, tmp_path, env={"JEEVES_MCP_MAX_CONNECTIONS": str(CAP)}) as child:
+        async with httpx.AsyncClient(timeout=10) as http:
+            session = await open_session(http, child)
+            stream_headers = {**child.headers(), "Accept": "text/event-stream", "Mcp-Session-Id": session}
+            async with http.stream("GET", child.url, headers=stream_headers) as stream:
+                assert stream.status_code == 200
+                flood = [await open_half_sent(child.port) for _ in range(3 * CAP)]
+                try:
+                    # Accepted after the flood: the stream was the oldest connection all along.
+                    async with httpx.AsyncClient(timeout=10, limits=httpx.Limits(max_keepalive_connections=0)) as other:
+                        ended = await other.delete(child.url, headers={**child.headers(), "Mcp-Session-Id": session})
+                    assert ended.status_code == 200
+                    with trio.fail_after(5):
+                        assert [chunk async for chunk in stream.aiter_bytes()] == []
+                finally:
+                    for sock in flood:
+                        sock.close()
