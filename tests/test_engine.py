@@ -699,6 +699,23 @@ def test_a_name_run_together_matches_the_word_spelled_inside_it():
     assert sel.order.index(def_line) < 5
 
 
+def test_an_abbreviated_name_matches_the_word_it_shortens():
+    # `div` shortens "divides" only in the name of `div_exact`, whose body shares none of the
+    # question's words, while its neighbours' bodies do.
+    helpers = "".join(
+        f"\ndef fneg{n}(ctx, x, y):\n    numbers = ctx.convert(x, y)\n    return numbers\n\n"
+        for n in range(30)
+    )
+    gold = "def div_exact(ctx, a, b):\n    q, r = ctx._divmod(a, b)\n    return q\n"
+    text = "import math\n\n" + helpers + "\n" + gold + helpers.replace("fneg", "fadd")
+    lines = text.split("\n")
+    sel = select_lines(lines, "Divides the numbers.", "code", max_bytes=2048)
+    assert sel.order is not None
+    (def_line,) = lines_of(text, "def div_exact")
+    assert sel.keep[def_line]
+    assert sel.order.index(def_line) < 5
+
+
 def test_the_functions_one_call_away_rank_next():
     # Only `ingest` shares the question's words (in its body); the helper it calls and the
     # function that calls it share none, yet come next in the view's order, ahead of

@@ -127,14 +127,14 @@ def score_units(
         parts = terms(name_text(u.name)) if u.name else []
         hit_parts = 0
         for p in parts:
-            hits = match.part(p)
+            hits = match.name_part(p)
             if hits:
                 hit_parts += 1
             for qi, wt in hits:
                 nm[qi] = max(nm[qi], wt)
         if u.owner:
             for p in terms(u.owner):
-                for qi, wt in match.part(p):
+                for qi, wt in match.name_part(p):
                     nm[qi] = max(nm[qi], W_OWNER * wt)
         names.append((nm, hit_parts / len(parts) if parts else 0.0))
 

@@ -247,6 +247,13 @@ PREFIX_MIN = 4
 COMPOUND_WEIGHT = 0.6
 COMPOUND_MIN = 6
 COMPOUND_TERM = 4
+# In code, a name part of at least ABBREVIATION_MIN letters that begins a longer question term
+# of at least ABBREVIATED_MIN (`div` for "divides", `mag` for "magnitude", `calc`) matches it
+# at PREFIX_WEIGHT. Names
+# only: in a body, three letters begin too many unrelated words. Held out, function needles
+# +0.2 to +0.6 points, commit tasks level to +0.3 (every set level or up).
+ABBREVIATION_MIN = 3
+ABBREVIATED_MIN = 5
 
 
 def name_text(name: str) -> str:
@@ -265,6 +272,7 @@ class Matcher:
         self.index = {t: i for i, t in enumerate(question_terms)}
         self.qgroups = [_SYN.get(t, frozenset()) for t in question_terms]
         self._cache: dict[str, tuple[tuple[int, float], ...]] = {}
+        self._names: dict[str, tuple[tuple[int, float], ...]] = {}
         self._words: dict[str, tuple[tuple[int, float], ...]] = {}
 
     def part(self, p: str) -> tuple[tuple[int, float], ...]:
@@ -291,6 +299,21 @@ class Matcher:
             hit = tuple(found)
         self._cache[p] = hit
         return hit
+
+    def name_part(self, p: str) -> tuple[tuple[int, float], ...]:
+        """Matches of a part of a unit's name: as `part`, and in code an abbreviation too."""
+        hit = self.part(p)
+        if hit or not self.compound or len(p) < ABBREVIATION_MIN:
+            return hit
+        found = self._names.get(p)
+        if found is None:
+            found = tuple(
+                (qi, PREFIX_WEIGHT)
+                for qi, q in enumerate(self.qterms)
+                if len(q) > len(p) and len(q) >= ABBREVIATED_MIN and q.startswith(p)
+            )
+            self._names[p] = found
+        return found
 
     def word(self, w: str) -> tuple[tuple[int, float], ...]:
         """Matches of a raw word of the text (an identifier or an English word)."""
