@@ -21,7 +21,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from jeeves_mcp import __version__
-from jeeves_mcp.mcp.transports.capped import vouch_for
+from jeeves_mcp.capped_listener import vouch_for
 from jeeves_mcp.paths import foreign_symlink
 from jeeves_mcp.proc import can_switch_users, user_name
 from jeeves_mcp.supervisor import savings

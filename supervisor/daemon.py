@@ -18,7 +18,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
 from jeeves_mcp import __version__, _log
-from jeeves_mcp.mcp.transports.capped import listening_socket, serve_capped
+from jeeves_mcp.capped_listener import listening_socket, serve_capped
 from jeeves_mcp.preflight import child_start_problem
 from jeeves_mcp.supervisor import descriptors
 from jeeves_mcp.supervisor.api import create_app
@@ -180,7 +180,7 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
                     lambda task_status: serve(app, hyper, shutdown_trigger=shutdown.wait, task_status=task_status)
                 )
                 tcp_url = None
-                if config.tcp_host:  # served apart, capped, with a header deadline (capped.py)
+                if config.tcp_host:  # served apart, capped, with a header deadline (capped_listener.py)
                     listener = listening_socket(config.tcp_host, config.tcp_port, hyper.backlog)
                     tcp_url = await servers.start(partial(
                         serve_capped, app, hyper, listener, config.tcp_max_connections,

@@ -452,7 +452,7 @@ async def test_making_room_skips_a_connection_whose_socket_is_already_closed() -
     """A connection its handler is closing was still held, and looked idle, while trio's
     aclose checkpointed after closing the socket; the accept loop's reset then met EBADF,
     which stopped the daemon."""
-    from jeeves_mcp.mcp.transports.capped import _Connection
+    from jeeves_mcp.capped_listener import _Connection
 
     ours, theirs = socket.socketpair()
     theirs.close()
@@ -505,7 +505,7 @@ async def test_a_client_that_never_reads_its_answer_does_not_hold_the_listener_o
     never read a large answer, and with it the daemon's shutdown, forever."""
     from hypercorn.config import Config
 
-    from jeeves_mcp.mcp.transports.capped import listening_socket, serve_capped
+    from jeeves_mcp.capped_listener import listening_socket, serve_capped
 
     big = b"x" * (64 << 20)  # more than loopback's socket buffers hold
     writing = trio.Event()

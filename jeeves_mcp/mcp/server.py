@@ -14,8 +14,8 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 
 from jeeves_mcp import _log
+from jeeves_mcp.capped_listener import listening_socket, serve_capped
 from jeeves_mcp.mcp.protocol import Dispatcher
-from jeeves_mcp.mcp.transports.capped import listening_socket, serve_capped
 from jeeves_mcp.mcp.transports.http import McpHttpApp
 from jeeves_mcp.mcp.transports.stdio import serve_stdio
 from jeeves_mcp.pipeline import ToolRunner

@@ -16,6 +16,7 @@ from typing import Any
 import trio
 
 from jeeves_mcp import _log
+from jeeves_mcp.capped_listener import vouch_for
 from jeeves_mcp.mcp.errors import HEADER_MISMATCH, INVALID_REQUEST, McpError
 from jeeves_mcp.mcp.health import health_payload
 from jeeves_mcp.mcp.progress import Notify
@@ -45,7 +46,6 @@ from jeeves_mcp.mcp.transports.asgi import (
     send_sse_event,
     start_sse,
 )
-from jeeves_mcp.mcp.transports.capped import vouch_for
 from jeeves_mcp.mcp.transports.checks import (
     is_local_host,
     is_local_origin,
