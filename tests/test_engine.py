@@ -686,34 +686,39 @@ def test_a_code_line_ranks_before_its_twin_in_the_docstring():
         assert sel.order.index(code) < sel.order.index(doc), x
 
 
-def test_a_name_run_together_matches_the_word_spelled_inside_it():
-    # Only the run-together name says what the function is about.
-    helpers = "".join(f"\ndef leghelper{n}(c):\n    return c * {n} + len(c)\n\n" for n in range(40))
-    gold = "def legcompanion(c):\n    c = as_series(c)\n    return mat(c)[::-1]\n"
-    text = "import numbers\n\n" + helpers + "\n" + gold + helpers.replace("leghelper", "legother")
+def assert_found_by_name(helpers: str, rename: tuple[str, str], gold: str, question: str) -> None:
+    """`gold` sits among `helpers` and a renamed copy of them; its def is kept, near the top."""
+    text = "import math\n\n" + helpers + "\n" + gold + helpers.replace(*rename)
     lines = text.split("\n")
-    sel = select_lines(lines, "Return the scaled companion matrix of c.", "code", max_bytes=2048)
+    sel = select_lines(lines, question, "code", max_bytes=2048)
     assert sel.order is not None
-    (def_line,) = lines_of(text, "def legcompanion")
+    (def_line,) = lines_of(text, gold.split("(")[0])
     assert sel.keep[def_line]
     assert sel.order.index(def_line) < 5
+
+
+def test_a_name_run_together_matches_the_word_spelled_inside_it():
+    # Only the run-together name says what the function is about.
+    assert_found_by_name(
+        "".join(f"\ndef leghelper{n}(c):\n    return c * {n} + len(c)\n\n" for n in range(40)),
+        ("leghelper", "legother"),
+        "def legcompanion(c):\n    c = as_series(c)\n    return mat(c)[::-1]\n",
+        "Return the scaled companion matrix of c.",
+    )
 
 
 def test_an_abbreviated_name_matches_the_word_it_shortens():
     # `div` shortens "divides" only in the name of `div_exact`, whose body shares none of the
     # question's words, while its neighbours' bodies do.
-    helpers = "".join(
-        f"\ndef fneg{n}(ctx, x, y):\n    numbers = ctx.convert(x, y)\n    return numbers\n\n"
-        for n in range(30)
+    assert_found_by_name(
+        "".join(
+            f"\ndef fneg{n}(ctx, x, y):\n    numbers = ctx.convert(x, y)\n    return numbers\n\n"
+            for n in range(30)
+        ),
+        ("fneg", "fadd"),
+        "def div_exact(ctx, a, b):\n    q, r = ctx._divmod(a, b)\n    return q\n",
+        "Divides the numbers.",
     )
-    gold = "def div_exact(ctx, a, b):\n    q, r = ctx._divmod(a, b)\n    return q\n"
-    text = "import math\n\n" + helpers + "\n" + gold + helpers.replace("fneg", "fadd")
-    lines = text.split("\n")
-    sel = select_lines(lines, "Divides the numbers.", "code", max_bytes=2048)
-    assert sel.order is not None
-    (def_line,) = lines_of(text, "def div_exact")
-    assert sel.keep[def_line]
-    assert sel.order.index(def_line) < 5
 
 
 def test_the_functions_one_call_away_rank_next():
