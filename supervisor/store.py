@@ -173,8 +173,9 @@ class SlotStore:
         self.reserve = SpaceReserve(path.with_name(RESERVE_NAME))
         self.reserve.make()
         self.note = UnsavedNote(path.with_name(UNSAVED_NAME))
-        self._noted: frozenset[str] | None = frozenset()  # what the note says; None: not known
-        self._note_failed_for: frozenset[str] | None = None
+        self._noted: frozenset[str] | None = frozenset()  # what the note may say; None: refused at start
+        self._note_sure = True  # False after a failed write: rewrite it whatever it may say
+        self._note_failed_for: tuple[frozenset[str], frozenset[str]] | None = None  # (wanted, stale) said
         self.unsaved_before = self._read_note()
         self._carried = self.unsaved_before  # named in the note too, until _settle_unsaved()
         self.note.make()
@@ -232,7 +233,7 @@ class SlotStore:
     @property
     def unsaved_noted(self) -> bool:
         """Whether the note names every run whose record is pending."""
-        return self._noted is not None and self._noted.issuperset(self._pending)
+        return self._note_sure and self._noted is not None and self._noted.issuperset(self._pending)
 
     def _settle_unsaved(self) -> None:
         """The runs of `unsaved_before` are restored and their records saved (or pending):
@@ -244,26 +245,29 @@ class SlotStore:
     def _sync_note(self) -> None:
         """Have the note name the runs with pending records (and those carried from the last
         daemon); a failure is logged once per set of runs, and the note tried again next time.
-        A note that cannot be cleared is logged only if it is known to name runs (one refused
-        at start was said then). The lock held."""
+        The names it may still hold needlessly are logged too, unless it was refused at start
+        (said then). The lock held."""
         wanted = self._carried.union(self._pending)
-        if wanted == self._noted:
+        if self._note_sure and wanted == self._noted:
             return
         problem = self.note.write(wanted) if self.note.make() else OSError(f"cannot make {self.note.path}")
         if problem is None:
-            self._noted, self._note_failed_for = wanted, None
+            self._noted, self._note_sure, self._note_failed_for = wanted, True, None
             return
-        if wanted == self._note_failed_for:
+        if self.note.held:  # it was opened, so the write may have landed (in part or whole)
+            self._noted, self._note_sure = (self._noted or frozenset()) | wanted, False
+        stale = (self._noted or frozenset()) - wanted
+        if (wanted, stale) == self._note_failed_for:
             return
-        self._note_failed_for = wanted
+        self._note_failed_for = (wanted, stale)
         error = f"{type(problem).__name__}: {problem}"
         if wanted:
             _log.event(log, "store.unsaved_note_failed", logging.ERROR, path=str(self.note.path),
                        run_ids=sorted(wanted), error=error,
                        consequence="a restart before these records are saved restarts these runs from the file")
-        elif self._noted:
-            _log.event(log, "store.unsaved_note_not_cleared", logging.WARNING, path=str(self.note.path),
-                       run_ids=sorted(self._noted), error=error,
+        if stale:
+            _log.event(log, "store.unsaved_note_not_cleared", logging.ERROR, path=str(self.note.path),
+                       run_ids=sorted(stale), error=error,
                        consequence="a restart before the note is cleared restores these runs degraded, "
                                    "their children stopped, though their records are saved")
 

@@ -258,7 +258,7 @@ def test_a_note_naming_runs_that_cannot_be_cleared_is_logged_once(tmp_path: Path
         finally:
             store.close()
     failed = [r for r in seen if r.getMessage() == "store.unsaved_note_not_cleared"]
-    assert len(failed) == 1 and failed[0].levelno == logging.WARNING, [r.getMessage() for r in seen]
+    assert len(failed) == 1 and failed[0].levelno == logging.ERROR, [r.getMessage() for r in seen]
     assert failed[0].run_ids == ["lost"] and "IsADirectoryError" in failed[0].error  # type: ignore[attr-defined]
 
 
