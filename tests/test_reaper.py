@@ -5,6 +5,7 @@ never a child whose status is someone else's to read."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -98,3 +99,22 @@ def test_without_children_lists_a_young_child_is_left_while_a_spawn_is_in_flight
         assert reaper.reap_once() == (0, True)
     assert unreaped(young) == young
     assert reaper.reap_once() == (1, False)
+
+
+def test_without_children_lists_a_sweep_stops_at_max_per_pass_and_wakes_the_reaper(
+    no_children_lists: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kill_tree's sweep runs in a thread it cannot abandon: one pass is bounded, and the rest
+    is left to `reap_orphans`, woken as by a child's exit."""
+    monkeypatch.setattr(reaper, "MAX_PER_PASS", 2)
+    monkeypatch.setattr(reaper, "old_enough", lambda stat, now_ticks: True)  # no second's wait
+    orphans = exited_children(3)
+    woken: list[int] = []
+    previous = signal.signal(signal.SIGCHLD, lambda signum, frame: woken.append(signum))
+    try:
+        assert reaper.sweep_zombies() == 2
+        assert len(unreaped(orphans)) == 1 and woken == [signal.SIGCHLD]
+        assert reaper.sweep_zombies() == 1
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    assert unreaped(orphans) == [] and woken == [signal.SIGCHLD]

@@ -38,7 +38,8 @@ MIN_INTERVAL_S = 0.05
 # A pass that left a young zombie (a spawn was in flight) looks again this soon,
 # SIGCHLD or not.
 RETRY_S = 0.5
-# Zombies reaped by one pass at most (the event loop does it, without a thread).
+# Zombies reaped by one pass at most: the event loop's, or kill_tree's sweep in a thread
+# it cannot abandon.
 MAX_PER_PASS = 4096
 
 _spawns_in_flight = 0  # event loop only
@@ -98,8 +99,12 @@ def sweep_zombies() -> int:
     zombies when they exit. A zombie child is left alone when this process
     holds a pidfd for it (trio's Process does, until it has reaped its child)
     or when it is younger than `ZOMBIE_MIN_AGE_S`. Blocking: run in a thread.
+    At most MAX_PER_PASS: what is left, `reap_orphans` is woken for, as by an exit.
     """
-    return reap_zombies(pidfd_pids, young_too=False)[0]
+    reaped, left = reap_zombies(pidfd_pids, young_too=False, most=MAX_PER_PASS)
+    if left:  # where nothing receives SIGCHLD its default is to ignore it
+        os.kill(os.getpid(), signal.SIGCHLD)
+    return reaped
 
 
 def reap_zombies(
