@@ -32,7 +32,7 @@ def marker_env(config: DaemonConfig) -> dict[str, str]:
 class ChildStarter:
     """Starts healthy children for slot records, `config.spawn_concurrency` at a time."""
 
-    config: DaemonConfig
+    config: DaemonConfig = field(repr=False)  # it holds tcp_token
     events: EventBus
     metrics: Metrics
     http: httpx.AsyncClient

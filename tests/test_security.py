@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import stat
 import time
 from pathlib import Path
@@ -371,3 +372,19 @@ async def test_huge_headers_are_refused_without_harm(child: Child, tmp_path: Pat
             listed = await http.get(f"{ready['tcp']}/v1/slots", headers={"Authorization": "Bearer tcp-secret-for-the-tests"})
             assert listed.status_code == 200
         assert os.kill(child.process.pid, 0) is None
+
+
+async def test_a_child_starters_repr_does_not_show_the_tcp_token(tmp_path: Path) -> None:
+    """A repr lands in tracebacks and debug logs: the daemon's config holds the TCP token."""
+    from jeeves_mcp.supervisor.cgroups import SlotCgroups
+    from jeeves_mcp.supervisor.child_start import ChildStarter
+    from jeeves_mcp.supervisor.daemon_config import load_daemon_config
+    from jeeves_mcp.supervisor.events import EventBus
+    from jeeves_mcp.supervisor.metrics import Metrics
+
+    token = secrets.token_urlsafe(32)
+    env = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_TOKEN": token}
+    config = load_daemon_config(None, env, state_dir=tmp_path / "s")
+    async with httpx.AsyncClient() as http:
+        starter = ChildStarter(config, EventBus(), Metrics(), http, SlotCgroups(None), None)
+        assert token not in repr(starter) and "ChildStarter(" in repr(starter)
