@@ -33,7 +33,7 @@ class PrunerConfig(Settings):
     port: int = Field(0, ge=0, le=65535, description="TCP port; 0 lets the OS choose.")
     root: Path = Field(default_factory=Path.cwd, description="Run root: read/grep/bash cwd stay inside it.")
     allow_outside_root: bool = Field(False, description="Let read/grep/bash cwd leave the root.")
-    token: str | None = Field(None, description="Bearer token required on /mcp and /rpc when set.")
+    token: str | None = Field(None, repr=False, description="Bearer token required on /mcp and /rpc when set.")
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Larger request bodies get 413.")
     body_timeout_s: float = Field(30.0, gt=0, description="A request body slower than this gets 408 (slowloris).")
     response_budget_bytes: int = Field(10 * 1024, ge=2048, description="A serialized tool result stays under this many bytes (seed 002).")

@@ -57,7 +57,7 @@ class DaemonConfig(Settings):
     tcp_host: str | None = Field(None, description="Also serve the control API on this loopback address.")
     tcp_port: int = Field(0, ge=0, le=65535, description="TCP port for the control API (0 = OS chooses).")
     tcp_token: str | None = Field(
-        None, description="Bearer token required on the TCP control API: 16 characters or more, 8 distinct, "
+        None, repr=False, description="Bearer token required on the TCP control API: 16 characters or more, 8 distinct, "
         "64 bits or more by length x log2(distinct).")
     tcp_max_connections: int = Field(
         256, ge=1, description="TCP control connections held at once; past that a new one resets the oldest without a "

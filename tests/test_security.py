@@ -388,3 +388,16 @@ async def test_a_child_starters_repr_does_not_show_the_tcp_token(tmp_path: Path)
     async with httpx.AsyncClient() as http:
         starter = ChildStarter(config, EventBus(), Metrics(), http, SlotCgroups(None), None)
         assert token not in repr(starter) and "ChildStarter(" in repr(starter)
+
+
+def test_the_configs_reprs_do_not_show_their_tokens(tmp_path: Path) -> None:
+    """A config's repr lands in tracebacks and debug logs too."""
+    from jeeves_mcp.pruner_config import PrunerConfig
+    from jeeves_mcp.supervisor.daemon_config import load_daemon_config
+
+    token = secrets.token_urlsafe(32)
+    env = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_TOKEN": token}
+    daemon = load_daemon_config(None, env, state_dir=tmp_path / "s")
+    assert daemon.tcp_token == token and token not in repr(daemon) and token not in str(daemon)
+    child = PrunerConfig(token=token)
+    assert child.token == token and token not in repr(child) and token not in str(child)
