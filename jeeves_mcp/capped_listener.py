@@ -28,8 +28,12 @@ import copy
 import errno
 import logging
 import math
+import os
 import socket
+import stat
 import struct
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -41,8 +45,9 @@ from hypercorn.typing import ConnectionState
 from hypercorn.utils import repr_socket_addr, wrap_app
 
 from jeeves_mcp import _log
+from jeeves_mcp.paths import unix_socket_name
 
-__all__ = ["UNVOUCHED_ANSWER_S", "listening_socket", "serve_capped", "vouch_for"]
+__all__ = ["UNVOUCHED_ANSWER_S", "listening_socket", "serve_capped", "unix_listening_socket", "vouch_for"]
 
 log = logging.getLogger("jeeves_mcp.listener")
 
@@ -65,10 +70,35 @@ def vouch_for(scope: Any) -> None:
 def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
     host = host.strip("[]")
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    try:
+
+    def bind() -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host, port))
+
+    return _listening(sock, bind, backlog)
+
+
+def unix_listening_socket(path: Path, backlog: int) -> socket.socket:
+    """Listening at `path`, mode 0600; a socket left there (by a child that was killed) is
+    replaced, anything else is not."""
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+
+    def bind() -> None:
+        with unix_socket_name(path) as name:
+            sock.bind(name)
+        path.chmod(0o600)
+
+    return _listening(sock, bind, backlog)
+
+
+def _listening(sock: socket.socket, bind: Callable[[], None], backlog: int) -> socket.socket:
+    """`sock` once `bind` has bound it, listening and non-blocking; closed if any of it fails."""
+    try:
+        bind()
         sock.listen(backlog)
         sock.setblocking(False)
     except BaseException:

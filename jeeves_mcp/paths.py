@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["default_socket", "default_state_dir", "foreign_symlink"]
+__all__ = ["default_socket", "default_state_dir", "foreign_symlink", "unix_socket_name"]
 
 MAX_SYMLINKS = 40  # the kernel's limit on links followed in one lookup
+SUN_PATH_BYTES = 107  # a Unix socket's name, its NUL left out
 
 
 def default_state_dir(env: Mapping[str, str]) -> Path:
@@ -90,3 +92,18 @@ def foreign_symlink(path: Path) -> str | None:
             return (f"{path} passes through {look.step}, a symlink of uid {look.info.st_uid} (neither root "
                     f"nor uid {os.geteuid()}), which could repoint it: give a path without it")
     return None
+
+
+@contextlib.contextmanager
+def unix_socket_name(path: Path) -> Iterator[str]:
+    """A name to bind or connect `path` by while the block runs: `path` itself, or, when it
+    is too long for a socket's name (a deep state dir), the same file reached through a
+    descriptor of its directory (`/proc/self/fd/N/NAME`)."""
+    if len(os.fsencode(path)) <= SUN_PATH_BYTES:
+        yield str(path)
+        return
+    directory = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield f"/proc/self/fd/{directory}/{path.name}"
+    finally:
+        os.close(directory)

@@ -42,6 +42,9 @@ class PrunerConfig(Settings):
     max_connections: int = Field(
         128, ge=1, description="HTTP connections held at once (any local user can reach the port); past that a new one "
         "resets the oldest without a request in progress, or is reset unread if all have one.")
+    health_socket: Path | None = Field(
+        None, description="Also serve on this Unix socket (0600): the supervisor pings its children there, out of "
+        "reach of other local users, who can flood the TCP port.")
     store_ttl_s: float = Field(3600.0, gt=0, description="Lifetime of a prune_id / output id in the recovery store.")
     store_max_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="Total text kept by the recovery store (LRU).")
     max_prune_input_bytes: int = Field(2 * 1024 * 1024, ge=1, description="Larger outputs are not pruned (input_too_large).")

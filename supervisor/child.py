@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import trio
 
+from jeeves_mcp.paths import unix_socket_name
 from jeeves_mcp.proc import kill_tree, proc_stat
 from jeeves_mcp.supervisor.descriptors import out_of_descriptors, restore_for_child
 
@@ -65,6 +66,7 @@ class Child:
     tree: str | None = None  # JEEVES_MCP_TREE: marks the child's commands, which leave its group
     process: trio.Process | None = None  # None for a re-adopted child
     pidfd: int | None = None
+    health_socket: Path | None = None  # where the daemon pings it; None: its TCP port (an older child)
 
     @property
     def url(self) -> str:
@@ -242,14 +244,19 @@ async def ping(http: httpx.AsyncClient, child: Child, token: str, timeout_s: flo
     """One MCP-level health check; None when healthy, else what went wrong.
 
     OSError (EMFILE, ENFILE) when the daemon itself is out of file descriptors: that
-    says nothing about the child, and must not count against it."""
+    says nothing about the child, and must not count against it. Over the child's health
+    socket when it has one: any local user can fill its TCP port's listen queue."""
+    headers = {**PING_HEADERS, "Authorization": f"Bearer {token}"}
     try:
-        response = await http.post(
-            child.url,
-            json=PING,
-            headers={**PING_HEADERS, "Authorization": f"Bearer {token}"},
-            timeout=timeout_s,
-        )
+        if child.health_socket is None:
+            response = await http.post(child.url, json=PING, headers=headers, timeout=timeout_s)
+        else:
+            with unix_socket_name(child.health_socket) as name:
+                # verify=False: no certificates loaded per ping, and nothing here is TLS.
+                transport = httpx.AsyncHTTPTransport(uds=name, verify=False, retries=0)
+                async with httpx.AsyncClient(transport=transport, trust_env=False) as private:
+                    response = await private.post("http://127.0.0.1/mcp", json=PING, headers=headers,
+                                                  timeout=timeout_s)
     except httpx.TimeoutException:
         return "timeout"
     except httpx.HTTPError as exc:

@@ -51,9 +51,11 @@ class ChildStarter:
     async def start(self, record: SlotRecord, port: int) -> Child:
         """A child for `record` that has answered its health check; SpawnError if none."""
         log_file = self.log_path(record.run_id)
+        health_socket = self.config.health_socket(record.run_id)
         env = children.child_environment(
             record.token,
-            {**self.config.child_env, **record.env, **marker_env(self.config), "JEEVES_MCP_RUN_ID": record.run_id},
+            {**self.config.child_env, **record.env, **marker_env(self.config), "JEEVES_MCP_RUN_ID": record.run_id,
+             "JEEVES_MCP_HEALTH_SOCKET": str(health_socket)},  # last: not the run's to choose
             record.pruner_endpoint,
         )
         if (problem := spawn_problem(log_file, env, Path(record.root))) is not None:
@@ -64,9 +66,9 @@ class ChildStarter:
             "timeout_s": self.config.startup_timeout_s,
         }
         async with self._spawning:
-            return await self._start_healthy(record, options)
+            return await self._start_healthy(record, options, health_socket)
 
-    async def _start_healthy(self, record: SlotRecord, options: dict[str, Any]) -> Child:
+    async def _start_healthy(self, record: SlotRecord, options: dict[str, Any], health_socket: Path) -> Child:
         child: Child | None = None
         if self.fork_server is not None and self.fork_server.up.is_set():
             try:
@@ -77,6 +79,7 @@ class ChildStarter:
         if child is None:
             child = await children.spawn(**options)
             self.metrics.spawns.labels(mode="cold").inc()
+        child.health_socket = health_socket  # bound before its ready line
         self.cgroups.place(record.run_id, child.pid)  # before it can start any command
         try:
             with trio.fail_after(self.config.startup_timeout_s):

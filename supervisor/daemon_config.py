@@ -7,6 +7,7 @@ here, and every child is pointed at the file.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import math
 import os
@@ -116,6 +117,15 @@ class DaemonConfig(Settings):
     @property
     def log_dir(self) -> Path:
         return self.state_dir / "logs"
+
+    @property
+    def health_dir(self) -> Path:
+        return self.state_dir / "health"
+
+    def health_socket(self, run_id: str) -> Path:
+        """Where a run's child answers the daemon's health checks: below the state dir, which
+        is the daemon's user's alone (0700), so no run's command can connect, let alone flood it."""
+        return self.health_dir / f"{hashlib.sha256(run_id.encode()).hexdigest()[:16]}.sock"
 
 
 # Other spellings: seed 000's endpoint variable (quietly), and the TOML key `enabled` that

@@ -12,6 +12,7 @@ it re-adopts (see reconcile.py).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -278,6 +279,7 @@ class SlotLifecycle:
                     if problem is None:
                         failures = 0
                         pings += 1
+                        self.metrics.health_passes.inc()
                         if pings % STATS_EVERY_PINGS == 0:
                             await self.refresh_stats(slot)
                         continue
@@ -326,6 +328,8 @@ class SlotLifecycle:
                     await self.refresh_stats(slot)
                 escalated = await slot.child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
                 slot.child.close()
+                with contextlib.suppress(OSError):  # the child's own unlink dies with a SIGKILL
+                    self.config.health_socket(slot.run_id).unlink()
                 if escalated:
                     self.events.publish("mcp_pruner.kill_escalated", logging.WARNING, run_id=slot.run_id)
             event = {

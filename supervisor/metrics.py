@@ -70,6 +70,8 @@ class Metrics:
         self.restarts = Counter("jeeves_mcp_restarts", "Child restarts.", registry=registry)
         self.health_failures = Counter("jeeves_mcp_health_failures", "Failed child health checks.",
                                        registry=registry)
+        self.health_passes = Counter("jeeves_mcp_health_passes", "Child health checks that passed.",
+                                     registry=registry)
         self.start_failures = Counter("jeeves_mcp_start_failures", "Slots that could not start a child.",
                                       registry=registry)
         self.lease_expiries = Counter("jeeves_mcp_lease_expiries", "Slots released because their lease ran out.",

@@ -39,6 +39,9 @@ async def reconcile(life: SlotLifecycle, nursery: trio.Nursery) -> None:
             child = children.adopt(
                 record.pid, record.port, record.pid_start, children.tree_mark(record.token)
             )
+            health_socket = config.health_socket(record.run_id)
+            if child is not None and health_socket.is_socket():  # else a child from before health sockets
+                child.health_socket = health_socket
         slot = Slot(record)
         life.slots[record.run_id] = slot
         if record.ended_at is not None:  # released, and the daemon died before it was done

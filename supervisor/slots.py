@@ -91,6 +91,7 @@ class SlotManager:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own the slot tasks; reconcile with the records first."""
         self.config.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.config.health_dir.mkdir(exist_ok=True, mode=0o700)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery

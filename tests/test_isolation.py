@@ -6,6 +6,7 @@ sent to its child with its run's token over loopback, and nothing else.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import pwd
@@ -121,7 +122,7 @@ def owned_root() -> Iterator[Path]:
 
 
 # What a run's bash could reach of the daemon's or another run's, one word each.
-LEAKS = {"DB_READ", "TOKEN_FOUND", "ENVIRON_READ", "MEM_OPENED", "SIGNALLED", "CONTROL_REACHED"}
+LEAKS = {"DB_READ", "TOKEN_FOUND", "ENVIRON_READ", "MEM_OPENED", "SIGNALLED", "CONTROL_REACHED", "HEALTH_REACHED"}
 # CapInh too: a file with inheritable capabilities would get them back at exec (N6).
 NO_CAPABILITIES = [f"{kind}:0000000000000000" for kind in ("CapInh", "CapPrm", "CapEff", "CapAmb")]
 
@@ -129,9 +130,11 @@ NO_CAPABILITIES = [f"{kind}:0000000000000000" for kind in ("CapInh", "CapPrm", "
 async def attack_the_other_run(daemon: Any, mine: dict[str, Any], other: dict[str, Any]) -> list[str]:
     """From `mine`'s bash: its uid and capability sets, then a word of LEAKS for each thing it
     reached (the state DB, `other`'s token, its child's environ, memory or signals, the control
-    socket); "done" last."""
+    socket, the socket `other`'s child answers the daemon's health checks on); "done" last."""
     token = other["mcp"]["headers"]["Authorization"].removeprefix("Bearer ")
     state, pid = daemon.state_dir, other["pid"]
+    health = state / "health" / f"{hashlib.sha256(other['run_id'].encode()).hexdigest()[:16]}.sock"
+    assert health.is_socket()  # the daemon pings there: a flood of the TCP port cannot delay it
     probe = (f"id -u; grep -E '^Cap(Inh|Prm|Eff|Amb):' /proc/self/status | tr -d '\\t'; "
              f"cat {state}/slots.sqlite3 > /dev/null 2>&1 && echo DB_READ; "
              f"grep -rl {token} {state} 2>/dev/null && echo TOKEN_FOUND; "
@@ -139,7 +142,9 @@ async def attack_the_other_run(daemon: Any, mine: dict[str, Any], other: dict[st
              f"(exec 3< /proc/{pid}/mem) 2>/dev/null && echo MEM_OPENED; "
              f"kill -0 {pid} 2>/dev/null && echo SIGNALLED; "
              f"python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{daemon.socket}\")' "
-             f"2>/dev/null && echo CONTROL_REACHED; echo done")
+             f"2>/dev/null && echo CONTROL_REACHED; "
+             f"python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{health}\")' "
+             f"2>/dev/null && echo HEALTH_REACHED; echo done")
     ran = await bash(mine, probe)
     return ran["stdout"].split()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -14,7 +15,7 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 
 from jeeves_mcp import _log
-from jeeves_mcp.capped_listener import listening_socket, serve_capped
+from jeeves_mcp.capped_listener import listening_socket, serve_capped, unix_listening_socket
 from jeeves_mcp.mcp.protocol import Dispatcher
 from jeeves_mcp.mcp.transports.http import McpHttpApp
 from jeeves_mcp.mcp.transports.stdio import serve_stdio
@@ -73,13 +74,28 @@ async def serve_http(
         await shutdown.wait()
         app.close_sessions()
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(close_sessions_at_shutdown)
-        await nursery.start(partial(
-            serve_capped, app, hyper, sock, config.max_connections, hyper.keep_alive_timeout, shutdown,
-            events="http.",
-        ))
-        task_status.started(sock.getsockname()[1])
+    # The supervisor's health checks come here: a flood of the TCP port by another local
+    # user fills its listen queue, and pings timed out and restarted the child (attack F5).
+    # Same app, token still required; only the daemon's user can reach the directory.
+    try:
+        private = None if config.health_socket is None else unix_listening_socket(config.health_socket, hyper.backlog)
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(close_sessions_at_shutdown)
+            for listener, events in ((sock, "http."), (private, "health_socket.")):
+                if listener is not None:
+                    await nursery.start(partial(
+                        serve_capped, app, hyper, listener, config.max_connections, hyper.keep_alive_timeout,
+                        shutdown, events=events,
+                    ))
+            task_status.started(sock.getsockname()[1])
+    finally:
+        if config.health_socket is not None:
+            with contextlib.suppress(OSError):
+                config.health_socket.unlink()
 
 
 async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:

