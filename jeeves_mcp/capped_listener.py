@@ -8,15 +8,20 @@ one reset instead, before a byte of it is read. Refusing the newest whatever the
 let a run's 300 half-sent connections keep every other client out for as long as they
 lasted (NF4).
 
-A request is in progress from its complete headers to the end of its answer: hypercorn's
-handler tells itself so (`Updated(idle=False)`, `Updated(idle=True)`), and it runs its
-keep-alive timer exactly while none is. That timer, set to `header_timeout_s` here, is the
-header deadline: a connection that has not delivered a complete request's headers that long
-after it was accepted, or after its last answer, is closed; bytes trickled in do not extend
-it. An answer to a request the app did not vouch for (`vouch_for`: the token was checked)
-is never in progress, and must be sent within UNVOUCHED_ANSWER_S or its connection is
-reset: a tokenless HTTP/2 request granting no window for the answer's body, or HTTP/1.1
-requests pipelined by a client that never reads, otherwise stayed in progress for good.
+A request is in progress while the app handles one it vouched for (`vouch_for`: the token
+was checked), and only then. hypercorn's own notion (`Updated(idle=False)`) is not used: an
+invalid WebSocket upgrade, which it answers itself, or the bare HTTP/2 preface left it
+"busy" for good without the app ever called, so a cap's worth of such tokenless connections
+were never reset for room and kept everyone else out (attack G1, G2).
+
+The header deadline: a connection with no request in progress for `header_timeout_s` (since
+it was accepted, or since its last vouched request ended) is closed; bytes trickled in do
+not extend it. hypercorn's keep-alive timer, set to the same, closes an idle connection
+gracefully; it stops while hypercorn thinks itself busy, so the listener keeps its own, a
+moment later (BACKSTOP_S), and resets. An answer to a request the app did not vouch for
+must be sent within UNVOUCHED_ANSWER_S or its connection is reset: a tokenless HTTP/2
+request granting no window for the answer's body, or HTTP/1.1 requests pipelined by a client
+that never reads, otherwise held its connection's socket writes for good.
 Each connection is served by hypercorn's own connection handler, as `hypercorn.trio.serve`
 would (which has no cap).
 """
@@ -38,7 +43,6 @@ from typing import Any
 
 import trio
 from hypercorn.config import Config as HypercornConfig
-from hypercorn.events import Event, Updated
 from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ConnectionState
@@ -57,14 +61,20 @@ ACCEPT_RETRY_S = 0.1
 REPORT_EVERY_S = 10.0  # resets and accept errors are logged at most this often
 # Unvouched answers (a 401, /health) are a few hundred bytes: a client taking longer is not listening.
 UNVOUCHED_ANSWER_S = 1.0
+# After the header deadline, for hypercorn's keep-alive timer (started a moment earlier) to
+# close an idle connection first, with a FIN: a reset would drop an answer's unsent tail.
+BACKSTOP_S = 0.5
 _CONNECTION = "jeeves_mcp.tcp_connection"  # the _Connection, in a request's scope["state"]
-_VOUCHED = "jeeves_mcp.vouched"  # in a request's scope, once the app has checked its token
+_VOUCH = "jeeves_mcp.vouch"  # in a request's scope: what vouch_for calls
 
 
 def vouch_for(scope: Any) -> None:
     """The app has checked this request's token (or needs none): its answer may take as long
-    as it takes, its connection is never reset for room meanwhile."""
-    scope[_VOUCHED] = True
+    as it takes, its connection is neither reset for room nor closed by the header deadline
+    until the app returns."""
+    vouch = scope.get(_VOUCH)
+    if vouch is not None:  # None: not served by serve_capped
+        vouch()
 
 
 def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
@@ -123,18 +133,36 @@ class _Connection:
     and a client that has hung up must not keep the next one out that long. Not SSL (no
     `do_handshake`)."""
 
-    def __init__(self, conn: trio.socket.SocketType, held: dict[_Connection, None]) -> None:
+    def __init__(self, conn: trio.socket.SocketType, held: dict[_Connection, None], idle_s: float) -> None:
         self._stream = trio.SocketStream(conn)
         self.socket = self._stream.socket
         self._held = held
         held[self] = None
-        self.busy = False  # hypercorn has a request of it in hand (set by _Handler)
+        self._idle_s = idle_s
+        # Its header deadline (watch_idle); none while a vouched request is in progress.
+        self.idle = trio.CancelScope(deadline=trio.current_time() + idle_s)
+        self.vouched = 0  # of its requests, those vouched for whose app call has not returned
         self.unvouched = 0  # of its requests, those answering unvouched (_unvouched_answers_let_go)
         self.send_deadline = math.inf  # the earliest of theirs
 
     @property
     def in_request(self) -> bool:
-        return self.busy and not self.unvouched
+        return self.vouched > 0
+
+    def vouched_started(self) -> None:
+        self.vouched += 1
+        self.idle.deadline = math.inf
+
+    def vouched_ended(self) -> None:
+        self.vouched -= 1
+        if not self.vouched:
+            self.idle.deadline = trio.current_time() + self._idle_s
+
+    async def watch_idle(self) -> None:
+        """Reset it once its header deadline passes; returns only then (cancel it)."""
+        with self.idle:
+            await trio.sleep_forever()
+        self.reset()
 
     def answer_unvouched(self, deadline: float) -> None:
         self.unvouched += 1
@@ -179,25 +207,19 @@ class _Connection:
 
 
 class _Handler(TCPServer):
-    """hypercorn's connection handler, telling its connection whether a request is in progress;
-    the connection is in its requests' scope (state), for _unvouched_answers_let_go."""
+    """hypercorn's connection handler, the connection in its requests' scope (state), for
+    _unvouched_answers_let_go."""
 
     def __init__(self, app: Any, config: HypercornConfig, context: WorkerContext, connection: _Connection) -> None:
         state = ConnectionState({_CONNECTION: connection})
         super().__init__(app, config, context, state, connection)  # type: ignore[arg-type]
-        self.connection = connection
-
-    async def protocol_send(self, event: Event) -> None:
-        if isinstance(event, Updated):  # before the keep-alive timer hears of it
-            self.connection.busy = not event.idle
-        await super().protocol_send(event)
 
 
 def _unvouched_answers_let_go(app: Any) -> Any:
-    """An answer to a request the app did not vouch for is no request in progress, so its
-    connection can make room, and one the client does not take within UNVOUCHED_ANSWER_S
-    resets its connection: hypercorn runs no timer while a request is in progress, so nothing
-    else would end a wait for an HTTP/2 window (here) or a write to a full socket (send_all)."""
+    """Counts the requests vouched for in progress on a connection, and resets a connection
+    whose answer to a request not vouched for is not taken within UNVOUCHED_ANSWER_S:
+    nothing else would end a wait for an HTTP/2 window (here) or a write to a full socket
+    (send_all) while the header deadline is away."""
 
     async def app_letting_unvouched_answers_go(scope: Any, receive: Any, send: Any) -> None:
         connection = (scope.get("state") or {}).get(_CONNECTION)
@@ -205,10 +227,20 @@ def _unvouched_answers_let_go(app: Any) -> Any:
             await app(scope, receive, send)
             return
         deadline: float | None = None
+        vouched = False
+
+        def vouch() -> None:
+            nonlocal vouched
+            if not vouched:
+                vouched = True
+                connection.vouched_started()
+
+        # A closure, not a flag: a scope copied on the way still reaches this request.
+        scope[_VOUCH] = vouch
 
         async def send_or_let_go(message: Any) -> None:
             nonlocal deadline
-            if scope.get(_VOUCHED):
+            if vouched:
                 await send(message)
                 return
             if deadline is None:  # its first send: the answer starts
@@ -224,6 +256,8 @@ def _unvouched_answers_let_go(app: Any) -> Any:
         finally:
             if deadline is not None:
                 connection.answered_unvouched()
+            if vouched:
+                connection.vouched_ended()
 
     return app_letting_unvouched_answers_go
 
@@ -250,7 +284,10 @@ async def serve_capped(
 
     async def handle(stream: _Connection) -> None:
         try:
-            await _Handler(wrapped, config, context, stream)
+            async with trio.open_nursery() as watching:
+                watching.start_soon(stream.watch_idle)
+                await _Handler(wrapped, config, context, stream)
+                watching.cancel_scope.cancel()
         except Exception as exc:  # one connection's fault is not the listener's
             log.error(f"{events}connection_failed", exc_info=exc)
         finally:
@@ -302,6 +339,6 @@ async def serve_capped(
                             if (count := dropped.allow()) is not None:
                                 _log.event(log, f"{events}connection_dropped", logging.WARNING, count=count + 1,
                                            limit=limit)
-                        connections.start_soon(handle, _Connection(conn, held))
+                        connections.start_soon(handle, _Connection(conn, held, header_timeout_s + BACKSTOP_S))
                 await context.terminated.set()  # kept-alive connections close after their request
         guard.cancel_scope.cancel()  # every connection is done

@@ -457,7 +457,7 @@ async def test_making_room_skips_a_connection_whose_socket_is_already_closed() -
     ours, theirs = socket.socketpair()
     theirs.close()
     held: dict[_Connection, None] = {}
-    connection = _Connection(trio.socket.from_stdlib_socket(ours), held)
+    connection = _Connection(trio.socket.from_stdlib_socket(ours), held, 30.0)
     connection.socket.close()
     connection.reset()
     assert held == {}
