@@ -163,3 +163,36 @@ async def test_a_long_tool_call_outlasts_the_header_deadline_and_a_flood(run_roo
             go.touch()
         assert answer[0].status_code == 200
         assert "done" in answer[0].text
+
+
+async def answer(stream: trio.SocketStream, buffered: bytearray) -> bytes:
+    """One answer with a content-length, read from `stream` (what follows it stays in `buffered`)."""
+    while b"\r\n\r\n" not in buffered:
+        buffered += await stream.receive_some(4096)
+    head, _, _ = bytes(buffered).partition(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:"))
+    while len(buffered) < len(head) + 4 + length:
+        buffered += await stream.receive_some(4096)
+    whole = bytes(buffered[: len(head) + 4 + length])
+    del buffered[: len(whole)]
+    return whole
+
+
+async def test_a_kept_alive_connection_is_served_past_the_header_deadline_then_closed(
+    tmp_path: Path, run_root: Path
+) -> None:
+    """The header deadline runs again from the end of each vouched request: requests spaced
+    well under it keep one connection in use for longer than it; idle, it is then closed."""
+    header_s = 2.0
+    env = {**DAEMON_ENV, "JEEVES_MCP_TCP_HEADER_TIMEOUT_S": str(header_s)}
+    request = f"GET /v1/slots HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode()
+    async with running_daemon(tmp_path, env) as daemon:
+        stream = await trio.open_tcp_stream("127.0.0.1", tcp_port(daemon))
+        async with stream:
+            buffered = bytearray()
+            with trio.fail_after(30):
+                for _ in range(8):  # 4 s in all, more than the deadline and its backstop
+                    await stream.send_all(request)
+                    assert (await answer(stream, buffered)).startswith(b"HTTP/1.1 200")
+                    await trio.sleep(header_s / 4)
+                assert await stream.receive_some(4096) == b""
