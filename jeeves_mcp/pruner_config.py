@@ -41,7 +41,7 @@ class PrunerConfig(Settings):
     max_sessions: int = Field(256, ge=1, description="Streamable HTTP sessions kept; the least recently used is dropped.")
     max_connections: int = Field(
         128, ge=1, description="HTTP connections held at once (any local user can reach the port); past that a new one "
-        "resets the oldest without a request in progress, or is reset unread if all have one.")
+        "resets the oldest not handling a request with the token, or is reset unread if all are.")
     health_socket: Path | None = Field(
         None, description="Also serve on this Unix socket (0600): the supervisor pings its children there, out of "
         "reach of other local users, who can flood the TCP port.")

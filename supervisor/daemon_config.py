@@ -61,11 +61,12 @@ class DaemonConfig(Settings):
         None, repr=False, description="Bearer token required on the TCP control API: 16 characters or more, 8 distinct, "
         "64 bits or more by length x log2(distinct).")
     tcp_max_connections: int = Field(
-        256, ge=1, description="TCP control connections held at once; past that a new one resets the oldest without a "
-        "request in progress, or is reset unread if all have one (the Unix socket has no cap).")
+        256, ge=1, description="TCP control connections held at once; past that a new one resets the oldest not "
+        "handling a request with the token, or is reset unread if all are (the Unix socket has no cap).")
     tcp_header_timeout_s: float = Field(
-        TCP_HEADER_TIMEOUT_S, gt=0, description="A TCP control connection with no request in progress is closed after "
-        "this: a new one whose request headers are not complete, a kept-alive one waiting for its next.")
+        TCP_HEADER_TIMEOUT_S, gt=0, description="A TCP control connection not handling a request with the token is "
+        "closed after this (reset 0.5 s later if still open): a new one whose request headers are not complete, "
+        "a kept-alive one waiting for its next.")
     body_timeout_s: float = Field(30.0, gt=0, description="A control request body slower than this gets 408.")
     pruner_enabled: bool = Field(True, description="False gives every new slot the disabled state, no child.")
     max_slots: int = Field(100, ge=1, description="Slots alive at once; more get 429 QUEUE_OVERLOADED.")
