@@ -206,15 +206,6 @@ class _Connection:
         _reset(self.socket)
 
 
-class _Handler(TCPServer):
-    """hypercorn's connection handler, the connection in its requests' scope (state), for
-    _unvouched_answers_let_go."""
-
-    def __init__(self, app: Any, config: HypercornConfig, context: WorkerContext, connection: _Connection) -> None:
-        state = ConnectionState({_CONNECTION: connection})
-        super().__init__(app, config, context, state, connection)  # type: ignore[arg-type]
-
-
 def _unvouched_answers_let_go(app: Any) -> Any:
     """Counts the requests vouched for in progress on a connection, and resets a connection
     whose answer to a request not vouched for is not taken within UNVOUCHED_ANSWER_S:
@@ -286,7 +277,9 @@ async def serve_capped(
         try:
             async with trio.open_nursery() as watching:
                 watching.start_soon(stream.watch_idle)
-                await _Handler(wrapped, config, context, stream)
+                # hypercorn's own handler; the connection in its requests' scope (state)
+                state = ConnectionState({_CONNECTION: stream})
+                await TCPServer(wrapped, config, context, state, stream)  # type: ignore[arg-type]
                 watching.cancel_scope.cancel()
         except Exception as exc:  # one connection's fault is not the listener's
             log.error(f"{events}connection_failed", exc_info=exc)

@@ -164,8 +164,7 @@ def shield_last_send(app: ASGIApp) -> ASGIApp:
     async def app_with_shielded_end(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         async def send_end_shielded(message: Any) -> None:
             if message["type"] == "http.response.body" and not message.get("more_body", False):
-                with trio.CancelScope(shield=True) as shielded:
-                    shielded.deadline = trio.current_time() + LAST_SEND_S
+                with trio.CancelScope(shield=True, deadline=trio.current_time() + LAST_SEND_S):
                     await send(message)
             else:
                 await send(message)

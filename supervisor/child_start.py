@@ -45,12 +45,9 @@ class ChildStarter:
     def __post_init__(self) -> None:
         self._spawning = trio.Semaphore(self.config.spawn_concurrency)
 
-    def log_path(self, run_id: str) -> Path:
-        return self.config.log_dir / f"{run_id}.log"
-
     async def start(self, record: SlotRecord, port: int) -> Child:
         """A child for `record` that has answered its health check; SpawnError if none."""
-        log_file = self.log_path(record.run_id)
+        log_file = self.config.log_path(record.run_id)
         health_socket = self.config.health_socket(record.run_id)
         env = children.child_environment(
             record.token,

@@ -119,6 +119,9 @@ class DaemonConfig(Settings):
     def log_dir(self) -> Path:
         return self.state_dir / "logs"
 
+    def log_path(self, run_id: str) -> Path:
+        return self.log_dir / f"{run_id}.log"
+
     @property
     def health_dir(self) -> Path:
         return self.state_dir / "health"

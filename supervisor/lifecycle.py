@@ -18,7 +18,6 @@ import os
 import random
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -76,9 +75,6 @@ class SlotLifecycle:
         if reported is not None and slot.child is child:
             self.metrics.count_savings(slot.record.stats.get("current", {}), reported)
             slot.record.stats = {"base": slot.record.stats.get("base", {}), "current": reported}
-
-    def log_path(self, run_id: str) -> Path:
-        return self.starter.log_path(run_id)
 
     async def save(self, slot: Slot) -> None:
         """Write the slot's record; a failure (full disk, ...) is an event, not an error."""

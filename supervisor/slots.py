@@ -278,4 +278,4 @@ class SlotManager:
         return runs
 
     def log_path(self, run_id: str) -> Path:
-        return self.lifecycle.log_path(run_id)
+        return self.config.log_path(run_id)

@@ -25,7 +25,6 @@ import functools
 import math
 import os
 import signal
-import sys
 from collections.abc import Callable, Container, Iterator
 
 import trio
@@ -108,7 +107,7 @@ def sweep_zombies() -> int:
 
 
 def reap_zombies(
-    held: Callable[[], Container[int]], *, young_too: bool, most: int | None = None
+    held: Callable[[], Container[int]], *, young_too: bool, most: int
 ) -> tuple[int, bool]:
     """Reap exited children of ours whose status is nobody else's: how many, and whether
     some were left for a later pass (too young, or past the first `most`).
@@ -121,12 +120,11 @@ def reap_zombies(
     one at a time, so a pass costs what there is to reap rather than a look at every pid;
     /proc is listed only past a child to leave alone, which waitid would name again.
     """
-    limit = sys.maxsize if most is None else most
     leave = _LeaveAlone(held, young_too)
     children = own_children()
     reaped = 0
     if children is None:
-        for _ in range(limit):
+        for _ in range(most):
             pid = _first_exited()
             if pid is None:
                 return reaped, False
@@ -137,8 +135,8 @@ def reap_zombies(
             return reaped, _first_exited() is not None
         children = list_pids()
     exited = [pid for pid in children if _zombie_child(pid)]
-    left = len(exited) > limit - reaped
-    for pid in exited[:limit - reaped]:
+    left = len(exited) > most - reaped
+    for pid in exited[:most - reaped]:
         if leave.held(pid):
             continue
         if leave.young(pid):
