@@ -7,6 +7,8 @@ import resource
 import secrets
 import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ from jeeves_mcp.proc import (
 )
 from jeeves_mcp.proc import reaper as process_reaper
 from jeeves_mcp.proc import tree as process_tree
+from jeeves_mcp.proc.procfs import old_enough, proc_stat, uptime_ticks
 
 GRACE_S = 0.3
 
@@ -463,6 +466,62 @@ async def test_the_orphan_reaper_never_takes_the_status_of_a_command(
                 await trio.sleep(0.05)
         reaper.cancel_scope.cancel()
     assert results == {code: code for code in range(1, 61)}
+
+
+@pytest.mark.parametrize("children_lists", [True, False], ids=["children_lists", "no_children_lists"])
+async def test_a_command_whose_spawn_returns_late_keeps_its_status(tmp_path, marker, monkeypatch, children_lists):
+    """The spawn returns to the event loop only after the command exited more than
+    ZOMBIE_MIN_AGE_S ago, as when the loop was blocked that long: the orphan reaper's passes
+    meanwhile leave the command's status to run_command (it read as exit 0 when taken)."""
+    if not children_lists:
+        monkeypatch.setattr(process_reaper, "own_children", lambda: None)
+    passes = threading.Condition()
+    begun, done = [0], [0]  # reaper passes begun and finished
+    real_reap_once = process_reaper.reap_once
+
+    def counted_reap_once() -> tuple[int, bool]:
+        with passes:
+            begun[0] += 1
+        try:
+            return real_reap_once()
+        finally:
+            with passes:
+                done[0] += 1
+                passes.notify_all()
+
+    monkeypatch.setattr(process_reaper, "reap_once", counted_reap_once)
+    real_popen = subprocess.Popen
+
+    class LatePopen(real_popen):  # type: ignore[misc,valid-type]
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            # In trio's worker thread: the command exits and grows old, and a reaper pass
+            # begins and ends after that, before the spawn returns.
+            deadline = time.monotonic() + 10
+            while os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                assert time.monotonic() < deadline, "the command did not exit"
+                time.sleep(0.01)
+            while not old_enough(proc_stat(self.pid) or [], uptime_ticks()):
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            with passes:
+                after = begun[0]
+                assert passes.wait_for(lambda: done[0] > after, timeout=10), "no reaper pass"
+
+    monkeypatch.setattr(subprocess, "Popen", LatePopen)
+    async with trio.open_nursery() as reaper:
+        await reaper.start(reap_orphans)
+        with trio.fail_after(20):
+            result = await run_command(
+                ["sh", "-c", "exit 7"],
+                cwd=tmp_path,
+                env=base_env(marker),
+                timeout_s=30,
+                max_output_bytes=1024,
+                kill_grace_s=GRACE_S,
+            )
+        reaper.cancel_scope.cancel()
+    assert result.exit_code == 7
 
 
 async def test_after_the_grace_a_group_is_signalled_only_while_it_is_still_the_trees():

@@ -1,16 +1,18 @@
 """The reaper where the kernel has no /proc/PID/task/*/children (forced here, with real
 children that exit): what has exited is reaped at the cost of what there is to reap, and
-never a child whose status is someone else's to read."""
+never a child whose status is someone else's to read. The spawns in flight, on either kernel."""
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from jeeves_mcp.proc import reaper
+from jeeves_mcp.proc.procfs import old_enough, pidfd_pids, proc_stat, uptime_ticks
 
 
 @pytest.fixture
@@ -33,6 +35,17 @@ def no_children_lists(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
         os.waitpid(pid, 0)
 
 
+@pytest.fixture(params=[True, False], ids=["children_lists", "no_children_lists"])
+def either_kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The reaper with children lists, then as on a kernel without them."""
+    if not request.param:
+        monkeypatch.setattr(reaper, "own_children", lambda: None)
+    assert first_exited() is None, "an exited child of this process from before the test"
+    yield
+    while (pid := first_exited()) is not None:
+        os.waitpid(pid, 0)
+
+
 def exited_children(count: int, code: int = 0) -> list[int]:
     """`count` children that have exited with `code`, not reaped."""
     pids = [os.posix_spawn("/bin/sh", ["sh", "-c", f"exit {code}"], {}) for _ in range(count)]
@@ -48,6 +61,24 @@ def first_exited() -> int | None:
     except ChildProcessError:
         return None
     return None if info is None else info.si_pid
+
+
+def until_old(pid: int) -> None:
+    """Until `pid` started ZOMBIE_MIN_AGE_S ago, the age past which only a spawn's return kept
+    it (a blocked event loop delays that return as long as it likes)."""
+    deadline = time.monotonic() + 10
+    while not old_enough(proc_stat(pid) or [], uptime_ticks()):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def until_a_tick_after(pid: int) -> None:
+    """Until the boot clock is two ticks (of /proc/PID/stat's start times) past `pid`'s start."""
+    started = int((proc_stat(pid) or [])[19])
+    deadline = time.monotonic() + 10
+    while time.clock_gettime_ns(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK") // 10**9 < started + 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
 
 
 def unreaped(pids: list[int]) -> list[int]:
@@ -91,16 +122,6 @@ def test_without_children_lists_a_pass_stops_at_most_and_says_some_are_left(no_c
     assert unreaped(orphans) == [] and no_children_lists == []
 
 
-def test_without_children_lists_a_young_child_is_left_while_a_spawn_is_in_flight(
-    no_children_lists: list[int],
-) -> None:
-    young = exited_children(1)
-    with reaper.spawning():  # its pid may be a spawn's whose owner does not know it yet
-        assert reaper.reap_once() == (0, True)
-    assert unreaped(young) == young
-    assert reaper.reap_once() == (1, False)
-
-
 def test_without_children_lists_a_sweep_stops_at_max_per_pass_and_wakes_the_reaper(
     no_children_lists: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -118,3 +139,52 @@ def test_without_children_lists_a_sweep_stops_at_max_per_pass_and_wakes_the_reap
     finally:
         signal.signal(signal.SIGCHLD, previous)
     assert unreaped(orphans) == [] and woken == [signal.SIGCHLD]
+
+
+def test_a_command_that_exited_while_its_spawn_was_in_flight_is_left_however_old(either_kernel: None) -> None:
+    """Its pid is its runner's only once the spawn returns, which a blocked event loop delays
+    past any age: the reaper's pass and kill_tree's sweep leave it, its status stays its own."""
+    with reaper.spawning():
+        command = exited_children(1, code=7)[0]
+        until_old(command)
+        assert reaper.reap_once() == (0, True)
+        assert reaper.sweep_zombies() == 0
+        assert unreaped([command]) == [command]
+    assert os.waitpid(command, 0) == (command, 7 << 8)
+
+
+def test_a_child_started_before_the_spawns_in_flight_is_reaped_at_once(either_kernel: None) -> None:
+    orphan = exited_children(1)[0]  # young, but older than any spawn in flight
+    until_a_tick_after(orphan)
+    with reaper.spawning():
+        command = exited_children(1, code=7)[0]
+        assert reaper.reap_once() == (1, True)
+        assert unreaped([orphan, command]) == [command]
+    assert os.waitpid(command, 0) == (command, 7 << 8)
+    assert reaper.reap_once() == (0, False)
+
+
+def test_a_sweep_in_a_thread_reads_the_pidfds_again_after_a_spawn_returned(either_kernel: None) -> None:
+    """kill_tree's sweep runs in a thread beside the event loop's spawns: a spawn may return
+    (its pidfd open, its pid no longer in flight) after the sweep read which pids have one."""
+    orphan = exited_children(1)[0]  # decided first: the held pids are read for it
+    until_a_tick_after(orphan)
+    spawn = reaper.spawning()
+    spawn.__enter__()
+    command = exited_children(1, code=7)[0]
+    pidfds: list[int] = []
+
+    def held() -> set[int]:
+        found = pidfd_pids()
+        if not pidfds:  # the spawn returns now, while this pass goes on
+            pidfds.append(os.pidfd_open(command))
+            spawn.__exit__(None, None, None)
+        return found
+
+    try:  # young_too: as if the command were old, its age no help
+        assert reaper.reap_zombies(held, young_too=True, most=10) == (1, False)
+        assert unreaped([orphan, command]) == [command]
+    finally:
+        for fd in pidfds:
+            os.close(fd)
+    assert os.waitpid(command, 0) == (command, 7 << 8)

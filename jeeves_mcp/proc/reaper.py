@@ -13,9 +13,13 @@ of the child goes through `run_command`, which says so: `spawning()` around the 
 and `awaiting(pid)` until the command's status is read. Those pids are kept here in
 memory, so a pass reads no /proc/self/fdinfo on every command's exit (`sweep_zombies`,
 for any process, asks the pidfds). While a spawn is in flight (`Popen` returns in a
-worker thread, the pid is known after, in the event loop) only zombies older than
-`ZOMBIE_MIN_AGE_S` are reaped, as `sweep_zombies` (run by `kill_tree` after a
-command) does always. Both share `reap_zombies`.
+worker thread, the pid is known after, in the event loop) an exited child that started
+since the spawn began is left alone, however long the spawn takes to return (an age
+limit let a pass take the command's status after the loop was blocked that long):
+`spawning()` notes when it began on the clock /proc/PID/stat's start times count on.
+`sweep_zombies` (run by `kill_tree` after a command, in a thread) leaves
+those too, and any zombie younger than `ZOMBIE_MIN_AGE_S`: a trio Process spawned without
+`spawning()` (the daemon's) has no pidfd until its spawn returns. Both share `reap_zombies`.
 """
 
 from __future__ import annotations
@@ -25,7 +29,10 @@ import functools
 import math
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Container, Iterator
+from typing import Literal
 
 import trio
 
@@ -41,7 +48,12 @@ RETRY_S = 0.5
 # it cannot abandon.
 MAX_PER_PASS = 4096
 
-_spawns_in_flight = 0  # event loop only
+_TICKS = os.sysconf("SC_CLK_TCK")
+# When each spawn in flight began (boot clock ticks), and a count of spawns begun or ended:
+# a sweep in a thread reads the pidfds again once a spawn has returned (its pidfd open).
+_spawns_lock = threading.Lock()
+_spawns_began: list[int] = []
+_spawns_changed = 0
 # Pid -> how many commands wait for it (a pid trio has reaped may be a new command's
 # before the first command's `awaiting` ends). Event loop only.
 _awaited: dict[int, int] = {}
@@ -49,13 +61,38 @@ _awaited: dict[int, int] = {}
 
 @contextlib.contextmanager
 def spawning() -> Iterator[None]:
-    """Around the spawn of a trio Process: its pid is not known until the spawn returns."""
-    global _spawns_in_flight
-    _spawns_in_flight += 1
+    """Around the spawn of a trio Process: its pid is not known until the spawn returns, so
+    every exited child started since the spawn began is left alone until then."""
+    began = _boot_ticks() - 1  # a tick early: both sides round down
+    _note_spawn(began, begun=True)
     try:
         yield
     finally:
-        _spawns_in_flight -= 1
+        _note_spawn(began, begun=False)
+
+
+def _boot_ticks() -> int:
+    """Now on the clock of /proc/PID/stat's start times (CLOCK_BOOTTIME, in clock ticks)."""
+    try:
+        return time.clock_gettime_ns(time.CLOCK_BOOTTIME) * _TICKS // 1_000_000_000
+    except OSError:  # unknown: every child counts as started since
+        return 0
+
+
+def _note_spawn(began: int, *, begun: bool) -> None:
+    global _spawns_changed
+    with _spawns_lock:
+        if begun:
+            _spawns_began.append(began)
+        else:
+            _spawns_began.remove(began)
+        _spawns_changed += 1
+
+
+def _spawns_now() -> tuple[int, int | None]:
+    """How many spawns began or ended so far, and when the oldest in flight began (None: none)."""
+    with _spawns_lock:
+        return _spawns_changed, min(_spawns_began, default=None)
 
 
 @contextlib.contextmanager
@@ -87,8 +124,8 @@ async def reap_orphans(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_
 
 def reap_once() -> tuple[int, bool]:
     """Reap exited children that no trio Process owns: how many, and whether some were
-    left for a later pass (too young while a spawn was in flight, or over MAX_PER_PASS)."""
-    return reap_zombies(lambda: _awaited, young_too=not _spawns_in_flight, most=MAX_PER_PASS)
+    left for a later pass (started since a spawn in flight began, or over MAX_PER_PASS)."""
+    return reap_zombies(lambda: _awaited, young_too=True, most=MAX_PER_PASS)
 
 
 def sweep_zombies() -> int:
@@ -96,8 +133,9 @@ def sweep_zombies() -> int:
 
     Orphans of finished commands reparent to the subreaper and become our
     zombies when they exit. A zombie child is left alone when this process
-    holds a pidfd for it (trio's Process does, until it has reaped its child)
-    or when it is younger than `ZOMBIE_MIN_AGE_S`. Blocking: run in a thread.
+    holds a pidfd for it (trio's Process does, until it has reaped its child),
+    when it started since a spawn in flight began, or when it is younger than
+    `ZOMBIE_MIN_AGE_S`. Blocking: run in a thread.
     At most MAX_PER_PASS: what is left, `reap_orphans` is woken for, as by an exit.
     """
     reaped, left = reap_zombies(pidfd_pids, young_too=False, most=MAX_PER_PASS)
@@ -113,8 +151,9 @@ def reap_zombies(
     some were left for a later pass (too young, or past the first `most`).
 
     `held()`, asked only when a child has exited, names the children to leave alone (their
-    exit status is trio's to read). Unless `young_too`, a child started less than
-    `ZOMBIE_MIN_AGE_S` ago is left too: it may be a spawn whose pidfd is not open yet.
+    exit status is trio's to read). A child started since a spawn in flight began is left
+    too, and unless `young_too`, one started less than `ZOMBIE_MIN_AGE_S` ago: it may be a
+    spawn that did not say so (`spawning()`) whose pidfd is not open yet.
     Exited children are peeked at (`WNOWAIT`) before any is reaped; the children are read
     from /proc/PID/task/*/children. Where the kernel has none, `waitid(P_ALL)` names them
     one at a time, so a pass costs what there is to reap rather than a look at every pid;
@@ -128,7 +167,7 @@ def reap_zombies(
             pid = _first_exited()
             if pid is None:
                 return reaped, False
-            if leave.held(pid) or leave.young(pid):
+            if leave.verdict(pid) != "reap":
                 break
             reaped += _reap(pid)
         else:
@@ -137,38 +176,51 @@ def reap_zombies(
     exited = [pid for pid in children if _zombie_child(pid)]
     left = len(exited) > most - reaped
     for pid in exited[:most - reaped]:
-        if leave.held(pid):
-            continue
-        if leave.young(pid):
+        verdict = leave.verdict(pid)
+        if verdict == "later":
             left = True
-            continue
-        reaped += _reap(pid)
+        elif verdict == "reap":
+            reaped += _reap(pid)
     return reaped, left
 
 
 class _LeaveAlone:
-    """The exited children one pass leaves alone; `held()` and the clock read once, when needed."""
+    """The exited children one pass leaves alone. `held()` is read when first needed, and again
+    when a spawn began or ended since: a sweep in a thread runs beside the loop's spawns."""
 
     def __init__(self, held: Callable[[], Container[int]], young_too: bool) -> None:
         self._ask_held = held
         self._young_too = young_too
-
-    @functools.cached_property
-    def _held(self) -> Container[int]:
-        return self._ask_held()
+        self._held: Container[int] = ()
+        self._held_as_of: int | None = None  # _spawns_changed when `held()` was read
 
     @functools.cached_property
     def _now_ticks(self) -> float | None:
         return uptime_ticks()
 
-    def held(self, pid: int) -> bool:
-        return pid in self._held
+    def verdict(self, pid: int) -> Literal["reap", "held", "later"]:
+        """What to do with exited child `pid`: "held" (its status is someone else's), "later"
+        (it may be a spawn's in flight, or is too young) or "reap". Called once `pid` is seen
+        exited: a spawn that forked it has begun, and is in `_spawns_now()`."""
+        changed, oldest = _spawns_now()
+        stat = None if oldest is None and self._young_too else proc_stat(pid)
+        if oldest is not None and (stat is None or _start_ticks(stat) >= oldest):
+            return "later"
+        if changed != self._held_as_of:  # read after the spawns: one returned has its pidfd open
+            self._held, self._held_as_of = self._ask_held(), changed
+        if pid in self._held:
+            return "held"
+        if not self._young_too and (stat is None or not old_enough(stat, self._now_ticks)):
+            return "later"
+        return "reap"
 
-    def young(self, pid: int) -> bool:
-        if self._young_too:
-            return False
-        stat = proc_stat(pid)
-        return stat is None or not old_enough(stat, self._now_ticks)
+
+def _start_ticks(stat: list[str]) -> float:
+    """When the process started, in clock ticks since boot (math.inf if unreadable)."""
+    try:
+        return int(stat[19])  # field 22 of stat: starttime
+    except (IndexError, ValueError):
+        return math.inf
 
 
 def _first_exited() -> int | None:
