@@ -102,6 +102,10 @@ def _result(response: httpx.Response) -> Any:
 # A connection per request: the daemon closes an idle one (after tcp_header_timeout_s on
 # TCP), and a request sent on it as it closes failed as "no daemon answers". Requests are few.
 NO_KEEPALIVE = httpx.Limits(max_keepalive_connections=0)
+# A failed connect sent nothing, so it is safe to try again (a daemon restarting, a socket
+# not listening yet); httpx retries connect errors only, after 0, 0.5 and 1 s. A request
+# that reached the daemon is never sent twice: an acquire could start two children.
+CONNECT_RETRIES = 3
 
 
 def _unavailable(where: str, exc: Exception) -> DaemonUnavailable:
@@ -195,9 +199,10 @@ class AsyncControlClient(_Api):
     ) -> None:
         base, uds, headers = _target(socket, url, token, daemon_uid)
         self.where = uds or base
-        transport = httpx.AsyncHTTPTransport(uds=uds) if uds else None
-        self._http = httpx.AsyncClient(base_url=base, transport=transport, headers=headers, timeout=timeout,
-                                       limits=NO_KEEPALIVE)
+        # Our transport, so the client's limits do not apply, nor any proxy from the
+        # environment (the daemon is local; a proxy would see the token).
+        transport = httpx.AsyncHTTPTransport(uds=uds, retries=CONNECT_RETRIES, limits=NO_KEEPALIVE)
+        self._http = httpx.AsyncClient(base_url=base, transport=transport, headers=headers, timeout=timeout)
 
     async def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
         try:
@@ -253,9 +258,8 @@ class ControlClient(_Api):
     ) -> None:
         base, uds, headers = _target(socket, url, token, daemon_uid)
         self.where = uds or base
-        transport = httpx.HTTPTransport(uds=uds) if uds else None
-        self._http = httpx.Client(base_url=base, transport=transport, headers=headers, timeout=timeout,
-                                  limits=NO_KEEPALIVE)
+        transport = httpx.HTTPTransport(uds=uds, retries=CONNECT_RETRIES, limits=NO_KEEPALIVE)
+        self._http = httpx.Client(base_url=base, transport=transport, headers=headers, timeout=timeout)
 
     def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
         try:
