@@ -240,23 +240,28 @@ async def read_ready(stream: trio.abc.ReceiveStream, child: Child) -> dict[str, 
     return ready
 
 
+async def request(
+    http: httpx.AsyncClient, child: Child, method: str, path: str, timeout_s: float, **options: Any
+) -> httpx.Response:
+    """One request from the daemon to `child`: over its health socket when it has one (any
+    local user can fill its TCP port's listen queue), else its TCP port (an older child)."""
+    if child.health_socket is None:
+        return await http.request(method, f"http://127.0.0.1:{child.port}{path}", timeout=timeout_s, **options)
+    with unix_socket_name(child.health_socket) as name:
+        # verify=False: no certificates loaded per request, and nothing here is TLS.
+        transport = httpx.AsyncHTTPTransport(uds=name, verify=False, retries=0)
+        async with httpx.AsyncClient(transport=transport, trust_env=False) as private:
+            return await private.request(method, f"http://127.0.0.1{path}", timeout=timeout_s, **options)
+
+
 async def ping(http: httpx.AsyncClient, child: Child, token: str, timeout_s: float) -> str | None:
-    """One MCP-level health check; None when healthy, else what went wrong.
+    """One MCP-level health check (`request`); None when healthy, else what went wrong.
 
     OSError (EMFILE, ENFILE) when the daemon itself is out of file descriptors: that
-    says nothing about the child, and must not count against it. Over the child's health
-    socket when it has one: any local user can fill its TCP port's listen queue."""
+    says nothing about the child, and must not count against it."""
     headers = {**PING_HEADERS, "Authorization": f"Bearer {token}"}
     try:
-        if child.health_socket is None:
-            response = await http.post(child.url, json=PING, headers=headers, timeout=timeout_s)
-        else:
-            with unix_socket_name(child.health_socket) as name:
-                # verify=False: no certificates loaded per ping, and nothing here is TLS.
-                transport = httpx.AsyncHTTPTransport(uds=name, verify=False, retries=0)
-                async with httpx.AsyncClient(transport=transport, trust_env=False) as private:
-                    response = await private.post("http://127.0.0.1/mcp", json=PING, headers=headers,
-                                                  timeout=timeout_s)
+        response = await request(http, child, "POST", "/mcp", timeout_s, json=PING, headers=headers)
     except httpx.TimeoutException:
         return "timeout"
     except httpx.HTTPError as exc:

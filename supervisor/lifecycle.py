@@ -71,7 +71,7 @@ class SlotLifecycle:
         child = slot.child
         if child is None or slot.state != SlotState.RUNNING:
             return
-        reported = await savings.fetch(self.http, child.port, slot.record.token, self.config.health_timeout_s)
+        reported = await savings.fetch(self.http, child, slot.record.token, self.config.health_timeout_s)
         if reported is not None and slot.child is child:
             self.metrics.count_savings(slot.record.stats.get("current", {}), reported)
             slot.record.stats = {"base": slot.record.stats.get("base", {}), "current": reported}

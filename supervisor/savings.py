@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 
+from jeeves_mcp.supervisor.child import Child, request
+
 COUNTERS = ("calls", "raw_bytes", "raw_tokens", "returned_bytes", "returned_tokens", "prunings")
 
 
@@ -37,18 +39,18 @@ def fold_current(record_stats: dict[str, Any]) -> dict[str, Any]:
     return {"base": total(record_stats), "current": {}}
 
 
-async def fetch(http: httpx.AsyncClient, port: int, token: str, timeout_s: float) -> dict[str, Any] | None:
+async def fetch(http: httpx.AsyncClient, child: Child, token: str, timeout_s: float) -> dict[str, Any] | None:
+    """What `child` has counted (GET /stats, its token required), over its health socket when
+    it has one: over a flooded TCP port the counts of a run's release were lost. None if it
+    cannot say (OSError: the daemon out of descriptors, which a refresh must not crash on)."""
     try:
-        response = await http.get(
-            f"http://127.0.0.1:{port}/stats",
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=timeout_s,
-        )
+        response = await request(http, child, "GET", "/stats", timeout_s,
+                                 headers={"Authorization": f"Bearer {token}"})
         if response.status_code == 200:
             body = response.json()
             if isinstance(body, dict) and isinstance(body.get("tools"), dict):
                 return body
-    except (httpx.HTTPError, ValueError):
+    except (httpx.HTTPError, OSError, ValueError):
         pass
     return None
 

@@ -1,8 +1,12 @@
 """Flood a port with plain connections, as another run's `bash` can (attack F5): keep as many
 half-sent HTTP requests open as the port lets us, opening a new one for each it closes.
 
-Run as a script: `python _flood.py PORT`. Prints `flooding` once the first batch is open,
-then runs until killed. Stdlib only, so any user's interpreter can run it."""
+Run as a script: `python _flood.py PORT [churn]`. Prints `flooding` once the first batch is
+open, then runs until killed. Stdlib only, so any user's interpreter can run it.
+
+`churn` instead connects and closes at once, as fast as it can: each connection still waits
+in the listen queue until the child accepts it, and the child accepts them no faster than
+they come, so the queue stays full and most other connects are dropped."""
 
 from __future__ import annotations
 
@@ -52,5 +56,18 @@ def flood(port: int) -> None:
                 sock.close()
 
 
+def churn(port: int) -> None:
+    for opened in range(sys.maxsize):
+        sock = socket.socket()
+        sock.setblocking(False)
+        try:
+            sock.connect(("127.0.0.1", port))
+        except OSError:  # in progress, or dropped for a full queue: the next one
+            pass
+        sock.close()
+        if opened == BATCH:
+            print("flooding", flush=True)
+
+
 if __name__ == "__main__":
-    flood(int(sys.argv[1]))
+    (churn if sys.argv[2:] == ["churn"] else flood)(int(sys.argv[1]))

@@ -13,18 +13,29 @@ import socket
 import stat
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 
 from jeeves_mcp.client import AsyncControlClient
-from tests._daemon import EventLog, watch_events
-from tests.test_daemon import metric
+from tests._daemon import EventLog, running_daemon, watch_events
+from tests.test_daemon import metric, read_through
 
 FLOOD = Path(__file__).with_name("_flood.py")
 PINGS = 10  # health checks that must pass under the flood (0.3 s apart in the tests)
 FAILED = ("mcp_pruner.health_failed", "mcp_pruner.unreachable", "mcp_pruner.restarting")
+RUNS = 4  # released under a flood, in the test of the counts
+OVERFLOWS = 20000  # connects the kernel dropped for a full listen queue: the flood has taken hold
+
+
+def listen_overflows() -> int:
+    """The kernel's count of connections dropped for a full listen queue (all ports)."""
+    names, values = [line.split() for line in Path("/proc/net/netstat").read_text().splitlines()[:2]]
+    return int(values[names.index("ListenOverflows")])
 
 
 async def passed_pings(control: AsyncControlClient) -> float:
@@ -47,25 +58,62 @@ async def pings_pass_under(log: EventLog, control: AsyncControlClient, run_id: s
     check()
 
 
+@asynccontextmanager
+async def flooding(port: int, *mode: str, processes: int = 1, overflows: int = 0) -> AsyncIterator[None]:
+    """`_flood.py` on `port` while the block runs, as another run's `bash` can; the block starts
+    once the kernel has dropped `overflows` connections for a full listen queue (any port's)."""
+    before = listen_overflows()
+    floods: list[trio.Process] = []
+    try:
+        for _ in range(processes):
+            floods.append(await trio.lowlevel.open_process(
+                [sys.executable, "-I", str(FLOOD), str(port), *mode],
+                stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True,
+            ))
+        with trio.fail_after(20):
+            for flood in floods:
+                assert flood.stdout is not None
+                assert await flood.stdout.receive_some(64) == b"flooding\n"
+            while listen_overflows() - before < overflows:  # noqa: ASYNC110 - a /proc counter
+                await trio.sleep(0.05)
+        yield
+    finally:
+        for flood in floods:
+            flood.kill()
+        with trio.CancelScope(shield=True):
+            for flood in floods:
+                await flood.wait()
+
+
 async def test_a_flood_of_the_childs_port_does_not_fail_its_health_checks(daemon, run_root: Path) -> None:
     async with daemon.client() as control, watch_events(daemon) as log:
         slot = await control.acquire("victim", run_root)
-        flood = await trio.lowlevel.open_process(
-            [sys.executable, "-I", str(FLOOD), str(slot["port"])],
-            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-        try:
-            assert flood.stdout is not None
-            with trio.fail_after(20):
-                assert await flood.stdout.receive_some(64) == b"flooding\n"
+        async with flooding(slot["port"]):
             await pings_pass_under(log, control, "victim")
-        finally:
-            flood.kill()
-            with trio.CancelScope(shield=True):
-                await flood.wait()
         after = await control.get("victim")
         assert (after["state"], after["restarts"], after["pid"]) == ("running", 0, slot["pid"])
         await control.release("victim")
+
+
+async def test_a_flood_of_the_childs_port_does_not_lose_its_counts_at_release(tmp_path: Path, run_root: Path) -> None:
+    """A run's savings are fetched from its child at release; over its flooded TCP port they
+    were lost. No health check comes before the releases (a long interval), so no refresh
+    either: the fetch at release alone brings them. A connect to the flooded port is dropped
+    most times, not always: RUNS releases, each under a flood of its own."""
+    async with running_daemon(tmp_path, {"JEEVES_MCP_HEALTH_INTERVAL_S": "600"}) as daemon, \
+            daemon.client() as control:
+        for n in range(RUNS):
+            slot = await control.acquire(f"counted-{n}", run_root)
+            for _ in range(n + 1):
+                assert (await read_through(slot))["path"] == "hello.py"
+            async with httpx.AsyncClient(timeout=10) as http:  # what the child counted, before the flood
+                response = await http.get(f"http://127.0.0.1:{slot['port']}/stats", headers=slot["mcp"]["headers"])
+            real = response.raise_for_status().json()["tools"]
+            assert real["read"]["calls"] == n + 1, real
+            async with flooding(slot["port"], "churn", processes=2, overflows=OVERFLOWS):
+                await control.release(f"counted-{n}")
+            recorded = (await control.stats(f"counted-{n}"))["runs"][f"counted-{n}"]["tools"]
+            assert recorded == real, n
 
 
 async def test_the_socket_is_the_daemons_alone_and_goes_with_the_slot(daemon, run_root: Path) -> None:
