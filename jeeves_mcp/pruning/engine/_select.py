@@ -28,13 +28,13 @@ BUDGET = 0.25
 # A unit scoring below this share of the best one is not worth keeping.
 REL_CUT = 0.2
 # Docs: a softmax of the section scores, at a temperature relative to the best score,
-# is read as the chance that each section is the one asked about. Sections are taken
-# by that chance per character (the first even past the budget) until they hold DOCS_MASS of it
-# or fill DOCS_BUDGET of the characters: a clear winner is kept alone, close
-# candidates are kept together.
-DOCS_MASS = 0.9
+# is read as the chance that each section is the one asked about. Sections are taken by
+# that chance per character, the first even past the budget; a later one only while its
+# chance is worth DOCS_PRICE times its share of the characters, and within DOCS_BUDGET of
+# them: a clear winner is kept alone, close candidates together (see VIEW_PRICE).
+DOCS_PRICE = 0.45
 DOCS_TEMP = 0.2
-DOCS_BUDGET = 0.35
+DOCS_BUDGET = 0.5
 
 
 class PruneTimeout(Exception):
@@ -66,8 +66,13 @@ UNSTRUCTURED = 0.6
 # >= 0.9 +0.4) against one share for every view (0.3); +0.3 on commit tasks from 12 more
 # repositories made after it was settled. Small: within chance case by case
 # (bench/compare_engines.py).
-CODE_SHARE = 0.265
-UNSURE_SHARE = 0.15
+CODE_SHARE = 0.25
+UNSURE_SHARE = 0.1
+# ... and past that share while the lines next in order hold more value than VIEW_PRICE
+# times their share of the text's characters (see _worth_its_size): a view's size is the
+# one that keeps the most expected recall net of that price, so a ranking sure of a few
+# lines keeps a small view and one spread over many lines a large one.
+VIEW_PRICE = 0.4
 # ... but never less than this (or half a small text): below it pruning saves little and risks much.
 CODE_MIN_BYTES = 2048
 # A partly kept unit is completed when the rest takes at most this share of the budget.
@@ -157,12 +162,14 @@ def select_lines(
         else:
             share = CODE_SHARE + UNSURE_SHARE * (1 - max(chances, default=0.0))
         budget = max(min(CODE_MIN_BYTES, 0.6 * sum(view)), share * sum(view))
-        if max_bytes is not None:
-            budget = min(budget, max_bytes)
+        cap = sum(view) if max_bytes is None else max_bytes
         first = set(layout.always)
-        if sum(view[i] for i in layout.context) <= max(256, CONTEXT_CHEAP * budget):
+        if sum(view[i] for i in layout.context) <= max(256, CONTEXT_CHEAP * min(budget, cap)):
             first |= layout.context
         ranking = Ranking(lines, layout, values, first)
+        if not docs:
+            budget = max(budget, _worth_its_size(lines, ranking, values, cap))
+        budget = min(budget, cap)
         keep = _prefix(lines, ranking, budget)
         _complete_units(lines, layout, keep, max(256, COMPLETE_SHARE * budget))
     elif source_type == "docs":
@@ -216,6 +223,31 @@ class _UnitRanking:
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.order)
+
+
+def _worth_its_size(lines: Sequence[str], order: Iterable[int], values: Sequence[float], cap: float) -> float:
+    """The size of the prefix of `order` (up to `cap` bytes of view) whose lines hold the most
+    of the text's value net of VIEW_PRICE times their share of its characters."""
+    total_value = sum(values)
+    if total_value <= 0:
+        return 0.0
+    total_chars = sum(len(x) + 1 for x in lines)
+    shown = [False] * len(lines)
+    used = most = MARKER_BYTES
+    value = chars = 0.0
+    best = best_size = 0.0
+    for i in order:
+        used += line_bytes(i, lines[i]) + marker_change(shown, i, MARKER_BYTES)
+        shown[i] = True
+        most = max(most, used)
+        if most > cap:
+            break
+        value += values[i]
+        chars += len(lines[i]) + 1
+        net = value / total_value - VIEW_PRICE * chars / total_chars
+        if net > best:
+            best, best_size = net, most
+    return best_size
 
 
 def _prefix(lines: Sequence[str], order: Iterable[int], max_bytes: float) -> list[bool]:
@@ -309,18 +341,14 @@ def _choose_by_chance(lines: list[str], layout: Layout, scores: list[float]) -> 
         rows_of[k] = rows
         density[k] = chance[k] / max(1, sum(sizes[i] for i in rows if not keep[i]))
     order = sorted(cand, key=lambda k: (-density[k], k))
-    mass = 0.0
     kept = 0
     for rank, k in enumerate(order):
-        if mass >= DOCS_MASS * z:
-            break
         cost = sum(sizes[i] for i in rows_of[k] if not keep[i])
-        if rank > 0 and kept + cost > DOCS_BUDGET * total:
+        if rank > 0 and (chance[k] / z < DOCS_PRICE * cost / total or kept + cost > DOCS_BUDGET * total):
             continue
         for i in rows_of[k]:
             keep[i] = True
         kept += cost
-        mass += chance[k]
     return keep
 
 
