@@ -222,6 +222,23 @@ first, held-out commit tasks 0.472 -> 0.532, needles 0.287 -> 0.344, recall leve
 - the history prior spread to the lines beside a recently changed one (0.5 / 0.25 of it at
   distance 1 / 2): commit tasks +0.1 to +0.7 for -0.3 to -0.5 points of reduction; at the same
   reduction (CODE_SHARE 0.258) held out level (-0.04), the tuning set -0.3.
+(adopted: a view as large as its lines are worth, VIEW_PRICE 0.4 past a base share of 25 % + 10 %
+x the best unit's chance of being wrong; docs sections past the first while worth DOCS_PRICE 0.45
+of their share, within half the text. Held-out commit tasks 0.839 / 0.784 -> 0.851 / 0.754, the
+judge set commits-eighth 0.784 / 0.816 -> 0.806 / 0.798, needles level, docs-ninth +2.9. Measured
+on the way, all at the fast harness's figures:)
+- the price against a larger fixed share at the same reduction: held-out commit tasks +0.2 to
+  +0.3 (CODE_SHARE 0.32 alone: 0.8505 at 0.761 on the 1,203 cases; price 0.4: 0.8519 at 0.755;
+  commits-third 0.837 at 0.779 against 0.849 at 0.774).
+- the price on top of the former shares as a floor (26.5 % + 15 % x unsure, VIEW_PRICE 0.6):
+  needles-dev +0.6, held-out needles +0.2 at +1 point of reduction, commit tasks +0.3 at -0.5:
+  the same trade, less of it.
+- docs at a sharper softmax (DOCS_TEMP 0.15) and price 0.2: recall 0 to +1.2 on the docs sets for
+  0.4 to 0.8 points of reduction (docs-tune at 0.720, under the 0.72 the price was chosen by). Prices 0.1-0.3 keep more (docs-seventh up to 0.874) below 0.70 of
+  reduction.
+- where the loss is now, held-out needles: the asked function ranked first 815 of 1,487 (share
+  >= 0.9: 0.998), second 248 (0.98), third to fifth 229 (0.78), lower 195 (0.42); 81 cases keep
+  part of it, 65 % of them in files over 24 KB where the response budget binds.
 """
 
 from __future__ import annotations
