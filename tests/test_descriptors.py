@@ -117,9 +117,10 @@ def not_crashed(events: list[dict]) -> bool:
 
 
 def starve(pid: int) -> tuple[int, int]:
-    """Leave the daemon no descriptor to open; its limits before."""
+    """Leave the daemon no descriptor to open; its limits before. Three below what it holds:
+    the last request's connection may still be closing (the client keeps none)."""
     soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
-    resource.prlimit(pid, resource.RLIMIT_NOFILE, (max(open_fds(pid) - 2, 8), hard))
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (max(open_fds(pid) - 3, 8), hard))
     return soft, hard
 
 
