@@ -106,6 +106,13 @@ NO_KEEPALIVE = httpx.Limits(max_keepalive_connections=0)
 # not listening yet); httpx retries connect errors only, after 0, 0.5 and 1 s. A request
 # that reached the daemon is never sent twice: an acquire could start two children.
 CONNECT_RETRIES = 3
+# A local connect is instant unless the listener's queue is full (a flood, a stuck daemon):
+# then it hangs, and each try gives up after this rather than the request's whole timeout.
+CONNECT_TIMEOUT_S = 5.0
+
+
+def _timeouts(timeout: float | None) -> httpx.Timeout:
+    return httpx.Timeout(timeout, connect=CONNECT_TIMEOUT_S if timeout is None else min(timeout, CONNECT_TIMEOUT_S))
 
 
 def _unavailable(where: str, exc: Exception) -> DaemonUnavailable:
@@ -202,12 +209,12 @@ class AsyncControlClient(_Api):
         # Our transport, so the client's limits do not apply, nor any proxy from the
         # environment (the daemon is local; a proxy would see the token).
         transport = httpx.AsyncHTTPTransport(uds=uds, retries=CONNECT_RETRIES, limits=NO_KEEPALIVE)
-        self._http = httpx.AsyncClient(base_url=base, transport=transport, headers=headers, timeout=timeout)
+        self._http = httpx.AsyncClient(base_url=base, transport=transport, headers=headers, timeout=_timeouts(timeout))
 
     async def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
         try:
             response = await self._http.request(method, path, json=body, params=params)
-        except (httpx.ConnectError, httpx.RemoteProtocolError, FileNotFoundError) as exc:
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, FileNotFoundError) as exc:
             raise _unavailable(self.where, exc) from exc
         return _result(response)
 
@@ -220,11 +227,11 @@ class AsyncControlClient(_Api):
         """
         headers = {"Last-Event-ID": since} if since else None
         try:
-            async with self._http.stream("GET", "/v1/events", timeout=None, headers=headers) as response:
+            async with self._http.stream("GET", "/v1/events", timeout=_timeouts(None), headers=headers) as response:
                 async for line in response.aiter_lines():
                     if line.startswith("data: "):
                         yield json.loads(line[6:])
-        except (httpx.ConnectError, FileNotFoundError) as exc:
+        except (httpx.ConnectError, httpx.ConnectTimeout, FileNotFoundError) as exc:
             raise _unavailable(self.where, exc) from exc
 
     @asynccontextmanager
@@ -259,12 +266,12 @@ class ControlClient(_Api):
         base, uds, headers = _target(socket, url, token, daemon_uid)
         self.where = uds or base
         transport = httpx.HTTPTransport(uds=uds, retries=CONNECT_RETRIES, limits=NO_KEEPALIVE)
-        self._http = httpx.Client(base_url=base, transport=transport, headers=headers, timeout=timeout)
+        self._http = httpx.Client(base_url=base, transport=transport, headers=headers, timeout=_timeouts(timeout))
 
     def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
         try:
             response = self._http.request(method, path, json=body, params=params)
-        except (httpx.ConnectError, httpx.RemoteProtocolError, FileNotFoundError) as exc:
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, FileNotFoundError) as exc:
             raise _unavailable(self.where, exc) from exc
         return _result(response)
 

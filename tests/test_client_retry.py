@@ -227,3 +227,35 @@ def test_a_request_that_reached_the_server_is_never_sent_again(tmp_path: Path, k
             with pytest.raises(DaemonUnavailable):
                 client.release("run")
         assert server.requests == [("POST", "/v1/slots"), ("DELETE", "/v1/slots/run")]
+
+
+def test_a_connect_that_hangs_fails_as_unavailable_within_the_connect_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listener whose queue is full drops the SYN: the connect hangs. The client gives up
+    after its connect bound, per attempt, and says no daemon answers, instead of waiting
+    the whole request timeout on each of its tries (4 x 120 s)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import jeeves_mcp.client
+    from jeeves_mcp.client import CONNECT_RETRIES
+
+    monkeypatch.setattr(jeeves_mcp.client, "CONNECT_TIMEOUT_S", 0.5)  # the test's pace, not the rule
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    queued = []
+    try:
+        for _ in range(2):  # backlog 0 queues one; the next handshake is never completed
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+            queued.append(s)
+        bound = (1 + CONNECT_RETRIES) * (0.5 + 1) + 1.5  # a try each, plus the backoff
+        with ThreadPoolExecutor(1) as pool, ControlClient(url=f"http://127.0.0.1:{port}", token="t") as client:
+            attempt = pool.submit(client.healthz)
+            with pytest.raises(DaemonUnavailable):
+                attempt.result(timeout=bound)
+    finally:
+        for s in queued:
+            s.close()
+        listener.close()
