@@ -1,10 +1,13 @@
 """A restarted daemon: re-adopt the children its records name, finish what the
 last daemon left half done, restore degraded the runs whose last record it could
-not save, and kill the children of ours no record names."""
+not save, kill the children of ours no record names, and remove the health
+sockets no slot owns."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 import trio
@@ -77,6 +80,7 @@ async def reconcile(life: SlotLifecycle, nursery: trio.Nursery) -> None:
         await life.finish(slot)
     await life.store.settle_unsaved()  # after their degraded records: a crash before still finds them
     await kill_strays(config, life.events, adopted)
+    sweep_health_sockets(config, life.events, life.slots)
 
 
 async def _hold_unsaved(life: SlotLifecycle, slot: Slot, child: children.Child | None) -> None:
@@ -109,3 +113,17 @@ async def kill_strays(config: DaemonConfig, events: EventBus, adopted: set[int])
             events.publish("mcp_pruner.stray_killed", logging.WARNING, pid=pid)
             await stray.stop(grace_s=config.shutdown_timeout_ms / 1000)
             stray.close()
+
+
+def sweep_health_sockets(config: DaemonConfig, events: EventBus, run_ids: Iterable[str]) -> None:
+    """Remove the health sockets no slot owns: a SIGKILLed child leaves its own, and once its
+    record is gone nothing else would. A slot's own is kept, its child live or to come."""
+    owned = {config.health_socket(run_id).name for run_id in run_ids}
+    swept = 0
+    for path in config.health_dir.glob("*.sock"):
+        if path.name not in owned:
+            with contextlib.suppress(OSError):
+                path.unlink()
+                swept += 1
+    if swept:
+        events.publish("health_socket.swept", count=swept)

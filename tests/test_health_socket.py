@@ -156,3 +156,28 @@ def test_a_socket_too_long_to_name_is_reached_through_its_directory(tmp_path: Pa
     with pytest.raises(OSError):  # only a socket is taken for a killed child's
         unix_listening_socket(path, 8)
     assert path.read_text() == "not a socket"
+
+
+async def test_a_restarted_daemon_sweeps_the_sockets_no_slot_owns(daemon, run_root: Path) -> None:
+    """A socket whose slot record is gone (its child killed with a crashed daemon, say) is
+    removed at the next start; a re-adopted child's is kept, and its checks still pass there."""
+    from jeeves_mcp.paths import unix_socket_name
+
+    async with daemon.client() as control:
+        slot = await control.acquire("kept", run_root)
+    health_dir = daemon.state_dir / "health"
+    owned = sorted(path.name for path in health_dir.iterdir())
+    assert len(owned) == 1, owned
+    os.kill(daemon.process.pid, signal.SIGKILL)
+    await daemon.process.wait()
+    stray = health_dir / f"{'0' * 16}.sock"
+    with socket.socket(socket.AF_UNIX) as listener, unix_socket_name(stray) as name:
+        listener.bind(name)  # closed unremoved, as a SIGKILLed child's is
+    daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+    await daemon.wait_ready(2)
+    assert sorted(path.name for path in health_dir.iterdir()) == owned
+    async with daemon.client() as control, watch_events(daemon) as log:
+        await pings_pass_under(log, control, "kept")
+        assert (await control.get("kept"))["pid"] == slot["pid"]
+        await control.release("kept")
+    assert list(health_dir.iterdir()) == []
