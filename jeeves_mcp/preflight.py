@@ -50,21 +50,37 @@ def import_child_modules(*, with_cli: bool = True) -> int:
 
 async def child_start_problem(env: dict[str, str] | None = None) -> str | None:
     """None if a fresh interpreter can import a pruner child, else why not (one line)."""
+    from jeeves_mcp.proc import spawning  # not at the top: the check's own process needs none of it
+
+    stderr = bytearray()
     try:
         with trio.fail_after(TIMEOUT_S):
-            done = await trio.run_process(
-                [sys.executable, "-I", "-m", "jeeves_mcp.preflight"],  # as a cold child starts
-                capture_stdout=True, capture_stderr=True, check=False, env=env,
-                stdin=subprocess.DEVNULL,
-            )
+            # Not trio.run_process, which spawns out of reach: the daemon's sweep (kill_tree's,
+            # in a thread) leaves this status to trio only while the spawn says so (proc/reaper.py).
+            with spawning():
+                process = await trio.lowlevel.open_process(
+                    [sys.executable, "-I", "-m", "jeeves_mcp.preflight"],  # as a cold child starts
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                )
+            assert process.stderr is not None
+            try:
+                async for chunk in process.stderr:
+                    stderr += chunk
+                code = await process.wait()
+            finally:
+                if process.returncode is None:  # cancelled, or too slow
+                    process.kill()
+                    with trio.CancelScope(shield=True):
+                        await process.wait()
+                await trio.aclose_forcefully(process.stderr)
     except trio.TooSlowError:
         return f"importing a pruner child took over {TIMEOUT_S:.0f} s"
     except OSError as exc:
         return f"cannot run {sys.executable}: {exc.strerror or exc}"
-    if done.returncode == 0:
+    if code == 0:
         return None
-    lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-    return lines[-1] if lines else f"{sys.executable} -m jeeves_mcp.preflight exited {done.returncode}"
+    lines = stderr.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else f"{sys.executable} -m jeeves_mcp.preflight exited {code}"
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ import httpx
 import trio
 
 from jeeves_mcp.paths import unix_socket_name
-from jeeves_mcp.proc import kill_tree, proc_stat
+from jeeves_mcp.proc import kill_tree, proc_stat, spawning
 from jeeves_mcp.supervisor.descriptors import out_of_descriptors, restore_for_child
 
 PING = {
@@ -187,15 +187,16 @@ async def spawn(
     # same user, could read this process's /proc/PID/environ.
     exec_env = {k: v for k, v in env.items() if k != "JEEVES_MCP_TOKEN"} | {"JEEVES_MCP_TOKEN_STDIN": "1"}
     try:
-        process = await trio.lowlevel.open_process(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=str(root),
-            env=exec_env,
-            start_new_session=True,
-        )
+        with spawning():  # the daemon's sweep leaves its status to trio (jeeves_mcp.proc.reaper)
+            process = await trio.lowlevel.open_process(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                cwd=str(root),
+                env=exec_env,
+                start_new_session=True,
+            )
     except OSError as exc:
         raise SpawnError(f"spawn failed: {exc.strerror or exc}") from exc
     restore_for_child(process.pid)  # its commands start long after this

@@ -3,7 +3,9 @@
 `ForkServer.run` keeps one zygote alive (restarting it with backoff if it
 dies); `spawn` asks it for a child and waits for the child's ready line, as a
 cold spawn does. A forked child is the zygote's child, so the daemon watches
-it through a pidfd, like a re-adopted one. Anything wrong with the zygote
+it through a pidfd, like a re-adopted one; the zygote reaps it, and the daemon's
+sweep never sees it (the daemon is no subreaper), so only the zygote's own spawn
+is announced to the sweep (`spawning()`). Anything wrong with the zygote
 itself is `ForkServerUnavailable`, and the caller spawns cold instead.
 """
 
@@ -22,6 +24,7 @@ from typing import Any
 
 import trio
 
+from jeeves_mcp.proc import spawning
 from jeeves_mcp.supervisor.child import (
     Child,
     SpawnError,
@@ -82,15 +85,16 @@ class ForkServer:
     async def _start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self._process = await trio.lowlevel.open_process(
-                [sys.executable, "-I", "-m", "jeeves_mcp.zygote", str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=self._env,
-                start_new_session=True,
-            )
+            with spawning():  # the daemon's sweep leaves its status to trio (jeeves_mcp.proc.reaper)
+                self._process = await trio.lowlevel.open_process(
+                    [sys.executable, "-I", "-m", "jeeves_mcp.zygote", str(theirs.fileno())],
+                    pass_fds=(theirs.fileno(),),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=self._env,
+                    start_new_session=True,
+                )
             restore_for_child(self._process.pid)  # before it forks any child
         finally:
             theirs.close()

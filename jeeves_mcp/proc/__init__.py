@@ -18,7 +18,7 @@ from .procfs import (
     set_process_title,
     user_name,
 )
-from .reaper import reap_orphans, sweep_zombies
+from .reaper import reap_orphans, spawning, sweep_zombies
 from .runner import (
     COMMAND_MAX_PROCESSES,
     CommandResult,
@@ -55,6 +55,7 @@ __all__ = [
     "set_dumpable",
     "set_process_name",
     "set_process_title",
+    "spawning",
     "sweep_zombies",
     "user_name",
 ]
