@@ -4,27 +4,26 @@ when they exit before their spawn has returned to the event loop, however long t
 blocked loop delays it past any age). A child the zygote forks is the zygote's to reap, not the
 daemon's: the daemon's sweep never sees it.
 
-Each spawn here returns only once its process has exited, grown older than ZOMBIE_MIN_AGE_S and
-a sweep has run (in the spawn's worker thread, as kill_tree's would beside it); the process is
-a stand-in that exits at once with a known status."""
+Each spawn here returns only once its process has exited, grown older than the age rule the
+sweep once had (tests/_ages.py) and a sweep has run (in the spawn's worker thread, as
+kill_tree's would beside it); the process is a stand-in that exits at once with a known status."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
 import trio
 
 from jeeves_mcp.preflight import child_start_problem
-from jeeves_mcp.proc.procfs import old_enough, proc_stat, uptime_ticks
 from jeeves_mcp.proc.reaper import sweep_zombies
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.forkserver import ForkServer
+from tests._ages import until_started_ago
 
 BROKEN = "ModuleNotFoundError: No module named 'jeeves_mcp.gone'"
 STAND_INS = {
@@ -38,14 +37,9 @@ STAND_INS = {
 
 
 def until_old(pid: int) -> None:
-    """Until `pid` has exited (not reaped) and started ZOMBIE_MIN_AGE_S ago."""
-    deadline = time.monotonic() + 10
-    while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-        assert time.monotonic() < deadline, "the stand-in did not exit"
-        time.sleep(0.01)
-    while not old_enough(proc_stat(pid) or [], uptime_ticks()):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    """Until `pid` has exited (not reaped) and started LATE_S ago."""
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # the stand-in exits at once
+    until_started_ago(pid)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import secrets
@@ -27,7 +28,7 @@ from jeeves_mcp.proc import (
 )
 from jeeves_mcp.proc import reaper as process_reaper
 from jeeves_mcp.proc import tree as process_tree
-from jeeves_mcp.proc.procfs import old_enough, proc_stat, uptime_ticks
+from tests._ages import until_started_ago
 
 GRACE_S = 0.3
 
@@ -280,7 +281,7 @@ async def test_head_only_capture_has_no_marker(tmp_path, marker):
 
 async def test_sweep_reaps_orphans_that_exited_on_their_own(tmp_path, marker, subreaper):
     # An orphan that exits by itself becomes our zombie (we are the
-    # subreaper); once it is older than the sweep's safety age it is reaped.
+    # subreaper); a sweep reaps it.
     result = await run_command(
         ["bash", "-c", "(setsid true &); sleep 0.2; echo $$"],
         cwd=tmp_path,
@@ -292,11 +293,34 @@ async def test_sweep_reaps_orphans_that_exited_on_their_own(tmp_path, marker, su
     assert result.exit_code == 0
     with trio.fail_after(10):
         while our_zombies():
-            # Zombies younger than the safety age are left to a later sweep;
-            # wait for them to age (no event exists for "a second has passed").
+            # The orphan may still be exiting when the command ends: sweep again.
             await trio.sleep(0.2)
             await trio.to_thread.run_sync(sweep_zombies)
     assert our_zombies() == []
+
+
+async def test_the_sweep_after_a_command_reaps_an_orphan_that_exited_a_moment_ago(tmp_path, marker, subreaper):
+    """The command ends once its orphan (ours: we are the subreaper) is a zombie: kill_tree's scan
+    sees it, and its sweep takes it however young (every spawn says so, no age tells them apart)."""
+    script = (
+        "(setsid sh -c 'echo $$ > orphan' &); "
+        "until [ -s orphan ] && [ \"$(cut -d' ' -f3 /proc/$(cat orphan)/stat)\" = Z ]; do sleep 0.01; done"
+    )
+    result = await run_command(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        env=base_env(marker),
+        timeout_s=30,
+        max_output_bytes=1024,
+        kill_grace_s=GRACE_S,
+    )
+    orphan = int((tmp_path / "orphan").read_text())
+    try:
+        assert result.exit_code == 0
+        assert gone(orphan)
+    finally:  # never left to a later test
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(orphan, os.WNOHANG)  # noqa: ASYNC222 (a zombie by then: WNOHANG, no wait)
 
 
 async def test_timeout_kills_a_forking_tree_that_escapes_and_ignores_sigterm(
@@ -471,7 +495,7 @@ async def test_the_orphan_reaper_never_takes_the_status_of_a_command(
 @pytest.mark.parametrize("children_lists", [True, False], ids=["children_lists", "no_children_lists"])
 async def test_a_command_whose_spawn_returns_late_keeps_its_status(tmp_path, marker, monkeypatch, children_lists):
     """The spawn returns to the event loop only after the command exited more than
-    ZOMBIE_MIN_AGE_S ago, as when the loop was blocked that long: the orphan reaper's passes
+    a second ago (tests/_ages.py), as when the loop was blocked that long: the orphan reaper's passes
     meanwhile leave the command's status to run_command (it read as exit 0 when taken)."""
     if not children_lists:
         monkeypatch.setattr(process_reaper, "own_children", lambda: None)
@@ -501,9 +525,7 @@ async def test_a_command_whose_spawn_returns_late_keeps_its_status(tmp_path, mar
             while os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
                 assert time.monotonic() < deadline, "the command did not exit"
                 time.sleep(0.01)
-            while not old_enough(proc_stat(self.pid) or [], uptime_ticks()):
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
+            until_started_ago(self.pid)
             with passes:
                 after = begun[0]
                 assert passes.wait_for(lambda: done[0] > after, timeout=10), "no reaper pass"

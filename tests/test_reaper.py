@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from jeeves_mcp.proc import reaper
-from jeeves_mcp.proc.procfs import old_enough, pidfd_pids, proc_stat, uptime_ticks
+from jeeves_mcp.proc.procfs import pidfd_pids, proc_stat
+from tests._ages import until_started_ago
 
 
 @pytest.fixture
@@ -63,15 +64,6 @@ def first_exited() -> int | None:
     return None if info is None else info.si_pid
 
 
-def until_old(pid: int) -> None:
-    """Until `pid` started ZOMBIE_MIN_AGE_S ago, the age past which only a spawn's return kept
-    it (a blocked event loop delays that return as long as it likes)."""
-    deadline = time.monotonic() + 10
-    while not old_enough(proc_stat(pid) or [], uptime_ticks()):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-
-
 def until_a_tick_after(pid: int) -> None:
     """Until the boot clock is two ticks (of /proc/PID/stat's start times) past `pid`'s start."""
     started = int((proc_stat(pid) or [])[19])
@@ -117,8 +109,8 @@ def test_without_children_lists_a_child_awaited_is_left_and_the_rest_reaped(no_c
 
 def test_without_children_lists_a_pass_stops_at_most_and_says_some_are_left(no_children_lists: list[int]) -> None:
     orphans = exited_children(3)
-    assert reaper.reap_zombies(lambda: (), young_too=True, most=2) == (2, True)
-    assert reaper.reap_zombies(lambda: (), young_too=True, most=2) == (1, False)
+    assert reaper.reap_zombies(lambda: (), most=2) == (2, True)
+    assert reaper.reap_zombies(lambda: (), most=2) == (1, False)
     assert unreaped(orphans) == [] and no_children_lists == []
 
 
@@ -128,7 +120,6 @@ def test_without_children_lists_a_sweep_stops_at_max_per_pass_and_wakes_the_reap
     """kill_tree's sweep runs in a thread it cannot abandon: one pass is bounded, and the rest
     is left to `reap_orphans`, woken as by a child's exit."""
     monkeypatch.setattr(reaper, "MAX_PER_PASS", 2)
-    monkeypatch.setattr(reaper, "old_enough", lambda stat, now_ticks: True)  # no second's wait
     orphans = exited_children(3)
     woken: list[int] = []
     previous = signal.signal(signal.SIGCHLD, lambda signum, frame: woken.append(signum))
@@ -146,7 +137,7 @@ def test_a_command_that_exited_while_its_spawn_was_in_flight_is_left_however_old
     past any age: the reaper's pass and kill_tree's sweep leave it, its status stays its own."""
     with reaper.spawning():
         command = exited_children(1, code=7)[0]
-        until_old(command)
+        until_started_ago(command)  # a blocked event loop delays the spawn's return that long
         assert reaper.reap_once() == (0, True)
         assert reaper.sweep_zombies() == 0
         assert unreaped([command]) == [command]
@@ -181,10 +172,25 @@ def test_a_sweep_in_a_thread_reads_the_pidfds_again_after_a_spawn_returned(eithe
             spawn.__exit__(None, None, None)
         return found
 
-    try:  # young_too: as if the command were old, its age no help
-        assert reaper.reap_zombies(held, young_too=True, most=10) == (1, False)
+    try:
+        assert reaper.reap_zombies(held, most=10) == (1, False)
         assert unreaped([orphan, command]) == [command]
     finally:
         for fd in pidfds:
             os.close(fd)
     assert os.waitpid(command, 0) == (command, 7 << 8)
+
+
+def test_a_sweep_reaps_an_exited_child_nobody_waits_for_however_young(either_kernel: None) -> None:
+    """Every spawn of the daemon and of the child says so (`spawning()`), and trio holds a pidfd
+    for each of its children until it has read its status: a sweep needs no age to tell them
+    from an orphan, and takes one that exited a moment ago."""
+    held = exited_children(1, code=7)[0]
+    orphan = exited_children(1)[0]
+    pidfd = os.pidfd_open(held)
+    try:
+        assert reaper.sweep_zombies() == 1
+        assert unreaped([held, orphan]) == [held]
+    finally:
+        os.close(pidfd)
+    assert os.waitpid(held, 0) == (held, 7 << 8)

@@ -16,13 +16,9 @@ _PR_SET_DUMPABLE = 4
 _PR_SET_NAME = 15
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
-# Zombie children younger than this are left to a later sweep: one may be a
-# child trio spawned a moment ago whose pidfd is not open yet.
-ZOMBIE_MIN_AGE_S = 1.0
 HAVE_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
 # Re-reads of our own children lists before a walk gives up for a /proc scan.
 _WALK_PASSES = 3
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def become_subreaper(enable: bool = True) -> bool:
@@ -322,23 +318,6 @@ def pidfd_pids() -> set[int]:
             if line.startswith(b"Pid:"):
                 held.add(int(line.split()[1]))
     return held
-
-
-def old_enough(stat: list[str], now_ticks: float | None) -> bool:
-    """Started at least `ZOMBIE_MIN_AGE_S` ago (`stat` as `_stat` returns it)."""
-    try:
-        start_ticks = int(stat[19])  # field 22 of stat: starttime in clock ticks
-    except (IndexError, ValueError):
-        return False
-    return now_ticks is not None and now_ticks - start_ticks >= ZOMBIE_MIN_AGE_S * _TICKS
-
-
-def uptime_ticks() -> float | None:
-    try:
-        with open("/proc/uptime", "rb") as f:
-            return float(f.read().split()[0]) * _TICKS
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def processes_with_env(entry: bytes) -> list[int]:

@@ -17,15 +17,16 @@ worker thread, the pid is known after, in the event loop) an exited child that s
 since the spawn began is left alone, however long the spawn takes to return (an age
 limit let a pass take the command's status after the loop was blocked that long):
 `spawning()` notes when it began on the clock /proc/PID/stat's start times count on.
-`sweep_zombies` (run by `kill_tree` after a command, in a thread) leaves
-those too, and any zombie younger than `ZOMBIE_MIN_AGE_S`: a trio Process spawned without
-`spawning()` (the daemon's) has no pidfd until its spawn returns. Both share `reap_zombies`.
+`sweep_zombies` (run by `kill_tree` after a command, in a thread) leaves those too. The
+daemon's own spawns (a cold child, the fork server, the install check) say so as well, so
+no age rule is needed: a child that exited, is no spawn's in flight and has no pidfd held
+is nobody's, however young. A spawn that did not say so would lose its status to a pass
+that ran before it returned. Both share `reap_zombies`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import os
 import signal
@@ -36,12 +37,12 @@ from typing import Literal
 
 import trio
 
-from .procfs import list_pids, old_enough, own_children, pidfd_pids, proc_stat, uptime_ticks
+from .procfs import list_pids, own_children, pidfd_pids, proc_stat
 
 # Under a storm of exits, a pass at most this often: the storm costs the event loop
 # a bounded share, and the zombies between two passes stay few.
 MIN_INTERVAL_S = 0.05
-# A pass that left a young zombie (a spawn was in flight) looks again this soon,
+# A pass that left a zombie (a spawn was in flight) looks again this soon,
 # SIGCHLD or not.
 RETRY_S = 0.5
 # Zombies reaped by one pass at most: the event loop's, or kill_tree's sweep in a thread
@@ -125,7 +126,7 @@ async def reap_orphans(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_
 def reap_once() -> tuple[int, bool]:
     """Reap exited children that no trio Process owns: how many, and whether some were
     left for a later pass (started since a spawn in flight began, or over MAX_PER_PASS)."""
-    return reap_zombies(lambda: _awaited, young_too=True, most=MAX_PER_PASS)
+    return reap_zombies(lambda: _awaited, most=MAX_PER_PASS)
 
 
 def sweep_zombies() -> int:
@@ -134,32 +135,28 @@ def sweep_zombies() -> int:
     Orphans of finished commands reparent to the subreaper and become our
     zombies when they exit. A zombie child is left alone when this process
     holds a pidfd for it (trio's Process does, until it has reaped its child),
-    when it started since a spawn in flight began, or when it is younger than
-    `ZOMBIE_MIN_AGE_S`. Blocking: run in a thread.
+    or when it started since a spawn in flight began. Blocking: run in a thread.
     At most MAX_PER_PASS: what is left, `reap_orphans` is woken for, as by an exit.
     """
-    reaped, left = reap_zombies(pidfd_pids, young_too=False, most=MAX_PER_PASS)
+    reaped, left = reap_zombies(pidfd_pids, most=MAX_PER_PASS)
     if left:  # where nothing receives SIGCHLD its default is to ignore it
         os.kill(os.getpid(), signal.SIGCHLD)
     return reaped
 
 
-def reap_zombies(
-    held: Callable[[], Container[int]], *, young_too: bool, most: int
-) -> tuple[int, bool]:
+def reap_zombies(held: Callable[[], Container[int]], *, most: int) -> tuple[int, bool]:
     """Reap exited children of ours whose status is nobody else's: how many, and whether
-    some were left for a later pass (too young, or past the first `most`).
+    some were left for a later pass (a spawn's in flight, or past the first `most`).
 
     `held()`, asked only when a child has exited, names the children to leave alone (their
     exit status is trio's to read). A child started since a spawn in flight began is left
-    too, and unless `young_too`, one started less than `ZOMBIE_MIN_AGE_S` ago: it may be a
-    spawn that did not say so (`spawning()`) whose pidfd is not open yet.
+    too: its pid is not known until the spawn returns.
     Exited children are peeked at (`WNOWAIT`) before any is reaped; the children are read
     from /proc/PID/task/*/children. Where the kernel has none, `waitid(P_ALL)` names them
     one at a time, so a pass costs what there is to reap rather than a look at every pid;
     /proc is listed only past a child to leave alone, which waitid would name again.
     """
-    leave = _LeaveAlone(held, young_too)
+    leave = _LeaveAlone(held)
     children = own_children()
     reaped = 0
     if children is None:
@@ -188,30 +185,24 @@ class _LeaveAlone:
     """The exited children one pass leaves alone. `held()` is read when first needed, and again
     when a spawn began or ended since: a sweep in a thread runs beside the loop's spawns."""
 
-    def __init__(self, held: Callable[[], Container[int]], young_too: bool) -> None:
+    def __init__(self, held: Callable[[], Container[int]]) -> None:
         self._ask_held = held
-        self._young_too = young_too
         self._held: Container[int] = ()
         self._held_as_of: int | None = None  # _spawns_changed when `held()` was read
 
-    @functools.cached_property
-    def _now_ticks(self) -> float | None:
-        return uptime_ticks()
-
     def verdict(self, pid: int) -> Literal["reap", "held", "later"]:
         """What to do with exited child `pid`: "held" (its status is someone else's), "later"
-        (it may be a spawn's in flight, or is too young) or "reap". Called once `pid` is seen
-        exited: a spawn that forked it has begun, and is in `_spawns_now()`."""
+        (it may be a spawn's in flight) or "reap". Called once `pid` is seen exited: a spawn
+        that forked it has begun, and is in `_spawns_now()`."""
         changed, oldest = _spawns_now()
-        stat = None if oldest is None and self._young_too else proc_stat(pid)
-        if oldest is not None and (stat is None or _start_ticks(stat) >= oldest):
-            return "later"
+        if oldest is not None:
+            stat = proc_stat(pid)
+            if stat is None or _start_ticks(stat) >= oldest:
+                return "later"
         if changed != self._held_as_of:  # read after the spawns: one returned has its pidfd open
             self._held, self._held_as_of = self._ask_held(), changed
         if pid in self._held:
             return "held"
-        if not self._young_too and (stat is None or not old_enough(stat, self._now_ticks)):
-            return "later"
         return "reap"
 
 

@@ -50,10 +50,8 @@ from .procfs import (
     has_env_entry,
     is_subreaper,
     list_pids,
-    old_enough,
     proc_stat,
     reap_children,
-    uptime_ticks,
 )
 from .reaper import sweep_zombies
 
@@ -94,7 +92,7 @@ async def kill_tree(
     # Our own command's tree stays among our descendants when we are its
     # subreaper; a `tree` kill looks for processes that are not.
     walk = tree is None and HAVE_CHILDREN and is_subreaper()
-    zombies = [False]  # set by a scan that saw a zombie child the sweep would reap
+    zombies = [False]  # set by a scan that saw a zombie child the sweep may reap
     try:
         # SIGTERM phase.
         group_alive = _signal_group(pgid, signal.SIGTERM)
@@ -132,8 +130,8 @@ async def kill_tree(
     finally:
         for fd in seen.values():
             os.close(fd)
-        # Something to reap: a killed process, or a zombie child old enough for
-        # the sweep that a scan saw (an orphan that exited on its own).
+        # Something to reap: a killed process, or a zombie child a scan saw (an
+        # orphan that exited on its own).
         if seen or (leader is not None and zombies[0]):
             await trio.to_thread.run_sync(sweep_zombies)
 
@@ -223,12 +221,11 @@ def _scan_and_open_sync(
     walk: bool = False,
 ) -> tuple[list[tuple[int, int]], bool]:
     """Pids of the tree not in `known`, each with a pidfd opened and re-verified,
-    and whether a zombie child of ours old enough for the sweep was seen.
+    and whether a zombie child of ours was seen (one the sweep may reap).
     `walk`: only our descendants are candidates (we are the tree's subreaper),
     else every pid of /proc."""
     found = []
     zombie_seen = False
-    now_ticks = uptime_ticks()
     candidates = descendants(me) if walk else None
     if candidates is None:
         candidates = list_pids()
@@ -239,8 +236,8 @@ def _scan_and_open_sync(
         if stat is None:
             continue
         if stat[0] == "Z":
-            if stat[1] == str(me) and old_enough(stat, now_ticks):
-                zombie_seen = True  # one the sweep would reap
+            if stat[1] == str(me):
+                zombie_seen = True  # the sweep reaps it unless it is held or a spawn's in flight
             # A member of the group that died before we saw it alive (the
             # group signal got it) and reparented to us: reap it now. Never
             # the leader, which its trio Process reaps.
