@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -103,9 +104,13 @@ def _result(response: httpx.Response) -> Any:
 # TCP), and a request sent on it as it closes failed as "no daemon answers". Requests are few.
 NO_KEEPALIVE = httpx.Limits(max_keepalive_connections=0)
 # A failed connect sent nothing, so it is safe to try again (a daemon restarting, a socket
-# not listening yet); httpx retries connect errors only, after 0, 0.5 and 1 s. A request
-# that reached the daemon is never sent twice: an acquire could start two children.
-CONNECT_RETRIES = 3
+# not listening yet), after each of these pauses. A request that reached the daemon is never
+# sent twice: an acquire could start two children. Before each retry the socket's owner is
+# checked again: a path absent at the first try may have been bound by anyone since.
+CONNECT_BACKOFF_S = (0.0, 0.5, 1.0)
+CONNECT_RETRIES = len(CONNECT_BACKOFF_S)
+# What a failed connect raises; a connection cut before the answer is not retried.
+_UNREACHED = (httpx.ConnectError, httpx.ConnectTimeout)
 # A local connect is instant unless the listener's queue is full (a flood, a stuck daemon):
 # then it hangs, and each try gives up after this rather than the request's whole timeout.
 CONNECT_TIMEOUT_S = 5.0
@@ -125,6 +130,14 @@ def _unavailable(where: str, exc: Exception) -> DaemonUnavailable:
 
 class _Api:
     """The API's calls; `_call` makes them blocking or awaitable."""
+
+    where: str
+    _uds: str | None
+    _daemon_uid: int | None
+
+    def _before_retry(self) -> None:
+        if self._uds is not None:
+            check_socket(self._uds, self._daemon_uid)
 
     def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
         raise NotImplementedError
@@ -205,18 +218,28 @@ class AsyncControlClient(_Api):
         token: str | None = None, timeout: float = 120.0, daemon_uid: int | None = None,
     ) -> None:
         base, uds, headers = _target(socket, url, token, daemon_uid)
-        self.where = uds or base
+        self.where, self._uds, self._daemon_uid = uds or base, uds, daemon_uid
         # Our transport, so the client's limits do not apply, nor any proxy from the
         # environment (the daemon is local; a proxy would see the token).
-        transport = httpx.AsyncHTTPTransport(uds=uds, retries=CONNECT_RETRIES, limits=NO_KEEPALIVE)
+        transport = httpx.AsyncHTTPTransport(uds=uds, limits=NO_KEEPALIVE)
         self._http = httpx.AsyncClient(base_url=base, transport=transport, headers=headers, timeout=_timeouts(timeout))
 
     async def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
-        try:
-            response = await self._http.request(method, path, json=body, params=params)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, FileNotFoundError) as exc:
-            raise _unavailable(self.where, exc) from exc
-        return _result(response)
+        import anyio
+
+        for pause in (None, *CONNECT_BACKOFF_S):
+            if pause is not None:
+                await anyio.sleep(pause)
+                self._before_retry()
+            try:
+                response = await self._http.request(method, path, json=body, params=params)
+            except _UNREACHED as exc:
+                unreached = exc
+                continue
+            except httpx.RemoteProtocolError as exc:
+                raise _unavailable(self.where, exc) from exc
+            return _result(response)
+        raise _unavailable(self.where, unreached) from unreached
 
     async def events(self, since: str | None = None) -> AsyncIterator[dict[str, Any]]:
         """Slot transitions as they happen (server-sent events), until the caller stops.
@@ -231,7 +254,7 @@ class AsyncControlClient(_Api):
                 async for line in response.aiter_lines():
                     if line.startswith("data: "):
                         yield json.loads(line[6:])
-        except (httpx.ConnectError, httpx.ConnectTimeout, FileNotFoundError) as exc:
+        except _UNREACHED as exc:
             raise _unavailable(self.where, exc) from exc
 
     @asynccontextmanager
@@ -264,16 +287,24 @@ class ControlClient(_Api):
         token: str | None = None, timeout: float = 120.0, daemon_uid: int | None = None,
     ) -> None:
         base, uds, headers = _target(socket, url, token, daemon_uid)
-        self.where = uds or base
-        transport = httpx.HTTPTransport(uds=uds, retries=CONNECT_RETRIES, limits=NO_KEEPALIVE)
+        self.where, self._uds, self._daemon_uid = uds or base, uds, daemon_uid
+        transport = httpx.HTTPTransport(uds=uds, limits=NO_KEEPALIVE)
         self._http = httpx.Client(base_url=base, transport=transport, headers=headers, timeout=_timeouts(timeout))
 
     def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
-        try:
-            response = self._http.request(method, path, json=body, params=params)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, FileNotFoundError) as exc:
-            raise _unavailable(self.where, exc) from exc
-        return _result(response)
+        for pause in (None, *CONNECT_BACKOFF_S):
+            if pause is not None:
+                time.sleep(pause)
+                self._before_retry()
+            try:
+                response = self._http.request(method, path, json=body, params=params)
+            except _UNREACHED as exc:
+                unreached = exc
+                continue
+            except httpx.RemoteProtocolError as exc:
+                raise _unavailable(self.where, exc) from exc
+            return _result(response)
+        raise _unavailable(self.where, unreached) from unreached
 
     @contextmanager
     def slot(self, run_id: str, root: str | os.PathLike[str], **options: Any) -> Iterator[dict[str, Any]]:

@@ -4,6 +4,7 @@ a few times, and never a request that reached it. Real daemon, real sockets."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -251,11 +252,62 @@ def test_a_connect_that_hangs_fails_as_unavailable_within_the_connect_bound(monk
             s.connect_ex(("127.0.0.1", port))
             queued.append(s)
         bound = (1 + CONNECT_RETRIES) * (0.5 + 1) + 1.5  # a try each, plus the backoff
-        with ThreadPoolExecutor(1) as pool, ControlClient(url=f"http://127.0.0.1:{port}", token="t") as client:
+        pool = ThreadPoolExecutor(1)
+        with ControlClient(url=f"http://127.0.0.1:{port}", token="t") as client:
             attempt = pool.submit(client.healthz)
-            with pytest.raises(DaemonUnavailable):
-                attempt.result(timeout=bound)
+            try:
+                with pytest.raises(DaemonUnavailable):
+                    attempt.result(timeout=bound)
+            finally:  # a connect still hanging (the bug) is refused once the listener is gone
+                listener.close()
+                pool.shutdown(wait=True)
     finally:
         for s in queued:
             s.close()
         listener.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="binds the socket as another user: needs root")
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_socket_another_user_binds_between_two_tries_is_not_talked_to(
+    tmp_path: Path, kind: str
+) -> None:
+    """The path was absent when the client was made, so its owner could not be checked; by
+    the next try another user has bound it in the shared directory. The client checks again
+    and refuses: the impostor would have received the request (a run's env) and answered."""
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o1777)
+    shared.chmod(0o1777)
+    path = shared / "control.sock"
+    received: list[bytes] = []
+    impostor = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+
+    def bind_as_another_user() -> None:
+        if not received and not path.exists():
+            impostor.bind(str(path))
+            os.chown(path, 2002, 2002)
+            impostor.listen(4)
+            impostor.settimeout(5)
+
+            def serve() -> None:
+                with contextlib.suppress(OSError):
+                    conn, _ = impostor.accept()
+                    received.append(conn.recv(65536))
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n{\"status\":\"ok\"}")
+                    conn.close()
+
+            threading.Thread(target=serve, daemon=True).start()
+
+    try:
+        with on_failed_connect(bind_as_another_user), pytest.raises(ControlError) as refused:
+            if kind == "sync":
+                with ControlClient(path, timeout=5) as client:
+                    client.healthz()
+            else:
+                async with AsyncControlClient(path, timeout=5) as client:
+                    await client.healthz()
+        assert refused.value.code == "UNTRUSTED_SOCKET"
+        assert received == []
+    finally:
+        impostor.close()
+        gc.collect()  # the failed connect's socket, closed by the GC: here, under this module's filter
