@@ -789,7 +789,7 @@ def test_a_control_block_is_not_a_function_one_call_away():
     assert scored.units[loop] == 0
 
 
-def test_docs_the_section_after_the_likely_one_comes_with_it():
+def test_docs_the_sections_around_the_likely_one_rank_right_after_it():
     # "Migrating" is the section asked about; "Rolling back" carries on from it and "Planning"
     # leads to it, without a word of the question: both rank right after it, above six
     # sections that share a word with the question. Whether the view keeps them is the
