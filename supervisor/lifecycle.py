@@ -324,10 +324,12 @@ class SlotLifecycle:
                     await self.refresh_stats(slot)
                 escalated = await slot.child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
                 slot.child.close()
-                with contextlib.suppress(OSError):  # the child's own unlink dies with a SIGKILL
-                    self.config.health_socket(slot.run_id).unlink()
                 if escalated:
                     self.events.publish("mcp_pruner.kill_escalated", logging.WARNING, run_id=slot.run_id)
+            # With a child or not: the child's own unlink dies with a SIGKILL, and a slot whose
+            # last child was killed (degraded since) has none left to stop.
+            with contextlib.suppress(OSError):
+                self.config.health_socket(slot.run_id).unlink(missing_ok=True)
             event = {
                 SlotState.RUNNING: "mcp_pruner.stopped",
                 SlotState.STARTING: "mcp_pruner.stopped",

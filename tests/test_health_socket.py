@@ -134,6 +134,24 @@ async def test_the_socket_is_the_daemons_alone_and_goes_with_the_slot(daemon, ru
         assert list(health_dir.iterdir()) == []
 
 
+async def test_a_degraded_slots_socket_goes_with_its_release(tmp_path: Path, run_root: Path) -> None:
+    """Its last child SIGKILLed (it cannot remove its socket) and the slot degraded: no child is
+    left to stop at the release, and the socket went all the same, not at the next start."""
+    async with running_daemon(tmp_path, {"JEEVES_MCP_MAX_RESTARTS": "1"}) as daemon, \
+            daemon.client() as control, watch_events(daemon) as log:
+        await control.acquire("spent", run_root)
+        health_dir = daemon.state_dir / "health"
+        for event in ("mcp_pruner.restarted", "mcp_pruner.degraded"):
+            seen = len(log.events)
+            os.kill((await control.get("spent"))["pid"], signal.SIGKILL)
+            await log.wait_for(event, "spent", after=seen)
+        assert (await control.get("spent"))["state"] == "degraded"
+        left = list(health_dir.iterdir())
+        assert len(left) == 1 and left[0].is_socket(), left  # the last child's, stale
+        assert (await control.release("spent"))["state"] == "shutdown"
+        assert list(health_dir.iterdir()) == []
+
+
 def test_a_socket_too_long_to_name_is_reached_through_its_directory(tmp_path: Path) -> None:
     # Imported here, not above: each test then fails on its own against code without them.
     from jeeves_mcp.capped_listener import unix_listening_socket
