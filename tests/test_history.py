@@ -345,3 +345,38 @@ async def test_a_child_stops_asking_git_after_it_ran_out_of_time_twice(tmp_path:
         assert await line_history(path, lines, timeout_s=10, **kwargs) is None
     finally:
         history._state = history._State()
+
+
+def test_realigning_an_edited_file_never_hands_difflib_a_long_stretch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """difflib's matcher is cubic on lines that repeat (blank lines between rewritten ones: a
+    4,000-line file took minutes, in a thread nothing cancels). The realignment matches the
+    common head and tail and the lines unique to both first, and asks difflib only about the
+    short stretches between them; a longer stretch counts as changed."""
+    import difflib
+
+    from jeeves_mcp.pruning import history
+
+    asked: list[tuple[int, int]] = []
+    real = difflib.SequenceMatcher
+
+    def recording(isjunk: object, a: list[str], b: list[str], autojunk: bool = True) -> difflib.SequenceMatcher:
+        asked.append((len(a), len(b)))
+        return real(None, a, b, autojunk=autojunk)
+
+    monkeypatch.setattr(difflib, "SequenceMatcher", recording)
+    head = [f"value_{i} = {i}" if i % 2 else "" for i in range(4000)]
+    commits = [f"{i % 7:040x}" for i in range(4000)]
+    now = [f"value_{i} = {i} + 1" if i % 2 else "" for i in range(4000)]  # every line rewritten
+    aligned = history.align(head, commits, now)
+    assert aligned is not None and all(c == history.UNCOMMITTED for c in aligned[1::2])
+    assert all(min(a, b) <= history.ALIGN_STRETCH for a, b in asked), asked[:3]
+    # An ordinary edit still carries every untouched line's commit over.
+    code = [f"def f{i}(x):\n    return x + {i}\n" for i in range(600)]
+    head = "\n".join(code).split("\n")
+    commits = [f"{i:040x}" for i in range(len(head))]
+    now = [*head[:900], "    # a new comment", *head[900:1500], *head[1502:]]
+    aligned = history.align(head, commits, now)
+    assert aligned is not None
+    assert aligned[900] == history.UNCOMMITTED
+    assert aligned[:900] == commits[:900] and aligned[901:1501] == commits[900:1500]
+    assert aligned[1501:] == commits[1502:]

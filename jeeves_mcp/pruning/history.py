@@ -20,13 +20,14 @@ means no prior: pruning goes on without it.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import functools
 import logging
 import os
 import shutil
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,8 +48,12 @@ DECAY = 0.5
 WHOLE_FILE = 0.5
 # Files larger than this are not blamed (the pruner would not prune them either).
 MAX_FILE_BYTES = 2 * 1024 * 1024
-# Above this many lines a file that differs from HEAD is not realigned (difflib's cost).
+# Above this many lines a file that differs from HEAD is not realigned.
 MAX_ALIGN_LINES = 20_000
+# difflib realigns only the stretches between anchors shorter than this on one side: its
+# matcher is cubic on repeated lines (a 4,000-line file of blank and rewritten lines took
+# minutes), while a stretch this short costs milliseconds at worst.
+ALIGN_STRETCH = 100
 # Blames kept per child, keyed by the file's identity and modification time.
 CACHE_SIZE = 32
 # After this many git commands ran out of time, a child stops asking: in a repository that
@@ -117,10 +122,59 @@ def align(head_lines: list[str], head_commits: list[str], lines: Sequence[str]) 
     if max(len(head), len(now)) > MAX_ALIGN_LINES:
         return None
     out = [UNCOMMITTED] * len(lines)
-    matcher = difflib.SequenceMatcher(None, head, now, autojunk=False)
-    for a, b, size in matcher.get_matching_blocks():
+    for a, b, size in _matching_runs(head, now):
         out[b : b + size] = head_commits[a : a + size]
     return out
+
+
+def _matching_runs(a: list[str], b: list[str]) -> Iterator[tuple[int, int, int]]:
+    """Runs (i, j, n) with a[i:i+n] == b[j:j+n], in order: the common head and tail, then in
+    between the lines found once in each (in the longest order both agree on, as patience
+    diff anchors them), and difflib's matches in the short stretches between anchors."""
+    most = min(len(a), len(b))
+    head = 0
+    while head < most and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < most - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    yield 0, 0, head
+    a_end, b_end = len(a) - tail, len(b) - tail
+    seen_a = Counter(a[head:a_end])
+    seen_b = Counter(b[head:b_end])
+    where_b = {b[j]: j for j in range(head, b_end) if seen_b[b[j]] == 1}
+    pairs = [(i, where_b[a[i]]) for i in range(head, a_end) if seen_a[a[i]] == 1 and a[i] in where_b]
+    i0, j0 = head, head
+    for i, j in [*_increasing_by_second(pairs), (a_end, b_end)]:
+        if 0 < min(i - i0, j - j0) <= ALIGN_STRETCH:
+            matcher = difflib.SequenceMatcher(None, a[i0:i], b[j0:j], autojunk=False)
+            yield from ((i0 + x, j0 + y, n) for x, y, n in matcher.get_matching_blocks() if n)
+        if i < a_end:
+            yield i, j, 1
+        i0, j0 = i + 1, j + 1
+    yield a_end, b_end, tail
+
+
+def _increasing_by_second(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The longest subsequence of `pairs` (sorted by their first) whose seconds increase."""
+    tails: list[int] = []  # tails[k]: index in pairs of the smallest end of a run of k + 1
+    ends: list[int] = []  # ends[k] = pairs[tails[k]][1]
+    before = [-1] * len(pairs)
+    for k, (_, j) in enumerate(pairs):
+        at = bisect.bisect_left(ends, j)
+        if at:
+            before[k] = tails[at - 1]
+        if at == len(tails):
+            tails.append(k)
+            ends.append(j)
+        else:
+            tails[at], ends[at] = k, j
+    run: list[tuple[int, int]] = []
+    k = tails[-1] if tails else -1
+    while k >= 0:
+        run.append(pairs[k])
+        k = before[k]
+    return run[::-1]
 
 
 def history_from_blame(
