@@ -107,16 +107,33 @@ class Child:
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(watch)
-                with contextlib.suppress(ProcessLookupError, PermissionError):
+                try:
                     os.killpg(self.pid, signal.SIGTERM)
+                except ProcessLookupError:  # no group of that number: a stray need not lead one
+                    self.send_signal(signal.SIGTERM)
+                except PermissionError:
+                    pass
                 with trio.move_on_after(grace_s):
                     await exited.wait()
                 escalated = not exited.is_set()
                 # The child's own commands run in sessions of their own; they carry its tree mark.
                 await kill_tree(self.pid, None, grace_s=0, leader=self.process, tree=self.tree)
+                if not exited.is_set():  # kill_tree signals the group, which a non-leader is not in
+                    self.send_signal(signal.SIGKILL)
+                    with trio.move_on_after(1):
+                        await exited.wait()
                 nursery.cancel_scope.cancel()
             return escalated
         return True
+
+    def send_signal(self, sig: int) -> None:
+        """Signal this very process (through its pidfd: never a recycled pid); no error if gone."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if self.process is not None:
+                if self.process.returncode is None:
+                    self.process.send_signal(sig)
+            elif self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, sig)
 
     def close(self) -> None:
         if self.pidfd is not None:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Iterable
 from typing import Any
 
 import trio
 
-from jeeves_mcp.proc import kill_tree, processes_with_env
+from jeeves_mcp.proc import kill_tree, process_real_uid, processes_with_env
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
@@ -100,19 +101,37 @@ async def _hold_unsaved(life: SlotLifecycle, slot: Slot, child: children.Child |
 
 
 async def kill_strays(config: DaemonConfig, events: EventBus, adopted: set[int]) -> None:
-    """Stop every process marked as this daemon's (its state dir in the environment)
-    that is not one of the `adopted` children."""
+    """Stop every child of ours that is not one of the `adopted`: a process marked as this
+    daemon's (its state dir in the environment) and of the daemon's own uid. All at once,
+    within one grace, since the API serves only after this."""
     marker = f"JEEVES_MCP_STATE_DIR={config.state_dir}".encode()
-    strays = await trio.to_thread.run_sync(processes_with_env, marker)
-    for pid in strays:
+    found = await trio.to_thread.run_sync(processes_with_env, marker)
+    me = os.getuid()
+    strays: list[children.Child] = []
+    skipped = 0
+    for pid in found:
         if pid in adopted:
             continue
         start = children.process_start_ticks(pid)
-        stray = children.adopt(pid, 0, start) if start is not None else None
+        # The marker is public (`ps` shows the state dir): any user can carry it. Our children
+        # run as our uid, which no other user can give a process; a setuid program keeps its
+        # caller's real uid. Read after the start time: adopt() then checks it is the same process.
+        if start is None or process_real_uid(pid) != me:
+            skipped += start is not None
+            continue
+        stray = children.adopt(pid, 0, start)
         if stray is not None:
-            events.publish("mcp_pruner.stray_killed", logging.WARNING, pid=pid)
-            await stray.stop(grace_s=config.shutdown_timeout_ms / 1000)
-            stray.close()
+            strays.append(stray)
+    if skipped:  # once, not per process: a user may plant thousands
+        events.publish("mcp_pruner.strays_skipped", logging.INFO, count=skipped, reason="not our uid")
+    if not strays:
+        return
+    events.publish("mcp_pruner.stray_killed", logging.WARNING, pids=[stray.pid for stray in strays])
+    async with trio.open_nursery() as nursery:
+        for stray in strays:
+            nursery.start_soon(stray.stop, config.shutdown_timeout_ms / 1000)
+    for stray in strays:
+        stray.close()
 
 
 def sweep_health_sockets(config: DaemonConfig, events: EventBus, run_ids: Iterable[str]) -> None:

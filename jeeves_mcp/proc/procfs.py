@@ -320,6 +320,19 @@ def pidfd_pids() -> set[int]:
     return held
 
 
+def process_real_uid(pid: int) -> int | None:
+    """The real uid of `pid` (/proc/PID/status), None if gone. Not the owner of /proc/PID,
+    which a non-dumpable process hands to root; a setuid program keeps its caller's real uid."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def processes_with_env(entry: bytes) -> list[int]:
     """Pids (not this one) whose environment holds `entry` (`NAME=value`)."""
     me = os.getpid()
