@@ -9,16 +9,19 @@
 
 Both speak HTTP over the daemon's Unix socket (or loopback TCP with a token), and
 refuse a socket that is neither the caller's nor root's (UNTRUSTED_SOCKET: another
-user may be answering in the daemon's place) unless `daemon_uid` names its owner,
-the service user the daemon runs as.
+user may be answering in the daemon's place), and likewise a loopback TCP port
+another user listens on (UNTRUSTED_LISTENER), unless `daemon_uid` names its owner,
+the service user the daemon runs as. Both are checked before every connect.
 Errors are `ControlError` with the API's stable `code`; a daemon that is not
 running is `DaemonUnavailable`.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import struct
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator
@@ -35,8 +38,10 @@ __all__ = [
     "ControlClient",
     "ControlError",
     "DaemonUnavailable",
+    "check_listener",
     "check_socket",
     "default_socket",
+    "untrusted_listener",
     "untrusted_socket",
 ]
 
@@ -105,8 +110,9 @@ def _result(response: httpx.Response) -> Any:
 NO_KEEPALIVE = httpx.Limits(max_keepalive_connections=0)
 # A failed connect sent nothing, so it is safe to try again (a daemon restarting, a socket
 # not listening yet), after each of these pauses. A request that reached the daemon is never
-# sent twice: an acquire could start two children. Before each retry the socket's owner is
-# checked again: a path absent at the first try may have been bound by anyone since.
+# sent twice: an acquire could start two children. Before each try (the first included) the
+# listener's owner is checked again: a path or port free when the client was made (a daemon
+# restarting) may have been taken by anyone since.
 CONNECT_BACKOFF_S = (0.0, 0.5, 1.0)
 CONNECT_RETRIES = len(CONNECT_BACKOFF_S)
 # What a failed connect raises; a connection cut before the answer is not retried.
@@ -135,9 +141,16 @@ class _Api:
     _uds: str | None
     _daemon_uid: int | None
 
-    def _before_retry(self) -> None:
+    _base: str
+
+    def _before_connect(self) -> None:
+        """Before each connect: whoever listens there receives the request (a run's env, the
+        TCP token) and answers as the daemon. A check, then the connect: a listener swapped
+        in between is not seen (the window is that short)."""
         if self._uds is not None:
             check_socket(self._uds, self._daemon_uid)
+        else:
+            check_listener(self._base, self._daemon_uid)
 
     def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
         raise NotImplementedError
@@ -201,6 +214,77 @@ def check_socket(path: str | os.PathLike[str], daemon_uid: int | None = None) ->
         raise ControlError("UNTRUSTED_SOCKET", problem)
 
 
+_LISTEN = "0A"  # TCP_LISTEN, /proc/net/tcp's st column
+_LOOPBACK_NAMES = {"localhost": ("127.0.0.1", "::1")}  # either may be the one httpx connects to
+
+
+def _proc_net_address(field: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]:
+    """`0100007F:1F90` (32-bit words in host byte order) as (127.0.0.1, 8080)."""
+    address, port = field.split(":")
+    packed = b"".join(struct.pack("=I", int(address[i:i + 8], 16)) for i in range(0, len(address), 8))
+    return ipaddress.ip_address(packed), int(port, 16)
+
+
+def _listener_owners(addresses: set[ipaddress.IPv4Address | ipaddress.IPv6Address], port: int) -> set[int]:
+    """The uids of the LISTEN sockets on `port` that a connect to one of `addresses` may
+    reach: bound to it, to its v4-mapped form, or to a wildcard (0.0.0.0, ::)."""
+    reachable: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = {
+        ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::")}
+    for address in addresses:
+        reachable.add(address)
+        if isinstance(address, ipaddress.IPv4Address):
+            reachable.add(ipaddress.ip_address(f"::ffff:{address}"))
+    owners = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as rows:
+                next(rows, None)  # the header
+                for row in rows:
+                    fields = row.split()
+                    if len(fields) < 8 or fields[3] != _LISTEN:
+                        continue
+                    local, local_port = _proc_net_address(fields[1])
+                    if local_port == port and local in reachable:
+                        owners.add(int(fields[7]))
+        except OSError:
+            continue  # no IPv6 here (or no /proc): nothing listens there that we can see
+    return owners
+
+
+def untrusted_listener(url: str, daemon_uid: int | None = None) -> str | None:
+    """Why a client will not connect to `url`'s loopback TCP port, or None: a LISTEN socket
+    that may take the connect (/proc/net/tcp, tcp6: its uid column) is neither the caller's
+    nor root's nor `daemon_uid`'s. Any local user can bind the daemon's fixed port while the
+    daemon is down (a restart), and would receive the bearer token (attack-seventh C1).
+
+    A host that is not loopback cannot be checked this way (its listener is on another
+    machine, or on an address others may route to): it passes unchecked."""
+    parsed = urllib.parse.urlsplit(url)
+    host = (parsed.hostname or "").lower()
+    try:
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        addresses = {ipaddress.ip_address(name) for name in _LOOPBACK_NAMES.get(host, (host,))}
+    except ValueError:
+        return None  # a bad port (httpx refuses the URL), or a name other than localhost: not checked
+    if not all(address.is_loopback for address in addresses):
+        return None
+    euid = os.geteuid()
+    strangers = sorted(owner for owner in _listener_owners(addresses, port) if owner not in (euid, 0, daemon_uid))
+    if not strangers:
+        return None  # ours, or nothing listens yet (the connect says so)
+    return (f"{host}:{port} is listened on by uid {strangers[0]}, not by you (uid {euid}) nor root: if that is "
+            "the daemon's user, pass its uid as daemon_uid or run the client as that user; otherwise another "
+            "user took the daemon's port while it was down: stop that process, then restart the daemon")
+
+
+def check_listener(url: str, daemon_uid: int | None = None) -> None:
+    """Raise UNTRUSTED_LISTENER if another user listens on `url`'s loopback port: it would
+    receive the token and every request, and answer as the daemon."""
+    problem = untrusted_listener(url, daemon_uid)
+    if problem is not None:
+        raise ControlError("UNTRUSTED_LISTENER", problem)
+
+
 def _target(
     socket: str | os.PathLike[str] | None, url: str | None, token: str | None, daemon_uid: int | None
 ) -> tuple[str, str | None, dict[str, str]]:
@@ -218,7 +302,7 @@ class AsyncControlClient(_Api):
         token: str | None = None, timeout: float = 120.0, daemon_uid: int | None = None,
     ) -> None:
         base, uds, headers = _target(socket, url, token, daemon_uid)
-        self.where, self._uds, self._daemon_uid = uds or base, uds, daemon_uid
+        self.where, self._uds, self._base, self._daemon_uid = uds or base, uds, base, daemon_uid
         # Our transport, so the client's limits do not apply, nor any proxy from the
         # environment (the daemon is local; a proxy would see the token).
         transport = httpx.AsyncHTTPTransport(uds=uds, limits=NO_KEEPALIVE)
@@ -230,7 +314,7 @@ class AsyncControlClient(_Api):
         for pause in (None, *CONNECT_BACKOFF_S):
             if pause is not None:
                 await anyio.sleep(pause)
-                self._before_retry()
+            self._before_connect()
             try:
                 response = await self._http.request(method, path, json=body, params=params)
             except _UNREACHED as exc:
@@ -249,6 +333,7 @@ class AsyncControlClient(_Api):
         current daemon's whole backlog, re-adoptions included.
         """
         headers = {"Last-Event-ID": since} if since else None
+        self._before_connect()
         try:
             async with self._http.stream("GET", "/v1/events", timeout=_timeouts(None), headers=headers) as response:
                 async for line in response.aiter_lines():
@@ -287,7 +372,7 @@ class ControlClient(_Api):
         token: str | None = None, timeout: float = 120.0, daemon_uid: int | None = None,
     ) -> None:
         base, uds, headers = _target(socket, url, token, daemon_uid)
-        self.where, self._uds, self._daemon_uid = uds or base, uds, daemon_uid
+        self.where, self._uds, self._base, self._daemon_uid = uds or base, uds, base, daemon_uid
         transport = httpx.HTTPTransport(uds=uds, limits=NO_KEEPALIVE)
         self._http = httpx.Client(base_url=base, transport=transport, headers=headers, timeout=_timeouts(timeout))
 
@@ -295,7 +380,7 @@ class ControlClient(_Api):
         for pause in (None, *CONNECT_BACKOFF_S):
             if pause is not None:
                 time.sleep(pause)
-                self._before_retry()
+            self._before_connect()
             try:
                 response = self._http.request(method, path, json=body, params=params)
             except _UNREACHED as exc:
