@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import gc
 import logging
 import os
@@ -91,6 +92,18 @@ def control_socket(path: Path, env: dict[str, str] | None = None) -> socket.sock
     return sock
 
 
+def tcp_control_socket(host: str, port: int, backlog: int) -> socket.socket:
+    """The TCP control listener, or a DaemonError that names the address and the errno."""
+    try:
+        return listening_socket(host, port, backlog)
+    except OSError as exc:
+        name = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        hint = (f": another process holds it (a daemon still stopping, or another user's): "
+                f"find it with `ss -ltnp 'sport = :{port}'`" if exc.errno == errno.EADDRINUSE else "")
+        raise DaemonError(f"cannot listen on TCP {address} (tcp_host, tcp_port): {exc.strerror} [{name}]{hint}") from None
+
+
 def _hypercorn_config(binds: list[str]) -> HypercornConfig:
     hyper = HypercornConfig()
     hyper.bind = binds
@@ -153,6 +166,19 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
         except BaseException:
             store.close()
             raise
+        # Both listeners before any child is re-adopted or touched: a port taken while the
+        # daemon was down (attack-seventh C1) ends the start here, and a live-restore
+        # restart leaves every child and record as it found them for the next daemon.
+        try:
+            listener = None if not config.tcp_host else tcp_control_socket(
+                config.tcp_host, config.tcp_port, HypercornConfig.backlog)
+        except BaseException:
+            store.close()
+            sock.close()
+            if not activated:
+                with contextlib.suppress(FileNotFoundError):
+                    config.socket.unlink()
+            raise
     except BaseException:
         os.close(lock)
         raise
@@ -180,8 +206,7 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
                     lambda task_status: serve(app, hyper, shutdown_trigger=shutdown.wait, task_status=task_status)
                 )
                 tcp_url = None
-                if config.tcp_host:  # served apart, capped, with a header deadline (capped_listener.py)
-                    listener = listening_socket(config.tcp_host, config.tcp_port, hyper.backlog)
+                if listener is not None:  # served apart, capped, with a header deadline (capped_listener.py)
                     tcp_url = await servers.start(partial(
                         serve_capped, app, hyper, listener, config.tcp_max_connections,
                         config.tcp_header_timeout_s, shutdown, events="daemon.tcp_",
@@ -209,6 +234,8 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
     finally:
         store.close()
         sock.close()
+        if listener is not None:  # never served if the start failed after the bind
+            listener.close()
         if not activated:  # an activated socket belongs to systemd
             with contextlib.suppress(FileNotFoundError):
                 config.socket.unlink()
