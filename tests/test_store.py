@@ -78,3 +78,22 @@ def test_the_bound_counts_the_memory_entries_really_take() -> None:
     assert entry is not None and entry.line(2) == "ab" and len(entry.lines) == 200_001
     assert held <= store.total_bytes * 1.1, (held, store.total_bytes)
     assert store.total_bytes < 5 * len(text)  # and the representation stays compact
+
+
+def test_evicted_entries_leave_nothing_behind_until_their_expiry() -> None:
+    """A flood of puts into a full store evicts as fast as it stores: what the store keeps to
+    expire its entries is bounded by the entries it holds, not by the puts of the last hour
+    (3 M puts held about 600 MiB past a 64 MiB bound)."""
+    store = RecoveryStore(ttl_s=3600, max_bytes=50 * cost("x" * 40), clock=lambda: 0.0)
+    tracemalloc.start()
+    try:
+        for n in range(2_000):
+            store.put(f"{n:040d}")
+        settled, _ = tracemalloc.get_traced_memory()
+        for n in range(2_000, 200_000):
+            store.put(f"{n:040d}")
+        flooded, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(store) == 50
+    assert flooded - settled < 64 * 1024, (settled, flooded)

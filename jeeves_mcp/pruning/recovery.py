@@ -128,7 +128,18 @@ class RecoveryStore:
         self._entries[prune_id] = StoredText(prune_id, lines, size, expires_at, first_line)
         self._by_expiry.append((expires_at, prune_id))
         self._bytes += size
+        if len(self._by_expiry) > 2 * len(self._entries) + 64:
+            self._forget_dropped()
         return prune_id
+
+    def _forget_dropped(self) -> None:
+        """Drop the expiry places of entries evicted or re-put since: under a flood of puts a
+        full store evicts as fast as it stores, and their places would pile up for ttl_s.
+        Amortized: this runs once the places outnumber the live entries twice."""
+        live = self._entries
+        self._by_expiry = deque(
+            (at, key) for at, key in self._by_expiry if (e := live.get(key)) is not None and e.expires_at == at
+        )
 
     @staticmethod
     def cost(text: str | Lines) -> int:
