@@ -116,11 +116,56 @@ def not_crashed(events: list[dict]) -> bool:
     return True
 
 
-def starve(pid: int) -> tuple[int, int]:
-    """Leave the daemon no descriptor to open; its limits before. Three below what it holds:
-    the last request's connection may still be closing (the client keeps none)."""
+# How long the daemon's descriptors must stay the same to be taken as long-lived: two health
+# intervals of the tests (0.3 s), so a health ping's connection held at every look is not one.
+SETTLED_S = 0.6
+
+
+def descriptors(pid: int) -> dict[int, str]:
+    """The descriptors `pid` holds, by number: what each refers to."""
+    held = {}
+    for name in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            held[int(name)] = os.readlink(f"/proc/{pid}/fd/{name}")
+        except FileNotFoundError:  # closed between the listing and the look
+            pass
+    return held
+
+
+def control_connections(daemon: Daemon, held: dict[int, str]) -> int:
+    """How many connections to its control socket the daemon holds (accepted, any state)."""
+    inodes = {target[len("socket:["):-1] for target in held.values() if target.startswith("socket:[")}
+    return sum(
+        1 for line in Path("/proc/net/unix").read_text().splitlines()[1:]
+        # Num RefCount Protocol Flags Type St Inode Path: St 03 is connected (the listener is 01)
+        if len(fields := line.split()) == 8 and fields[5] == "03" and fields[6] in inodes
+        and fields[7] == str(daemon.socket)
+    )
+
+
+async def starve(daemon: Daemon) -> tuple[int, int]:
+    """Leave the daemon no descriptor to open; its limits before.
+
+    RLIMIT_NOFILE bounds descriptor numbers, not their count: a new one takes the lowest free
+    number and fails only if that is at or past the limit. So the limit is the lowest free
+    number, once every number below it is held by something that stays: the daemon's
+    descriptors the same for SETTLED_S (no health ping's connection among them), and no
+    connection of the test's but the event stream (the client keeps none, but the daemon
+    holds a request's connection a while after it). A descriptor below the limit that closed
+    later would leave a hole the daemon could open one in."""
+    pid = daemon.process.pid
+    with trio.fail_after(30):
+        settled, since = descriptors(pid), trio.current_time()
+        while True:
+            await trio.sleep(0.01)
+            held = descriptors(pid)
+            if held != settled or control_connections(daemon, held) != 1:  # the event stream's alone
+                settled, since = held, trio.current_time()
+            elif trio.current_time() - since >= SETTLED_S:
+                break
+    lowest_free = min(set(range(len(held) + 1)) - set(held))
     soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
-    resource.prlimit(pid, resource.RLIMIT_NOFILE, (max(open_fds(pid) - 3, 8), hard))
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free, hard))
     return soft, hard
 
 
@@ -133,7 +178,7 @@ async def test_a_restart_out_of_descriptors_is_retried_then_degrades_with_its_re
         # Retried: the restart that found no descriptor is an attempt like any other, and
         # the next one, with descriptors again, brings the child back.
         slot = await control.acquire("retried", run_root)
-        limits = starve(pid)
+        limits = await starve(daemon)
         os.kill(slot["pid"], 9)
         with trio.fail_after(60):
             await until(log, lambda events: not_crashed(events) and any(
@@ -147,7 +192,7 @@ async def test_a_restart_out_of_descriptors_is_retried_then_degrades_with_its_re
         # Degraded, with the reason, once the restarts run out: not an internal error.
         slot = await control.acquire("spent", run_root)
         after = len(log.events)
-        limits = starve(pid)
+        limits = await starve(daemon)
         os.kill(slot["pid"], 9)
         degraded = await log.wait_for("mcp_pruner.degraded", "spent", after=after, timeout_s=120)
         resource.prlimit(pid, resource.RLIMIT_NOFILE, limits)
