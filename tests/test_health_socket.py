@@ -29,13 +29,21 @@ FLOOD = Path(__file__).with_name("_flood.py")
 PINGS = 10  # health checks that must pass under the flood (0.3 s apart in the tests)
 FAILED = ("mcp_pruner.health_failed", "mcp_pruner.unreachable", "mcp_pruner.restarting")
 RUNS = 4  # released under a flood, in the test of the counts
-OVERFLOWS = 20000  # connects the kernel dropped for a full listen queue: the flood has taken hold
+PROBE_S = 0.5  # a loopback connect completes at once, or its SYN was dropped: the retry comes after 1 s
 
 
-def listen_overflows() -> int:
-    """The kernel's count of connections dropped for a full listen queue (all ports)."""
-    names, values = [line.split() for line in Path("/proc/net/netstat").read_text().splitlines()[:2]]
-    return int(values[names.index("ListenOverflows")])
+async def connect_dropped(port: int) -> bool:
+    """Whether a connect to `port` does not complete within PROBE_S: the kernel dropped its SYN,
+    which it does for a listener whose accept queue is full. This port's own, unlike the
+    host's ListenOverflows, which every other port's overflows count in."""
+    probe = trio.socket.socket()
+    try:
+        with trio.move_on_after(PROBE_S):
+            await probe.connect(("127.0.0.1", port))
+            return False
+        return True
+    finally:
+        probe.close()
 
 
 async def passed_pings(control: AsyncControlClient) -> float:
@@ -59,10 +67,9 @@ async def pings_pass_under(log: EventLog, control: AsyncControlClient, run_id: s
 
 
 @asynccontextmanager
-async def flooding(port: int, *mode: str, processes: int = 1, overflows: int = 0) -> AsyncIterator[None]:
-    """`_flood.py` on `port` while the block runs, as another run's `bash` can; the block starts
-    once the kernel has dropped `overflows` connections for a full listen queue (any port's)."""
-    before = listen_overflows()
+async def flooding(port: int, *mode: str, processes: int = 1, blocked: bool = False) -> AsyncIterator[None]:
+    """`_flood.py` on `port` while the block runs, as another run's `bash` can; if `blocked`,
+    the block starts once a connect to `port` was dropped for its full listen queue."""
     floods: list[trio.Process] = []
     try:
         for _ in range(processes):
@@ -74,8 +81,8 @@ async def flooding(port: int, *mode: str, processes: int = 1, overflows: int = 0
             for flood in floods:
                 assert flood.stdout is not None
                 assert await flood.stdout.receive_some(64) == b"flooding\n"
-            while listen_overflows() - before < overflows:  # noqa: ASYNC110 - a /proc counter
-                await trio.sleep(0.05)
+            while blocked and not await connect_dropped(port):
+                pass
         yield
     finally:
         for flood in floods:
@@ -110,7 +117,7 @@ async def test_a_flood_of_the_childs_port_does_not_lose_its_counts_at_release(tm
                 response = await http.get(f"http://127.0.0.1:{slot['port']}/stats", headers=slot["mcp"]["headers"])
             real = response.raise_for_status().json()["tools"]
             assert real["read"]["calls"] == n + 1, real
-            async with flooding(slot["port"], "churn", processes=2, overflows=OVERFLOWS):
+            async with flooding(slot["port"], "churn", processes=2, blocked=True):
                 await control.release(f"counted-{n}")
             recorded = (await control.stats(f"counted-{n}"))["runs"][f"counted-{n}"]["tools"]
             assert recorded == real, n
