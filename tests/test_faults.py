@@ -25,6 +25,7 @@ import pytest
 import trio
 
 from jeeves_mcp.client import ControlError
+from jeeves_mcp.proc.procfs import process_alive
 from jeeves_mcp.supervisor.reserve import RESERVE_NAME, SpaceReserve
 from jeeves_mcp.supervisor.store import SlotRecord, SlotStore
 from jeeves_mcp.supervisor.unsaved import EVERY_RUN, UNSAVED_NAME, UnsavedNote, decode, encode
@@ -194,8 +195,8 @@ async def test_live_restore_stops_a_slot_whose_record_is_unsaved_and_names_it(tm
                 y2 = await control.acquire("y2", run_root)
                 assert y2["state"] == "running"
             await stop_group(daemon.process)
-            assert alive(kept["pid"])  # on record: left for the next daemon
-            assert not alive(y2["pid"])  # on no record: stopped, not left for a stray kill
+            assert process_alive(kept["pid"])  # on record: left for the next daemon
+            assert not process_alive(y2["pid"])  # on no record: stopped, not left for a stray kill
             log = daemon.log_path.read_text()
             unsaved = [json.loads(line) for line in log.splitlines() if '"store.unsaved_at_exit"' in line]
             assert unsaved and unsaved[-1]["run_ids"] == ["y1", "y2"], unsaved
@@ -364,7 +365,7 @@ async def test_a_release_lost_with_the_reserve_spent_is_not_brought_back(tmp_pat
                     assert (await control.release("gone"))["state"] == "shutdown"
                     await events.wait_for("store.write_failed", "gone")  # in the daemon's memory only
             await stop_group(daemon.process)
-            assert alive(kept["pid"]) and not alive(gone["pid"])
+            assert process_alive(kept["pid"]) and not process_alive(gone["pid"])
             log = daemon.log_path.read_text()
             unsaved = [json.loads(line) for line in log.splitlines() if '"store.unsaved_at_exit"' in line]
             assert unsaved and unsaved[-1]["run_ids"] == ["gone"], unsaved
@@ -398,14 +399,6 @@ async def test_a_release_lost_with_the_reserve_spent_is_not_brought_back(tmp_pat
 # -- #10: bad records are quarantined, never fatal ------------------------------------
 
 
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 async def test_bad_records_are_quarantined_and_the_daemon_starts(tmp_path: Path, run_root: Path) -> None:
     async with running_daemon(tmp_path) as daemon:
         async with daemon.client() as control:
@@ -428,9 +421,9 @@ async def test_bad_records_are_quarantined_and_the_daemon_starts(tmp_path: Path,
             assert listed["good"]["state"] == "running" and listed["good"]["pid"] == good["pid"]
             assert set(listed) == {"good"}, listed
             # Killed as a stray during start-up (no good record names it), before READY=1.
-            assert not alive(odd["pid"])
+            assert not process_alive(odd["pid"])
             await control.release("good")
-        assert not alive(good["pid"])
+        assert not process_alive(good["pid"])
     log = daemon.log_path.read_text()
     for run_id in ("odd-stats", "bogus-state", "bad-labels", "bad-pid"):
         assert f'"event": "store.quarantined", "run_id": "{run_id}"' in log, run_id
@@ -470,11 +463,11 @@ async def test_a_second_daemon_on_the_same_state_dir_refuses(tmp_path: Path, run
         assert f"state dir {daemon.state_dir} is in use by another daemon (pid {daemon.process.pid})" in message, message
         assert not (tmp_path / "second.sock").exists()
         # The first daemon lost nothing: its zygote, its child, its record.
-        assert all(alive(pid) for pid in fork_servers) and alive(slot["pid"])
+        assert all(process_alive(pid) for pid in fork_servers) and process_alive(slot["pid"])
         assert (await control.get("first"))["state"] == "running"
         assert await child_answers(slot)
         await control.release("first")
-        assert not alive(slot["pid"])
+        assert not process_alive(slot["pid"])
 
 
 # -- #3: a catastrophic regex cannot freeze a child -----------------------------------
@@ -776,7 +769,7 @@ async def test_a_release_interrupted_by_a_crash_is_finished_at_restart(daemon, r
         os.kill(daemon.process.pid, signal.SIGKILL)
         await daemon.process.wait()
     try:
-        assert alive(slot["pid"])  # the crash came before the release stopped the child
+        assert process_alive(slot["pid"])  # the crash came before the release stopped the child
         daemon.process = await daemon.restart()  # type: ignore[attr-defined]
         await daemon.wait_ready(2)
         async with daemon.client() as control:
@@ -784,7 +777,7 @@ async def test_a_release_interrupted_by_a_crash_is_finished_at_restart(daemon, r
                 await control.get("dying")
             assert gone.value.status == 404
             assert (await control.release("dying"))["state"] == "shutdown"
-        assert not alive(slot["pid"])
+        assert not process_alive(slot["pid"])
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(slot["pid"], signal.SIGKILL)
@@ -842,7 +835,7 @@ async def test_out_of_file_descriptors_acquires_answer_429_and_every_child_stops
         assert ("running" in {state for _, state in answers}) and (429, "QUEUE_OVERLOADED") in answers, answers
         assert not [answer for answer in answers if answer[0] not in (200, 429)], answers
         await stop_group(daemon.process)  # SIGTERM: every child stops, though no fd is left to read /proc
-        assert [pid for pid in pids if alive(pid)] == []
+        assert [pid for pid in pids if process_alive(pid)] == []
         assert daemon.our_processes() == []
 
 
@@ -942,7 +935,7 @@ async def test_an_immutable_shm_leaves_no_child_unmanaged(daemon, run_root: Path
         with trio.fail_after(10):
             await daemon.process.wait()
         assert daemon.process.returncode == -signal.SIGBUS
-        assert alive(slot["pid"])
+        assert process_alive(slot["pid"])
         daemon.process = await daemon.restart()  # type: ignore[attr-defined]
         await daemon.wait_ready(2)
         async with daemon.client() as control:
@@ -950,7 +943,7 @@ async def test_an_immutable_shm_leaves_no_child_unmanaged(daemon, run_root: Path
             assert (adopted["state"], adopted["pid"]) == ("running", slot["pid"])
             await control.renew("pinned", ttl_s=60)
             assert (await control.release("pinned"))["state"] == "shutdown"
-        assert not alive(slot["pid"])
+        assert not process_alive(slot["pid"])
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(10):
             await trio.run_process(["chattr", "-i", str(shm)], check=False)

@@ -19,18 +19,11 @@ from pathlib import Path
 import pytest
 import trio
 
+from jeeves_mcp.proc.procfs import process_alive
 from tests._daemon import running_daemon
 
 OTHER_UID = 2002
 PLANTED = 30
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @contextlib.contextmanager
@@ -108,7 +101,7 @@ async def test_a_child_no_record_names_and_our_marked_processes_are_stopped_at_s
                 daemon.process = await daemon.restart()  # type: ignore[attr-defined]
                 await daemon.wait_ready(2)
                 took = trio.current_time() - began
-                assert not alive(child)
+                assert not process_alive(child)
                 assert all(process.poll() is not None for process in ours)
                 assert took < 15, f"ready after {took:.1f} s"  # one grace for all, not 3 s each
             log = daemon.log_path.read_text()
