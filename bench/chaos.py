@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -54,6 +55,9 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 ]
 # A command still running when its pruner dies: it must not outlive the slot.
 LONG_CMD = {"cmd": "sleep 600", "timeout_ms": 900_000}
+# A request id is the session's while the request is in flight: a request queued on a slot's
+# port while its child restarts is served by the next child, and may still be running.
+REQUEST_IDS = itertools.count(1)
 
 
 @dataclass
@@ -176,7 +180,8 @@ async def tool_call(http: httpx.AsyncClient, slot: dict[str, Any], name: str, ar
     try:
         response = await http.post(
             slot["mcp"]["url"].removesuffix("/mcp") + "/rpc", headers=slot["mcp"]["headers"], timeout=timeout,
-            json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}},
+            json={"jsonrpc": "2.0", "id": next(REQUEST_IDS), "method": "tools/call",
+                  "params": {"name": name, "arguments": arguments}},
         )
         body = response.json()
     except (httpx.HTTPError, ValueError):

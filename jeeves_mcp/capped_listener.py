@@ -51,7 +51,10 @@ from hypercorn.utils import repr_socket_addr, wrap_app
 from jeeves_mcp import _log
 from jeeves_mcp.paths import unix_socket_name
 
-__all__ = ["UNVOUCHED_ANSWER_S", "listening_socket", "serve_capped", "unix_listening_socket", "vouch_for"]
+__all__ = [
+    "UNVOUCHED_ANSWER_S", "inherited_listening_socket", "listening_socket", "serve_capped", "unix_listening_socket",
+    "vouch_for",
+]
 
 log = logging.getLogger("jeeves_mcp.listener")
 
@@ -87,6 +90,24 @@ def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
         sock.bind((host, port))
 
     return _listening(sock, bind, backlog)
+
+
+def inherited_listening_socket(fd: int, backlog: int) -> socket.socket:
+    """The listening TCP socket the supervisor handed down as `fd` (it holds the slot's port for
+    the slot's whole life, so that nobody else can take it while a child restarts: attack-seventh
+    M1). Closed on exec: the run's commands never get it."""
+    os.set_inheritable(fd, False)
+    sock = socket.socket(fileno=fd)
+    try:
+        if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.type != socket.SOCK_STREAM:
+            raise OSError(errno.ENOTSOCK, f"descriptor {fd} is not a TCP socket")
+        if not sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+            raise OSError(errno.EINVAL, f"descriptor {fd} is not listening")
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except BaseException:
+        sock.close()
+        raise
+    return _listening(sock, lambda: None, backlog)
 
 
 def unix_listening_socket(path: Path, backlog: int) -> socket.socket:

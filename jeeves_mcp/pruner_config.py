@@ -31,6 +31,9 @@ class PrunerConfig(Settings):
 
     host: str = Field("127.0.0.1", description="Address to bind; loopback unless you mean it.")
     port: int = Field(0, ge=0, le=65535, description="TCP port; 0 lets the OS choose.")
+    listen_fd: int | None = Field(
+        None, ge=3, description="Serve on this inherited listening TCP socket instead of binding host:port (the "
+        "supervisor holds each slot's port for the slot's whole life).")
     root: Path = Field(default_factory=Path.cwd, description="Run root: read/grep/bash cwd stay inside it.")
     allow_outside_root: bool = Field(False, description="Let read/grep/bash cwd leave the root.")
     token: str | None = Field(None, repr=False, description="Bearer token required on /mcp and /rpc when set.")

@@ -6,8 +6,9 @@ copy-on-write (its unique memory is a third of a cold child's).
 
 Protocol, over the SOCK_SEQPACKET socket passed as fd argv[1]:
   zygote → daemon   {"ready": true, "pid": N}               once, after the imports
-  daemon → zygote   {"root", "port", "env", "log_file", "log_bytes"} + one fd (SCM_RIGHTS):
-                    the write end of the pipe that becomes the child's stdout
+  daemon → zygote   {"root", "port", "env", "log_file", "log_bytes"} + one or two fds
+                    (SCM_RIGHTS): the write end of the pipe that becomes the child's stdout,
+                    then the slot's listening socket, if any, which the child serves on
   zygote → daemon   {"pid": N} or {"error": "..."}
 
 Each child starts a new session, takes the request's cwd and environment in
@@ -52,7 +53,7 @@ def _reap(signum: int, frame: Any) -> None:
             return
 
 
-def _child(request: dict[str, Any], stdout_fd: int, control: socket.socket) -> None:
+def _child(request: dict[str, Any], stdout_fd: int, listen_fd: int | None, control: socket.socket) -> None:
     """In the forked child: become a pruner for one run. Never returns."""
     code = 1
     try:
@@ -69,6 +70,9 @@ def _child(request: dict[str, Any], stdout_fd: int, control: socket.socket) -> N
         os.chdir(request["root"])
         os.environ.clear()
         os.environ.update(request["env"])
+        if listen_fd is not None:  # above 2 (our 0-2 were open when it came): kept by the dup2s
+            os.set_inheritable(listen_fd, False)
+            os.environ["JEEVES_MCP_LISTEN_FD"] = str(listen_fd)
         import logging
 
         import trio
@@ -104,15 +108,15 @@ def serve(control: socket.socket) -> None:
     control.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
     while True:
         try:
-            message, fds, _, _ = socket.recv_fds(control, MAX_MESSAGE, 1)
+            message, fds, _, _ = socket.recv_fds(control, MAX_MESSAGE, 2)
         except OSError:
             return
         if not message:
             return  # the daemon is gone
         try:
             request = json.loads(message)
-            if len(fds) != 1:
-                raise ValueError("expected one file descriptor")
+            if len(fds) not in (1, 2):
+                raise ValueError("expected one or two file descriptors")
             pid = os.fork()
         except (ValueError, OSError) as exc:
             for fd in fds:
@@ -120,8 +124,9 @@ def serve(control: socket.socket) -> None:
             control.send(json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
             continue
         if pid == 0:
-            _child(request, fds[0], control)
-        os.close(fds[0])
+            _child(request, fds[0], fds[1] if len(fds) == 2 else None, control)
+        for fd in fds:
+            os.close(fd)
         control.send(json.dumps({"pid": pid}).encode())
 
 

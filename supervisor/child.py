@@ -15,6 +15,7 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -187,11 +188,14 @@ async def spawn(
     log_bytes: int,
     env: dict[str, str],
     timeout_s: float,
+    listener: socket.socket | None = None,
 ) -> Child:
     """Start a cold child (a new interpreter) and wait for its ready line.
 
-    `env` is the child's whole environment (`child_environment`). SpawnError,
-    and nothing left behind, on failure.
+    `env` is the child's whole environment (`child_environment`). `listener`: the slot's
+    listening socket, which the child serves on (same descriptor number, named by
+    JEEVES_MCP_LISTEN_FD) instead of binding `port`. SpawnError, and nothing left behind,
+    on failure.
     """
     argv = [
         # -I: neither the run root (the cwd) nor PYTHON* variables may put code on the
@@ -203,6 +207,10 @@ async def spawn(
     # The token goes through a pipe, not the environment: another run's commands,
     # same user, could read this process's /proc/PID/environ.
     exec_env = {k: v for k, v in env.items() if k != "JEEVES_MCP_TOKEN"} | {"JEEVES_MCP_TOKEN_STDIN": "1"}
+    pass_fds: tuple[int, ...] = ()
+    if listener is not None:
+        pass_fds = (listener.fileno(),)
+        exec_env["JEEVES_MCP_LISTEN_FD"] = str(listener.fileno())
     try:
         with spawning():  # the daemon's sweep leaves its status to trio (jeeves_mcp.proc.reaper)
             process = await trio.lowlevel.open_process(
@@ -213,6 +221,7 @@ async def spawn(
                 cwd=str(root),
                 env=exec_env,
                 start_new_session=True,
+                pass_fds=pass_fds,
             )
     except OSError as exc:
         raise SpawnError(f"spawn failed: {exc.strerror or exc}") from exc

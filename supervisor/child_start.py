@@ -5,6 +5,7 @@ SlotLifecycle (lifecycle.py) decides when; this decides how."""
 from __future__ import annotations
 
 import logging
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,9 @@ class ChildStarter:
     def __post_init__(self) -> None:
         self._spawning = trio.Semaphore(self.config.spawn_concurrency)
 
-    async def start(self, record: SlotRecord, port: int) -> Child:
-        """A child for `record` that has answered its health check; SpawnError if none."""
+    async def start(self, record: SlotRecord, port: int, listener: socket.socket | None = None) -> Child:
+        """A child for `record` that has answered its health check; SpawnError if none.
+        `listener`: the slot's listening socket, for the child to serve on (`port` unused)."""
         log_file = self.config.log_path(record.run_id)
         health_socket = self.config.health_socket(record.run_id)
         env = children.child_environment(
@@ -60,7 +62,7 @@ class ChildStarter:
         options: dict[str, Any] = {
             "root": Path(record.root), "token": record.token, "port": port, "env": env,
             "log_file": log_file, "log_bytes": self.config.child_log_bytes,
-            "timeout_s": self.config.startup_timeout_s,
+            "timeout_s": self.config.startup_timeout_s, "listener": listener,
         }
         async with self._spawning:
             return await self._start_healthy(record, options, health_socket)

@@ -117,13 +117,16 @@ class ForkServer:
 
     async def spawn(
         self, *, root: Path, port: int, token: str, env: dict[str, str],
-        log_file: Path, log_bytes: int, timeout_s: float,
+        log_file: Path, log_bytes: int, timeout_s: float, listener: socket.socket | None = None,
     ) -> Child:
+        """`listener`: the slot's listening socket, sent along (SCM_RIGHTS) for the child to
+        serve on instead of binding `port`."""
         if not self.up.is_set() or self._sock is None:
             raise ForkServerUnavailable("no fork server running")
         request = {"root": str(root), "port": port, "env": env,
                    "log_file": str(log_file), "log_bytes": log_bytes}
         read_end, write_end = os.pipe()
+        passed = [write_end] if listener is None else [write_end, listener.fileno()]
         try:
             async with self._lock:
                 # Re-checked under the lock: the spawn before ours may have found the
@@ -134,7 +137,7 @@ class ForkServer:
                 try:
                     await sock.sendmsg(
                         [json.dumps(request).encode()],
-                        [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [write_end]))],
+                        [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", passed))],
                     )
                 except OSError as exc:
                     if exc.errno != errno.EMSGSIZE:  # a request too big for one message is

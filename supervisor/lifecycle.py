@@ -16,13 +16,17 @@ import contextlib
 import logging
 import os
 import random
+import socket
+import struct
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 import trio
+from hypercorn.config import Config as HypercornConfig
 
+from jeeves_mcp.capped_listener import listening_socket
 from jeeves_mcp.preflight import child_start_problem
 from jeeves_mcp.proc import kill_tree
 from jeeves_mcp.supervisor import child as children
@@ -164,7 +168,8 @@ class SlotLifecycle:
             return
         await self._transition(slot, SlotState.STARTING, "mcp_pruner.starting")
         try:
-            slot.child = await self.starter.start(slot.record, port=0)
+            hold_port(slot, 0)
+            slot.child = await self.starter.start(slot.record, port=0, listener=slot.listener)
         except OSError as exc:
             if exc.errno not in DESCRIPTOR_ERRNOS:
                 raise
@@ -217,6 +222,11 @@ class SlotLifecycle:
         if slot.child is not None:  # None: it died while the daemon was down
             await slot.child.stop(grace_s=self.config.shutdown_timeout_ms / 1000)
             slot.child.close()
+        if slot.listener is None and slot.record.port:
+            # A re-adopted child held the port itself, and it went with it: take it back at once
+            # (retried below, before each start, if someone was quicker).
+            with contextlib.suppress(OSError):
+                hold_port(slot, slot.record.port)
         await self.cgroups.kill(slot.run_id, remove=False)  # what a killed child could not stop
         slot.record.stats = savings.fold_current(slot.record.stats)
         while True:
@@ -226,7 +236,7 @@ class SlotLifecycle:
                 await self._transition(
                     slot, SlotState.DEGRADED, "mcp_pruner.degraded", error=reason, restarts=slot.record.restarts
                 )
-                await trio.sleep_forever()  # unavailable for the rest of the run
+                await refuse_connections(slot)  # unavailable for the rest of the run
             slot.record.restarts += 1
             self.metrics.restarts.inc()
             delay = min(
@@ -239,7 +249,12 @@ class SlotLifecycle:
             )
             await trio.sleep(delay)
             try:
-                slot.child = await self.starter.start(slot.record, port=slot.record.port or 0)
+                hold_port(slot, slot.record.port or 0)
+            except OSError as exc:
+                reason = f"restart failed: cannot listen on 127.0.0.1:{slot.record.port} again: {exc.strerror or exc}"
+                continue
+            try:
+                slot.child = await self.starter.start(slot.record, port=slot.record.port or 0, listener=slot.listener)
             except (SpawnError, OSError) as exc:  # OSError: the daemon out of descriptors, memory, ...
                 reason = f"restart failed: {exc}"  # retried as any other, not a task crash (T1)
                 continue
@@ -342,6 +357,9 @@ class SlotLifecycle:
         finally:
             if not slot.detach:
                 await self.cgroups.kill(slot.run_id)
+            if slot.listener is not None:  # a detached child keeps its own copy
+                slot.listener.close()
+                slot.listener = None
             slot.child = None
             slot.ready.set()
             slot.done.set()
@@ -382,8 +400,41 @@ class SlotLifecycle:
                 if slot.state == SlotState.DEGRADED:
                     async with trio.open_nursery() as nursery:
                         nursery.start_soon(self._lease_watch, slot)
+                        if slot.record.port:  # the previous daemon held it: nobody else may listen there
+                            with contextlib.suppress(OSError):
+                                hold_port(slot, slot.record.port)
+                            nursery.start_soon(refuse_connections, slot)
                 else:
                     await self._lease_watch(slot)
         finally:
             with trio.CancelScope(shield=True):
                 await self.finish(slot)
+
+
+def hold_port(slot: Slot, port: int) -> None:
+    """The slot's listening socket on 127.0.0.1:`port` (0: any), unless it has one: bound by
+    the daemon and kept until the slot ends, every child of the slot serves on it (close-on-exec
+    here; only the child it is passed to gets it, and the child's commands do not)."""
+    if slot.listener is None:
+        slot.listener = listening_socket("127.0.0.1", port, HypercornConfig.backlog)
+
+
+async def refuse_connections(slot: Slot) -> None:
+    """A degraded slot keeps its port, so that nobody else answers at its URL, and resets each
+    connection there at once: the agent learns now, rather than waiting on a queue nobody reads."""
+    if slot.listener is None:
+        await trio.sleep_forever()
+    try:
+        sock = trio.socket.from_stdlib_socket(slot.listener.dup())
+    except OSError:
+        await trio.sleep_forever()
+    with sock:
+        while True:
+            try:
+                connection, _ = await sock.accept()
+            except OSError:  # out of descriptors, a connection reset while queued: later
+                await trio.sleep(0.1)
+                continue
+            with contextlib.suppress(OSError):
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            connection.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import socket
 from typing import Any
 
 import trio
@@ -37,6 +38,10 @@ class Slot:
     def __init__(self, record: SlotRecord) -> None:
         self.record = record
         self.child: Child | None = None
+        # The slot's TCP port, held from its first start to its end and handed to each child it
+        # starts: nobody else can listen at the agent's URL while a child restarts (attack-
+        # seventh M1). None until then, and for a re-adopted child, which holds its own.
+        self.listener: socket.socket | None = None
         self.scope = trio.CancelScope()
         self.ready = trio.Event()  # acquire may answer
         self.done = trio.Event()  # the task is over, the child gone

@@ -15,7 +15,12 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 
 from jeeves_mcp import _log
-from jeeves_mcp.capped_listener import listening_socket, serve_capped, unix_listening_socket
+from jeeves_mcp.capped_listener import (
+    inherited_listening_socket,
+    listening_socket,
+    serve_capped,
+    unix_listening_socket,
+)
 from jeeves_mcp.mcp.protocol import Dispatcher
 from jeeves_mcp.mcp.transports.http import McpHttpApp
 from jeeves_mcp.mcp.transports.stdio import serve_stdio
@@ -68,7 +73,10 @@ async def serve_http(
     config = server.config
     app = McpHttpApp(config, server.dispatcher, swe_server.routes(server.pruner, config))
     hyper = _hypercorn_config()
-    sock = listening_socket(config.host, config.port, hyper.backlog)
+    if config.listen_fd is not None:  # the supervisor's, held across restarts: not ours to bind
+        sock = inherited_listening_socket(config.listen_fd, hyper.backlog)
+    else:
+        sock = listening_socket(config.host, config.port, hyper.backlog)
 
     async def close_sessions_at_shutdown() -> None:
         await shutdown.wait()
