@@ -127,6 +127,13 @@ def _timeouts(timeout: float | None) -> httpx.Timeout:
 
 
 def _unavailable(where: str, exc: Exception) -> DaemonUnavailable:
+    if isinstance(exc, httpx.ConnectTimeout):  # a listener is there, its queue full
+        return DaemonUnavailable(
+            "DAEMON_UNAVAILABLE",
+            f"{where} accepts no connection within {CONNECT_TIMEOUT_S:g} s (ConnectTimeout): "
+            "its listen queue is full, from a flood of connections or a daemon that stopped "
+            "accepting; `jeeves-mcp doctor` and the daemon's log say which",
+        )
     return DaemonUnavailable(
         "DAEMON_UNAVAILABLE",
         f"no daemon answers on {where} ({type(exc).__name__}); start it with `jeeves-mcp daemon` "

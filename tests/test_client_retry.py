@@ -256,8 +256,11 @@ def test_a_connect_that_hangs_fails_as_unavailable_within_the_connect_bound(monk
         with ControlClient(url=f"http://127.0.0.1:{port}", token="t") as client:
             attempt = pool.submit(client.healthz)
             try:
-                with pytest.raises(DaemonUnavailable):
+                with pytest.raises(DaemonUnavailable) as failed:
                     attempt.result(timeout=bound)
+                # Something listens there: "start the daemon" would send the operator the wrong way.
+                assert "accepts no connection" in failed.value.message
+                assert "start it with" not in failed.value.message
             finally:  # a connect still hanging (the bug) is refused once the listener is gone
                 listener.close()
                 pool.shutdown(wait=True)
