@@ -42,25 +42,30 @@ def pruner(
 
     from jeeves_mcp import _log
     from jeeves_mcp.mcp.server import run_pruner
-    from jeeves_mcp.pruner_config import ConfigError, failed_line, load_config
+    from jeeves_mcp.pruner_config import ConfigError, failed_line, load_config, start_failure_line
 
     if token is None and os.environ.get("JEEVES_MCP_TOKEN_STDIN") == "1":
         # The supervisor hands the token over stdin, out of reach of /proc/PID/environ.
         token = sys.stdin.readline().strip() or None
-    _log.configure(
-        log_level.level,
-        file=str(log_file) if log_file else None,
-        file_bytes=log_file_bytes,
-    )
     try:
+        _log.configure(
+            log_level.level,
+            file=str(log_file) if log_file else None,
+            file_bytes=log_file_bytes,
+        )
         settings = load_config(
             os.environ, config_file=config, host=host, port=port, root=root, token=token,
             pruner_endpoint=pruner_endpoint,
         )
+        trio.run(lambda: run_pruner(settings, stdio=stdio))
     except ConfigError as exc:
         if not stdio:  # stdout is where the daemon waits for the ready line: say why instead
             print(failed_line(exc, log_it=log_file is not None), flush=True)
         typer.echo(f"jeeves-mcp pruner: bad configuration: {exc}", err=True)
         raise typer.Exit(2) from exc
-    trio.run(lambda: run_pruner(settings, stdio=stdio))
+    except BaseException as exc:
+        line = None if stdio else start_failure_line(exc)
+        if line is not None:  # an OS error before the ready line: where the daemon waits for it
+            print(line, flush=True)
+        raise
 

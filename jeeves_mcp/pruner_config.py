@@ -19,7 +19,10 @@ from jeeves_mcp import _log
 from jeeves_mcp.paths import foreign_symlink
 from jeeves_mcp.settings import ConfigError, OldName, Settings, build
 
-__all__ = ["OLD_ENV", "TOML_TABLE", "ConfigError", "PrunerConfig", "failed_line", "load_config"]
+__all__ = [
+    "OLD_ENV", "TOML_TABLE", "ConfigError", "PrunerConfig", "failed_line", "load_config", "mark_ready",
+    "start_failure_line",
+]
 
 log = logging.getLogger("jeeves_mcp.config")
 
@@ -119,3 +122,31 @@ def failed_line(exc: ConfigError, *, log_it: bool) -> str:
     if log_it:
         _log.event(log, "pruner.bad_config", logging.ERROR, error=str(exc))
     return json.dumps({"event": "failed", "error": str(exc)})
+
+
+# Whether this process printed its ready line: past it, stdout is no longer where the daemon waits.
+_ready_sent = False
+
+
+def mark_ready() -> None:
+    """The ready line is out: a later failure is no start failure."""
+    global _ready_sent
+    _ready_sent = True
+
+
+def start_failure_line(exc: BaseException) -> str | None:
+    """The failed line for an OS error that stopped a child before its ready line (no space,
+    no inode, no permission in the state dir), so that the slot's reason names it instead of
+    "child exited before it was ready"; None once ready, or when `exc` holds no OSError."""
+    if _ready_sent:
+        return None
+    pending = [exc]
+    while pending:  # trio raises what failed inside a nursery as a group
+        found = pending.pop(0)
+        if isinstance(found, OSError):
+            return json.dumps({"event": "failed", "error": f"cannot start: {found}"})
+        if isinstance(found, BaseExceptionGroup):
+            pending.extend(found.exceptions)
+        elif found.__cause__ is not None:
+            pending.append(found.__cause__)
+    return None

@@ -20,6 +20,7 @@ sessions, where a restarted daemon re-adopts them.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -90,7 +91,13 @@ def _child(request: dict[str, Any], stdout_fd: int, listen_fd: int | None, contr
             return
         trio.run(run_pruner, config)
         code = 0
-    except BaseException:
+    except BaseException as exc:
+        from jeeves_mcp.pruner_config import start_failure_line
+
+        line = start_failure_line(exc)
+        if line is not None:
+            with contextlib.suppress(OSError):
+                os.write(1, line.encode() + b"\n")  # where the daemon waits for ready
         traceback.print_exc()
     finally:
         os._exit(code)

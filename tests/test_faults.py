@@ -36,10 +36,10 @@ from tests.test_cli import checks_by_name, cli
 
 
 @contextlib.contextmanager
-def small_tmpfs(where: Path, size: str = "4m") -> Iterator[Path]:
+def small_tmpfs(where: Path, size: str = "4m", options: str = "") -> Iterator[Path]:
     """A tiny filesystem at `where` (root only), unmounted after."""
     where.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(where)],
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700{options}", "tmpfs", str(where)],
                           capture_output=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
@@ -108,6 +108,48 @@ async def test_a_full_state_disk_degrades_writes_but_never_the_daemon(tmp_path: 
             # Writes that failed were kept and made once space came back.
             assert states == {"full-a": "shutdown", "full-b": "shutdown", "full-c": "shutdown"}, states
             assert second["run_id"] == "full-b"
+
+
+def use_every_inode(directory: Path) -> list[Path]:
+    """Make empty files until the filesystem has no inode left; returns them."""
+    made: list[Path] = []
+    while True:
+        path = directory / f"inode-{len(made)}"
+        try:
+            path.touch()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+            return made
+        made.append(path)
+
+
+@pytest.mark.parametrize("fork_server", ["true", "false"])
+async def test_a_child_that_cannot_start_for_want_of_inodes_says_so(
+    tmp_path: Path, run_root: Path, fork_server: str
+) -> None:
+    """Attack-seventh I1: with no inode left under the state dir a child cannot create its
+    files. The slot's reason used to be "child exited before it was ready", which tells the
+    operator nothing; it names the error the child met, forked or started cold."""
+    with small_tmpfs(tmp_path / "state", options=",nr_inodes=400"):
+        async with running_daemon(tmp_path, {"JEEVES_MCP_FORK_SERVER": fork_server}) as daemon, \
+                daemon.client() as control:
+            first = await control.acquire("inodes-a", run_root)
+            made = use_every_inode(daemon.state_dir)
+            try:
+                try:
+                    second = await control.acquire("inodes-b", run_root)
+                except ControlError as exc:
+                    reason = exc.message
+                else:
+                    assert second["state"] == "disabled", second  # a start that failed
+                    reason = second["reason"] or ""
+                assert "No space left on device" in reason, reason
+                assert daemon.process.poll() is None and await child_answers(first)
+            finally:
+                for path in made:
+                    path.unlink()
+            third = await control.acquire("inodes-c", run_root)  # inodes again: children start
+            assert third["state"] == "running" and await child_answers(third)
 
 
 # -- attack T2: a run fills the disk the state dir is on, then the daemon restarts ----------

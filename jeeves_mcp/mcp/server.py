@@ -25,7 +25,7 @@ from jeeves_mcp.mcp.protocol import Dispatcher
 from jeeves_mcp.mcp.transports.http import McpHttpApp
 from jeeves_mcp.mcp.transports.stdio import serve_stdio
 from jeeves_mcp.pipeline import ToolRunner
-from jeeves_mcp.pruner_config import PrunerConfig
+from jeeves_mcp.pruner_config import PrunerConfig, mark_ready
 from jeeves_mcp.pruning import Pruner, make_engine, swe_server
 from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.tools import ALIASES, DEFAULT_TOOLS
@@ -158,6 +158,7 @@ async def _serve(server: PrunerServer, config: PrunerConfig, shutdown: trio.Even
                          "pid": os.getpid()}
                 sys.stdout.write(json.dumps(ready) + "\n")
                 sys.stdout.flush()
+                mark_ready()
                 _log.event(log, "pruner.ready", port=port, root=str(config.root),
                            engine=server.pruner.engine.name)
                 _name_process(config, port)
