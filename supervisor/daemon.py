@@ -27,6 +27,7 @@ from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.metrics import Metrics
 from jeeves_mcp.supervisor.notify import SystemdNotifier
+from jeeves_mcp.supervisor.port_store import PortStore, port_of_name
 from jeeves_mcp.supervisor.slot import SlotState
 from jeeves_mcp.supervisor.slots import SlotManager
 from jeeves_mcp.supervisor.store import SlotStore, StateDirInUse, StoreTooNew, lock_state_dir
@@ -42,19 +43,46 @@ class DaemonError(Exception):
     """The daemon cannot start (socket in use, state dir not writable, ...)."""
 
 
-def socket_activated(env: dict[str, str] | None = None) -> bool:
-    """systemd handed this very process its listening socket (sd_listen_fds(3))."""
+def listen_fds(env: dict[str, str] | None = None) -> list[tuple[int, str]]:
+    """The descriptors systemd handed this very process (sd_listen_fds_with_names(3)): the
+    control socket of jeeves-mcp.socket, and slot sockets from its store (port_store.py)."""
     env = dict(os.environ) if env is None else env
     count = env.get("LISTEN_FDS", "0")
-    return env.get("LISTEN_PID") == str(os.getpid()) and count.isdigit() and int(count) >= 1
+    if env.get("LISTEN_PID") != str(os.getpid()) or not count.isdigit():
+        return []
+    names = env.get("LISTEN_FDNAMES", "").split(":")
+    return [(LISTEN_FDS_START + i, names[i] if i < len(names) else "") for i in range(int(count))]
+
+
+def socket_activated(env: dict[str, str] | None = None) -> bool:
+    """systemd handed this very process its control socket (socket activation)."""
+    return any(port_of_name(name) is None for _, name in listen_fds(env))
+
+
+def stored_slot_sockets(env: dict[str, str] | None = None) -> dict[int, socket.socket]:
+    """The slot sockets systemd kept for the previous daemon, by the port their name gives."""
+    found: dict[int, socket.socket] = {}
+    for fd, name in listen_fds(env):
+        port = port_of_name(name)
+        if port is None:
+            continue
+        try:
+            sock = socket.socket(fileno=fd)
+        except OSError:  # not a socket: nothing this daemon stored
+            os.close(fd)
+            continue
+        sock.set_inheritable(False)
+        found[port] = sock
+    return found
 
 
 def control_socket(path: Path, env: dict[str, str] | None = None) -> socket.socket:
     """The control socket: inherited from systemd socket activation, or created 0600."""
-    if socket_activated(env):
-        sock = socket.socket(fileno=LISTEN_FDS_START)
-        sock.set_inheritable(False)
-        return sock
+    for fd, name in listen_fds(env):
+        if port_of_name(name) is None:  # the socket unit's (named by it, or unnamed)
+            sock = socket.socket(fileno=fd)
+            sock.set_inheritable(False)
+            return sock
     # Its dir: made and checked by run_daemon, before anything else.
     try:
         owner: int | None = path.lstat().st_uid
@@ -191,7 +219,7 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
         no_pool = httpx.Limits(max_keepalive_connections=0)
         async with httpx.AsyncClient(timeout=config.health_timeout_s, limits=no_pool) as http, \
                 trio.open_nursery() as root:
-            manager = SlotManager(config, store, events, metrics, http)
+            manager = SlotManager(config, store, events, metrics, http, PortStore(notifier, stored_slot_sockets()))
             metrics.watch(
                 manager.counts, [str(state) for state in SlotState],
                 lambda: None if manager.fork_server is None else manager.fork_server.up.is_set(),

@@ -39,6 +39,7 @@ from jeeves_mcp.supervisor.descriptors import DESCRIPTOR_ERRNOS
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.forkserver import ForkServer
 from jeeves_mcp.supervisor.metrics import Metrics
+from jeeves_mcp.supervisor.port_store import PortStore
 from jeeves_mcp.supervisor.slot import Slot, SlotState
 from jeeves_mcp.supervisor.store import SlotStore
 
@@ -60,7 +61,9 @@ class SlotLifecycle:
         http: httpx.AsyncClient,
         slots: dict[str, Slot],
         fork_server: ForkServer | None,
+        ports: PortStore,
     ) -> None:
+        self.ports = ports
         self.config = config
         self.store = store
         self.events = events
@@ -168,7 +171,7 @@ class SlotLifecycle:
             return
         await self._transition(slot, SlotState.STARTING, "mcp_pruner.starting")
         try:
-            hold_port(slot, 0)
+            self.hold_port(slot, 0)
             slot.child = await self.starter.start(slot.record, port=0, listener=slot.listener)
         except OSError as exc:
             if exc.errno not in DESCRIPTOR_ERRNOS:
@@ -226,7 +229,7 @@ class SlotLifecycle:
             # A re-adopted child held the port itself, and it went with it: take it back at once
             # (retried below, before each start, if someone was quicker).
             with contextlib.suppress(OSError):
-                hold_port(slot, slot.record.port)
+                self.hold_port(slot, slot.record.port)
         await self.cgroups.kill(slot.run_id, remove=False)  # what a killed child could not stop
         slot.record.stats = savings.fold_current(slot.record.stats)
         while True:
@@ -249,7 +252,7 @@ class SlotLifecycle:
             )
             await trio.sleep(delay)
             try:
-                hold_port(slot, slot.record.port or 0)
+                self.hold_port(slot, slot.record.port or 0)
             except OSError as exc:
                 reason = f"restart failed: cannot listen on 127.0.0.1:{slot.record.port} again: {exc.strerror or exc}"
                 continue
@@ -327,6 +330,18 @@ class SlotLifecycle:
                 slot.scope.cancel()
                 return
 
+    def hold_port(self, slot: Slot, port: int) -> None:
+        """The slot's listening socket on 127.0.0.1:`port` (0: any), unless it has one: bound
+        by the daemon (or handed back by systemd's store) and kept until the slot ends, every
+        child of the slot serves on it (close-on-exec here; only the child it is passed to gets
+        it, and the child's commands do not). A copy goes to systemd's store, if any."""
+        if slot.listener is not None:
+            return
+        slot.listener = self.ports.take(port) if port else None
+        if slot.listener is None:
+            slot.listener = listening_socket("127.0.0.1", port, HypercornConfig.backlog)
+            self.ports.keep(slot.listener)
+
     async def finish(self, slot: Slot) -> None:
         """Shielded end of a slot task: stop the child (unless detached) and record it."""
         try:
@@ -357,7 +372,9 @@ class SlotLifecycle:
         finally:
             if not slot.detach:
                 await self.cgroups.kill(slot.run_id)
-            if slot.listener is not None:  # a detached child keeps its own copy
+            if slot.listener is not None:  # a detached child keeps its own copy, and systemd its
+                if not slot.detach:
+                    self.ports.forget(slot.listener.getsockname()[1])
                 slot.listener.close()
                 slot.listener = None
             slot.child = None
@@ -402,7 +419,7 @@ class SlotLifecycle:
                         nursery.start_soon(self._lease_watch, slot)
                         if slot.record.port:  # the previous daemon held it: nobody else may listen there
                             with contextlib.suppress(OSError):
-                                hold_port(slot, slot.record.port)
+                                self.hold_port(slot, slot.record.port)
                             nursery.start_soon(refuse_connections, slot)
                 else:
                     await self._lease_watch(slot)
@@ -411,12 +428,6 @@ class SlotLifecycle:
                 await self.finish(slot)
 
 
-def hold_port(slot: Slot, port: int) -> None:
-    """The slot's listening socket on 127.0.0.1:`port` (0: any), unless it has one: bound by
-    the daemon and kept until the slot ends, every child of the slot serves on it (close-on-exec
-    here; only the child it is passed to gets it, and the child's commands do not)."""
-    if slot.listener is None:
-        slot.listener = listening_socket("127.0.0.1", port, HypercornConfig.backlog)
 
 
 async def refuse_connections(slot: Slot) -> None:

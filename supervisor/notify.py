@@ -1,7 +1,8 @@
-"""sd_notify(3) without libsystemd: READY=1, STATUS=, STOPPING=1, WATCHDOG=1."""
+"""sd_notify(3) without libsystemd: READY=1, STATUS=, STOPPING=1, WATCHDOG=1, FDSTORE=1."""
 
 from __future__ import annotations
 
+import array
 import os
 import socket
 from collections.abc import Mapping
@@ -31,9 +32,23 @@ class SystemdNotifier:
         if self.address is None:
             return False
         message = "\n".join(fields).encode()
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
-            try:
+        try:  # the socket too: out of descriptors, a notification is lost, not the daemon
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
                 sock.sendto(message, self.address)
-            except OSError:
-                return False
+        except OSError:
+            return False
+        return True
+
+    def send_fds(self, fields: tuple[str, ...], fds: list[int]) -> bool:
+        """`fields` with `fds` attached (SCM_RIGHTS), as sd_pid_notify_with_fds(3) sends them."""
+        if self.address is None:
+            return False
+        message = "\n".join(fields).encode()
+        # Not socket.send_fds: before Python 3.12 it drops its address argument.
+        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+                sock.sendmsg([message], rights, 0, self.address)
+        except OSError:
+            return False
         return True

@@ -47,6 +47,8 @@ async def reconcile(life: SlotLifecycle, nursery: trio.Nursery) -> None:
             if child is not None and health_socket.is_socket():  # else a child from before health sockets
                 child.health_socket = health_socket
         slot = Slot(record)
+        if record.port:  # the socket systemd kept for it, if it did: held again from now on
+            slot.listener = life.ports.take(record.port)
         life.slots[record.run_id] = slot
         if record.ended_at is not None:  # released, and the daemon died before it was done
             if child is not None:
@@ -79,6 +81,7 @@ async def reconcile(life: SlotLifecycle, nursery: trio.Nursery) -> None:
             continue
         slot.record.reason = "child gone while the daemon was down"
         await life.finish(slot)
+    life.ports.close_unclaimed()  # kept for runs no record names any more
     await life.store.settle_unsaved()  # after their degraded records: a crash before still finds them
     await kill_strays(config, life.events, adopted)
     sweep_health_sockets(config, life.events, life.slots)

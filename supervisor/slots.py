@@ -27,6 +27,7 @@ from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.forkserver import ForkServer
 from jeeves_mcp.supervisor.lifecycle import SlotLifecycle
 from jeeves_mcp.supervisor.metrics import Metrics
+from jeeves_mcp.supervisor.port_store import PortStore
 from jeeves_mcp.supervisor.reconcile import reconcile
 from jeeves_mcp.supervisor.records import SlotRecord
 from jeeves_mcp.supervisor.slot import Slot, SlotState, iso, record_view
@@ -71,6 +72,7 @@ class SlotManager:
         events: EventBus,
         metrics: Metrics,
         http: httpx.AsyncClient,
+        ports: PortStore | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -84,7 +86,9 @@ class SlotManager:
             # With pruning disabled no slot gets a child: nothing to fork for.
             if config.fork_server and config.pruner_enabled else None
         )
-        self.lifecycle = SlotLifecycle(config, store, events, metrics, http, self.slots, self.fork_server)
+        self.lifecycle = SlotLifecycle(
+            config, store, events, metrics, http, self.slots, self.fork_server, ports or PortStore()
+        )
 
     # -- lifecycle of the manager --------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import contextlib
 import os
 import signal
@@ -37,6 +38,8 @@ class Daemon:
     notifications: list[str] = field(default_factory=list)
     ready_count: int = 0
     notified: trio.Event = field(default_factory=trio.Event)
+    # As systemd's file descriptor store: what FDSTORE=1 sent, by FDNAME, until FDSTOREREMOVE=1.
+    fd_store: dict[str, socket.socket] = field(default_factory=dict)
 
     def client(self) -> AsyncControlClient:
         # The daemon may run as a service user: its state dir is its own.
@@ -73,17 +76,62 @@ def processes_with_env(entry: str) -> list[int]:
     return processes_whose("environ", lambda data: wanted in data.split(b"\0"))
 
 
+def received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    fds: list[int] = []
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.extend(array.array("i", data[: len(data) - len(data) % 4]))
+    return fds
+
+
+def keep_fds(store: dict[str, socket.socket], lines: list[str], fds: list[int]) -> None:
+    """sd_notify's FDSTORE=1 / FDSTOREREMOVE=1 with FDNAME=, as systemd handles them."""
+    name = next((line[len("FDNAME="):] for line in lines if line.startswith("FDNAME=")), "stored")
+    if "FDSTORE=1" in lines and fds:
+        if name in store:
+            store.pop(name).close()
+        store[name] = socket.socket(fileno=fds.pop(0))
+    if "FDSTOREREMOVE=1" in lines and name in store:
+        store.pop(name).close()
+    for fd in fds:  # sent with any other message: systemd closes them
+        os.close(fd)
+
+
+# Execs the daemon with the stored descriptors from fd 3 on, named, as systemd passes its fd
+# store back to a service it restarts (sd_listen_fds_with_names(3)).
+WITH_STORED_FDS = """import os, sys
+names, fds = sys.argv[1], [int(fd) for fd in sys.argv[2].split(",")]
+for i, fd in enumerate(fds):
+    os.dup2(fd, 100 + i)
+    os.close(fd)  # only 3.. go on, as from systemd
+for i in range(len(fds)):
+    os.dup2(100 + i, 3 + i)
+    os.close(100 + i)
+os.environ.update(LISTEN_FDS=str(len(fds)), LISTEN_FDNAMES=names, LISTEN_PID=str(os.getpid()))
+os.execv(sys.executable, [sys.executable, "-m", "jeeves_mcp", "daemon", *sys.argv[3:]])
+"""
+
+
 async def start_daemon_process(
-    daemon: Daemon, env: dict[str, str], notify_path: Path, python: str = sys.executable
+    daemon: Daemon, env: dict[str, str], notify_path: Path, python: str = sys.executable,
+    stored: bool = False,
 ) -> trio.Process:
+    """`stored`: hand it back what the previous daemon put in the fd store, as systemd does on
+    a restart (NOTIFY_SOCKET is set: the test plays systemd)."""
     child_env = {**os.environ, **TEST_ENV, **env, "NOTIFY_SOCKET": str(notify_path)}
     child_env.pop("JEEVES_MCP_SOCKET", None)
+    daemon_args = ["--state-dir", str(daemon.state_dir), "--socket", str(daemon.socket)]
+    argv = [python, "-m", "jeeves_mcp", "daemon", *daemon_args]
+    pass_fds: tuple[int, ...] = ()
+    if stored and daemon.fd_store:
+        pass_fds = tuple(sock.fileno() for sock in daemon.fd_store.values())
+        argv = [python, "-c", WITH_STORED_FDS, ":".join(daemon.fd_store),
+                ",".join(map(str, pass_fds)), *daemon_args]
     with daemon.log_path.open("ab") as log:
         return await trio.lowlevel.open_process(
-            [python, "-m", "jeeves_mcp", "daemon",
-             "--state-dir", str(daemon.state_dir), "--socket", str(daemon.socket)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=child_env, start_new_session=True,
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=child_env, start_new_session=True,
             cwd=daemon.state_dir.parent,  # not the source tree: `-m` puts the cwd first on sys.path
+            pass_fds=pass_fds,
         )
 
 
@@ -101,7 +149,8 @@ async def running_daemon(
 
     async def listen() -> None:
         while True:
-            data = await receiver.recv(4096)
+            data, ancillary, _, _ = await receiver.recvmsg(4096, socket.CMSG_SPACE(64 * 4))
+            keep_fds(daemon.fd_store, data.decode().splitlines(), received_fds(ancillary))
             for line in data.decode().splitlines():
                 daemon.notifications.append(line)
                 if line == "READY=1":
@@ -115,7 +164,8 @@ async def running_daemon(
             daemon.process = await start_daemon_process(daemon, env, notify_path, python)
             try:
                 await daemon.wait_ready(1)
-                daemon.restart = lambda extra=None: start_daemon_process(daemon, {**env, **(extra or {})}, notify_path)  # type: ignore[attr-defined]
+                daemon.restart = lambda extra=None, stored=True: start_daemon_process(  # type: ignore[attr-defined]
+                    daemon, {**env, **(extra or {})}, notify_path, stored=stored)
                 yield daemon
             finally:
                 with trio.CancelScope(shield=True):
@@ -129,6 +179,8 @@ async def running_daemon(
                     remove_cgroups(daemon.state_dir)
     finally:
         receiver.close()  # also when the test failed: a leaked socket fails a later test
+        for stored in daemon.fd_store.values():
+            stored.close()
 
 
 class EventLog:

@@ -180,3 +180,76 @@ async def test_a_degraded_slot_keeps_its_port_and_resets_each_connection(tmp_pat
         with socket.socket() as probe:  # released: the port is free again
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind(("127.0.0.1", slot["port"]))
+
+
+def listening_inode(port: int) -> str:
+    """The inode of the socket listening on 127.0.0.1:`port` (/proc/net/tcp; 0A: LISTEN)."""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == f"0100007F:{port:04X}" and fields[3] == "0A":
+            return fields[9]
+    raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def holds(pid: int, inode: str) -> bool:
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == f"socket:[{inode}]":
+                return True
+        except OSError:
+            continue
+    return False
+
+
+async def test_systemds_fd_store_keeps_each_slots_port_across_a_daemon_crash(tmp_path: Path, run_root: Path) -> None:
+    """The gap 4718481 left (attack-eighth): a slot with no live child when the daemon died
+    (restarting, degraded) had its port free until the new daemon bound it again, and a
+    process of another uid that bound it first got the agent's token; a re-adopted child held
+    its socket alone. Now each slot's socket is also in systemd's file descriptor store
+    (FDSTORE=1, named by its port; the test plays systemd), which hands it back at the restart:
+    nobody can bind the port while the daemon is down, and the new daemon holds it again."""
+    setpriv = needs_setpriv()
+    env = {"JEEVES_MCP_LIVE_RESTORE": "true", "JEEVES_MCP_RESTART_BACKOFF_S": "5"}
+    async with running_daemon(tmp_path, env) as daemon:
+        async with daemon.client() as control, watch_events(daemon) as events:
+            waiting = await control.acquire("waiting", run_root)
+            adopted = await control.acquire("adopted", run_root)
+            names = {f"jeeves-slot-port-{slot['port']}" for slot in (waiting, adopted)}
+            assert names <= set(daemon.fd_store), daemon.fd_store
+            os.kill(waiting["pid"], signal.SIGKILL)  # its restart waits out the 5 s backoff
+            await events.wait_for("mcp_pruner.exited", "waiting")
+        os.kill(daemon.process.pid, signal.SIGKILL)  # a crash: systemd restarts it
+        await daemon.process.wait()
+        squatter = await trio.lowlevel.open_process(
+            [setpriv, f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups",
+             sys.executable, "-I", "-c", SQUATTER, str(waiting["port"]), "1"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, cwd="/", start_new_session=True,
+        )
+        assert squatter.stdout is not None
+        async with squatter.stdout:
+            with trio.fail_after(20):
+                out = b""
+                while chunk := await squatter.stdout.receive_some(4096):
+                    out += chunk
+                await squatter.wait()
+        assert_never_bound(out)  # while no daemon runs
+        daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+        await daemon.wait_ready(2)
+        async with daemon.client() as control, watch_events(daemon) as events:
+            # The re-adopted child's socket is held by the daemon again, at once.
+            assert holds(daemon.process.pid, listening_inode(adopted["port"]))
+            with trio.fail_after(30):
+                while (now := await control.get("waiting"))["state"] != "running":
+                    await events.changed.wait()
+            assert now["port"] == waiting["port"] and now["pid"] not in (None, waiting["pid"]), now
+            assert holds(daemon.process.pid, listening_inode(waiting["port"]))
+            async with httpx.AsyncClient(trust_env=False) as http:
+                answer = await http.get(waiting["mcp"]["url"].removesuffix("/mcp") + "/health", timeout=10)
+            assert answer.status_code == 200, answer.text
+            await control.release("waiting")
+            await control.release("adopted")
+        assert not names & set(daemon.fd_store), daemon.fd_store  # FDSTOREREMOVE=1 on release
+        for slot in (waiting, adopted):
+            with socket.socket() as probe:  # released: the port is free again
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(("127.0.0.1", slot["port"]))

@@ -46,6 +46,8 @@ def test_service_unit_settings() -> None:
     service = unit(UNITS / "jeeves-mcp.service")["Service"]
     assert (service["Type"], service["NotifyAccess"]) == ("notify", "main")
     assert service["Restart"] == "on-failure" and int(service["WatchdogSec"]) >= 10
+    # Every slot's socket fits systemd's fd store (port_store.py): none is refused.
+    assert int(service["FileDescriptorStoreMax"]) >= DaemonConfig.model_fields["max_slots"].default
     assert service["RuntimeDirectory"] == "jeeves-mcp" and service["RuntimeDirectoryPreserve"] == "yes"
     assert service["StateDirectory"].split()[0] == "jeeves-mcp" and service["StateDirectoryMode"] == "0700"
     assert service["ExecStart"] == "@JEEVES_MCP@ daemon"
