@@ -27,7 +27,7 @@ from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.metrics import Metrics
 from jeeves_mcp.supervisor.notify import SystemdNotifier
-from jeeves_mcp.supervisor.port_store import PortStore, port_of_name
+from jeeves_mcp.supervisor.port_store import PortStore, is_slot_socket_name
 from jeeves_mcp.supervisor.slot import SlotState
 from jeeves_mcp.supervisor.slots import SlotManager
 from jeeves_mcp.supervisor.store import SlotStore, StateDirInUse, StoreTooNew, lock_state_dir
@@ -56,33 +56,33 @@ def listen_fds(env: dict[str, str] | None = None) -> list[tuple[int, str]]:
 
 def socket_activated(env: dict[str, str] | None = None) -> bool:
     """systemd handed this very process its control socket (socket activation)."""
-    return any(port_of_name(name) is None for _, name in listen_fds(env))
+    return any(not is_slot_socket_name(name) for _, name in listen_fds(env))
 
 
-def stored_slot_sockets(env: dict[str, str] | None = None) -> dict[int, socket.socket]:
-    """The slot sockets systemd kept for the previous daemon, by the port their name gives."""
-    found: dict[int, socket.socket] = {}
+def stored_slot_sockets(env: dict[str, str] | None = None) -> dict[str, socket.socket]:
+    """The slot sockets systemd kept for the previous daemon, by name (port_store.py)."""
+    found: dict[str, socket.socket] = {}
     for fd, name in listen_fds(env):
-        port = port_of_name(name)
-        if port is None:
+        if not is_slot_socket_name(name):
             continue
         try:
             sock = socket.socket(fileno=fd)
         except OSError:  # not a socket: nothing this daemon stored
             os.close(fd)
             continue
-        sock.set_inheritable(False)
-        found[port] = sock
+        found[name] = sock
     return found
 
 
 def control_socket(path: Path, env: dict[str, str] | None = None) -> socket.socket:
     """The control socket: inherited from systemd socket activation, or created 0600."""
-    for fd, name in listen_fds(env):
-        if port_of_name(name) is None:  # the socket unit's (named by it, or unnamed)
-            sock = socket.socket(fileno=fd)
-            sock.set_inheritable(False)
-            return sock
+    passed = listen_fds(env)
+    for fd, _ in passed:  # whatever systemd passed, none of it for the processes we start
+        with contextlib.suppress(OSError):
+            os.set_inheritable(fd, False)
+    for fd, name in passed:
+        if not is_slot_socket_name(name):  # the socket unit's (named by it, or unnamed)
+            return socket.socket(fileno=fd)
     # Its dir: made and checked by run_daemon, before anything else.
     try:
         owner: int | None = path.lstat().st_uid

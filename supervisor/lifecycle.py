@@ -16,8 +16,6 @@ import contextlib
 import logging
 import os
 import random
-import socket
-import struct
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -39,7 +37,7 @@ from jeeves_mcp.supervisor.descriptors import DESCRIPTOR_ERRNOS
 from jeeves_mcp.supervisor.events import EventBus
 from jeeves_mcp.supervisor.forkserver import ForkServer
 from jeeves_mcp.supervisor.metrics import Metrics
-from jeeves_mcp.supervisor.port_store import PortStore
+from jeeves_mcp.supervisor.port_store import PortStore, refuse_connections
 from jeeves_mcp.supervisor.slot import Slot, SlotState
 from jeeves_mcp.supervisor.store import SlotStore
 
@@ -197,6 +195,7 @@ class SlotLifecycle:
                 report()
                 return
             slot.record.reason = f"start_failed: {exc}"
+            self.release_port(slot)  # no child will serve it, none will refuse on it
             await self._transition(slot, SlotState.DISABLED, "mcp_pruner.start_failed", error=str(exc))
             report()
             await self._lease_watch(slot)
@@ -239,7 +238,7 @@ class SlotLifecycle:
                 await self._transition(
                     slot, SlotState.DEGRADED, "mcp_pruner.degraded", error=reason, restarts=slot.record.restarts
                 )
-                await refuse_connections(slot)  # unavailable for the rest of the run
+                await refuse_connections(slot.listener)  # unavailable for the rest of the run
             slot.record.restarts += 1
             self.metrics.restarts.inc()
             delay = min(
@@ -337,10 +336,17 @@ class SlotLifecycle:
         it, and the child's commands do not). A copy goes to systemd's store, if any."""
         if slot.listener is not None:
             return
-        slot.listener = self.ports.take(port) if port else None
+        slot.listener = self.ports.take(slot.run_id, port) if port else None
         if slot.listener is None:
             slot.listener = listening_socket("127.0.0.1", port, HypercornConfig.backlog)
-            self.ports.keep(slot.listener)
+            self.ports.keep(slot.run_id, slot.listener)
+
+    def release_port(self, slot: Slot) -> None:
+        """Close the slot's socket and drop systemd's copy: its port is free again."""
+        if slot.listener is not None:
+            self.ports.forget(slot.run_id, slot.listener)
+            slot.listener.close()
+            slot.listener = None
 
     async def finish(self, slot: Slot) -> None:
         """Shielded end of a slot task: stop the child (unless detached) and record it."""
@@ -372,11 +378,10 @@ class SlotLifecycle:
         finally:
             if not slot.detach:
                 await self.cgroups.kill(slot.run_id)
-            if slot.listener is not None:  # a detached child keeps its own copy, and systemd its
-                if not slot.detach:
-                    self.ports.forget(slot.listener.getsockname()[1])
+            if slot.detach and slot.listener is not None:  # its child keeps a copy, and systemd its
                 slot.listener.close()
                 slot.listener = None
+            self.release_port(slot)
             slot.child = None
             slot.ready.set()
             slot.done.set()
@@ -420,32 +425,9 @@ class SlotLifecycle:
                         if slot.record.port:  # the previous daemon held it: nobody else may listen there
                             with contextlib.suppress(OSError):
                                 self.hold_port(slot, slot.record.port)
-                            nursery.start_soon(refuse_connections, slot)
+                            nursery.start_soon(refuse_connections, slot.listener)
                 else:
                     await self._lease_watch(slot)
         finally:
             with trio.CancelScope(shield=True):
                 await self.finish(slot)
-
-
-
-
-async def refuse_connections(slot: Slot) -> None:
-    """A degraded slot keeps its port, so that nobody else answers at its URL, and resets each
-    connection there at once: the agent learns now, rather than waiting on a queue nobody reads."""
-    if slot.listener is None:
-        await trio.sleep_forever()
-    try:
-        sock = trio.socket.from_stdlib_socket(slot.listener.dup())
-    except OSError:
-        await trio.sleep_forever()
-    with sock:
-        while True:
-            try:
-                connection, _ = await sock.accept()
-            except OSError:  # out of descriptors, a connection reset while queued: later
-                await trio.sleep(0.1)
-                continue
-            with contextlib.suppress(OSError):
-                connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            connection.close()

@@ -15,6 +15,7 @@ class SystemdNotifier:
         env = os.environ if env is None else env
         address = env.get("NOTIFY_SOCKET", "")
         self.address: str | None = None
+        self._sock: socket.socket | None = None
         if address:
             # A leading "@" names the Linux abstract namespace.
             self.address = "\0" + address[1:] if address.startswith("@") else address
@@ -29,26 +30,19 @@ class SystemdNotifier:
         return self.address is not None
 
     def send(self, *fields: str) -> bool:
-        if self.address is None:
-            return False
-        message = "\n".join(fields).encode()
-        try:  # the socket too: out of descriptors, a notification is lost, not the daemon
-            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
-                sock.sendto(message, self.address)
-        except OSError:
-            return False
-        return True
+        return self.send_fds(fields, [])
 
     def send_fds(self, fields: tuple[str, ...], fds: list[int]) -> bool:
-        """`fields` with `fds` attached (SCM_RIGHTS), as sd_pid_notify_with_fds(3) sends them."""
+        """`fields`, with `fds` attached (SCM_RIGHTS) as sd_pid_notify_with_fds(3) sends them."""
         if self.address is None:
             return False
         message = "\n".join(fields).encode()
-        # Not socket.send_fds: before Python 3.12 it drops its address argument.
-        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
         try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
-                sock.sendmsg([message], rights, 0, self.address)
+            if self._sock is None:  # opened once: out of descriptors, a notification still goes
+                self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+            # Not socket.send_fds: before Python 3.12 it drops its address argument.
+            self._sock.sendmsg([message], rights, 0, self.address)
         except OSError:
             return False
         return True

@@ -48,7 +48,7 @@ async def reconcile(life: SlotLifecycle, nursery: trio.Nursery) -> None:
                 child.health_socket = health_socket
         slot = Slot(record)
         if record.port:  # the socket systemd kept for it, if it did: held again from now on
-            slot.listener = life.ports.take(record.port)
+            slot.listener = life.ports.take(record.run_id, record.port)
         life.slots[record.run_id] = slot
         if record.ended_at is not None:  # released, and the daemon died before it was done
             if child is not None:

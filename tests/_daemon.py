@@ -99,14 +99,15 @@ def keep_fds(store: dict[str, socket.socket], lines: list[str], fds: list[int]) 
 
 # Execs the daemon with the stored descriptors from fd 3 on, named, as systemd passes its fd
 # store back to a service it restarts (sd_listen_fds_with_names(3)).
-WITH_STORED_FDS = """import os, sys
+WITH_STORED_FDS = """import fcntl, os, sys
 names, fds = sys.argv[1], [int(fd) for fd in sys.argv[2].split(",")]
-for i, fd in enumerate(fds):
-    os.dup2(fd, 100 + i)
+above = max([*fds, 3 + len(fds)]) + 1
+moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, above) for fd in fds]  # clear of 3.. and of each other
+for fd in fds:
     os.close(fd)  # only 3.. go on, as from systemd
-for i in range(len(fds)):
-    os.dup2(100 + i, 3 + i)
-    os.close(100 + i)
+for i, fd in enumerate(moved):
+    os.dup2(fd, 3 + i)
+    os.close(fd)
 os.environ.update(LISTEN_FDS=str(len(fds)), LISTEN_FDNAMES=names, LISTEN_PID=str(os.getpid()))
 os.execv(sys.executable, [sys.executable, "-m", "jeeves_mcp", "daemon", *sys.argv[3:]])
 """

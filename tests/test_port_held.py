@@ -17,6 +17,7 @@ import httpx
 import pytest
 import trio
 
+from jeeves_mcp.supervisor.port_store import slot_socket_name
 from tests._daemon import EventLog, running_daemon, stop_group, watch_events
 
 OTHER_UID = 2002
@@ -214,7 +215,7 @@ async def test_systemds_fd_store_keeps_each_slots_port_across_a_daemon_crash(tmp
         async with daemon.client() as control, watch_events(daemon) as events:
             waiting = await control.acquire("waiting", run_root)
             adopted = await control.acquire("adopted", run_root)
-            names = {f"jeeves-slot-port-{slot['port']}" for slot in (waiting, adopted)}
+            names = {slot_socket_name(slot["run_id"], slot["port"]) for slot in (waiting, adopted)}
             assert names <= set(daemon.fd_store), daemon.fd_store
             os.kill(waiting["pid"], signal.SIGKILL)  # its restart waits out the 5 s backoff
             await events.wait_for("mcp_pruner.exited", "waiting")

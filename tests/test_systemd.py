@@ -47,7 +47,8 @@ def test_service_unit_settings() -> None:
     assert (service["Type"], service["NotifyAccess"]) == ("notify", "main")
     assert service["Restart"] == "on-failure" and int(service["WatchdogSec"]) >= 10
     # Every slot's socket fits systemd's fd store (port_store.py): none is refused.
-    assert int(service["FileDescriptorStoreMax"]) >= DaemonConfig.model_fields["max_slots"].default
+    stored = int(service["FileDescriptorStoreMax"])
+    assert DaemonConfig.model_fields["max_slots"].default <= stored < int(service["LimitNOFILE"].split(":")[0]) - 20
     assert service["RuntimeDirectory"] == "jeeves-mcp" and service["RuntimeDirectoryPreserve"] == "yes"
     assert service["StateDirectory"].split()[0] == "jeeves-mcp" and service["StateDirectoryMode"] == "0700"
     assert service["ExecStart"] == "@JEEVES_MCP@ daemon"
@@ -231,3 +232,53 @@ async def test_socket_activation_serves_the_inherited_socket(tmp_path: Path) -> 
         finally:
             with trio.CancelScope(shield=True):
                 await stop_group(process)
+
+
+# Receives, as systemd passes them, the socket unit's fd and then the fd store's (3, 4, ...), and
+# prints what the daemon's start-up makes of them.
+SORT_PASSED_FDS = """import json, os, sys
+from pathlib import Path
+from jeeves_mcp.supervisor.daemon import control_socket, socket_activated, stored_slot_sockets
+control = control_socket(Path("/nonexistent/control.sock"))
+stored = stored_slot_sockets()
+print(json.dumps({
+    "activated": socket_activated(),
+    "control": control.getsockname(),
+    "stored": {name: sock.getsockname() for name, sock in stored.items()},
+    "inheritable": [os.get_inheritable(fd) for fd in range(3, 3 + int(os.environ["LISTEN_FDS"]))],
+}))
+"""
+
+
+def test_the_control_socket_and_stored_slot_sockets_are_told_apart_by_name(tmp_path: Path) -> None:
+    """systemd passes the socket unit's fd first and the fd store's after it, each named in
+    LISTEN_FDNAMES: the control socket is the one that is not a slot's, whatever its name."""
+    from jeeves_mcp.supervisor.port_store import slot_socket_name
+
+    control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    control.bind(str(tmp_path / "control.sock"))
+    control.listen()
+    slot = socket.socket()
+    slot.bind(("127.0.0.1", 0))
+    slot.listen()
+    port = slot.getsockname()[1]
+    name = slot_socket_name("run:with:colons", port)
+    shim = ("import fcntl, os, sys\n"
+            "fds = [int(fd) for fd in sys.argv[1:]]\n"
+            "moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in fds]\n"
+            "for i, fd in enumerate(moved):\n"
+            "    os.dup2(fd, 3 + i)\n"
+            "os.environ['LISTEN_PID'] = str(os.getpid())\n"
+            f"os.execv(sys.executable, [sys.executable, '-c', {SORT_PASSED_FDS!r}])\n")
+    env = {**os.environ, "LISTEN_FDS": "2", "LISTEN_FDNAMES": f"jeeves-mcp.socket:{name}"}
+    with control, slot:
+        done = subprocess.run(
+            [sys.executable, "-c", shim, str(control.fileno()), str(slot.fileno())],
+            pass_fds=(control.fileno(), slot.fileno()), env=env, capture_output=True, text=True,
+            timeout=60, check=False, cwd=tmp_path,
+        )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["activated"] is True and seen["control"] == str(tmp_path / "control.sock"), seen
+    assert seen["stored"] == {name: ["127.0.0.1", port]}, seen
+    assert seen["inheritable"] == [False, False], seen  # none reaches what the daemon starts
