@@ -138,20 +138,29 @@ async def test_another_uid_cannot_take_a_restarting_childs_port(
             await control.release("victim")
 
 
-async def test_a_readopted_childs_port_is_taken_back_when_it_dies(tmp_path: Path, run_root: Path) -> None:
-    """After a live-restore daemon restart the re-adopted child holds its socket alone (the gap
-    left: between its death and the new daemon's bind). The daemon binds the port again as soon
-    as the child is gone, and holds it from then on: the next restart leaves no gap."""
+@pytest.mark.parametrize("under_systemd", [True, False])
+async def test_a_readopted_childs_port_is_taken_back_when_it_dies(
+    tmp_path: Path, run_root: Path, under_systemd: bool
+) -> None:
+    """After a live-restore daemon restart, under systemd the new daemon holds the re-adopted
+    child's socket again at once (its fd store); without it the child holds its socket alone
+    (the gap left: between its death and the new daemon's bind), and the daemon binds the port
+    again as soon as the child is gone. Either way it holds it from then on."""
     setpriv = needs_setpriv()
     async with running_daemon(tmp_path, {"JEEVES_MCP_LIVE_RESTORE": "true"}) as daemon:
         async with daemon.client() as control:
             slot = await control.acquire("kept", run_root)
         await stop_group(daemon.process)  # live restore: the child stays
-        daemon.process = await daemon.restart()  # type: ignore[attr-defined]
+        if not under_systemd:  # nobody kept a copy: the restart gets nothing back
+            for stored in daemon.fd_store.values():
+                stored.close()
+            daemon.fd_store.clear()
+        daemon.process = await daemon.restart(stored=under_systemd)  # type: ignore[attr-defined]
         await daemon.wait_ready(2)
         async with daemon.client() as control, watch_events(daemon) as events:
             adopted = await control.get("kept")
             assert (adopted["state"], adopted["pid"]) == ("running", slot["pid"]), adopted
+            assert holds(daemon.process.pid, listening_inode(slot["port"])) is under_systemd
             after = len(events.events)
             os.kill(slot["pid"], signal.SIGKILL)
             await events.wait_for("mcp_pruner.restarted", "kept", after=after)
