@@ -228,11 +228,14 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
             await root.start(manager.run)
             app = create_app(manager, tcp_token=config.tcp_token)
             # hypercorn closes the socket it is given: hand it a duplicate.
-            hyper = _hypercorn_config([f"fd://{os.dup(sock.fileno())}"])
+            served = os.dup(sock.fileno())
+            hyper = _hypercorn_config([f"fd://{served}"])
             async with trio.open_nursery() as servers:
                 await servers.start(
                     lambda task_status: serve(app, hyper, shutdown_trigger=shutdown.wait, task_status=task_status)
                 )
+                # hypercorn marks what it serves inheritable (for its reloader's workers): not ours.
+                os.set_inheritable(served, False)
                 tcp_url = None
                 if listener is not None:  # served apart, capped, with a header deadline (capped_listener.py)
                     tcp_url = await servers.start(partial(

@@ -6,6 +6,7 @@ leads anywhere else. Real daemon, real children, a real process of another uid."
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -263,3 +264,17 @@ async def test_systemds_fd_store_keeps_each_slots_port_across_a_daemon_crash(tmp
             with socket.socket() as probe:  # released: the port is free again
                 probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 probe.bind(("127.0.0.1", slot["port"]))
+
+
+async def test_every_socket_of_the_daemon_is_close_on_exec(tmp_path: Path, run_root: Path) -> None:
+    """What the daemon starts gets none of its sockets: a slot's listener, the control socket.
+    hypercorn marks the sockets it serves inheritable (for its reloader's workers); the control
+    socket's copy it served was (attack-eighth, LOW: every spawn closes other descriptors, so
+    nothing got it, but one that did not would have)."""
+    tcp = {"JEEVES_MCP_TCP_HOST": "127.0.0.1", "JEEVES_MCP_TCP_PORT": "0", "JEEVES_MCP_TCP_TOKEN": secrets.token_urlsafe(32)}
+    async with running_daemon(tmp_path, tcp) as daemon:
+        async with daemon.client() as control:
+            await control.acquire("fds", run_root)
+            cloexec, total = close_on_exec_sockets(daemon.process.pid)
+            assert cloexec == total >= 3, (cloexec, total)  # control (Unix and TCP), the slot's port
+            await control.release("fds")
