@@ -330,21 +330,20 @@ class SlotLifecycle:
                 return
 
     def hold_port(self, slot: Slot, port: int) -> None:
-        """The slot's listening socket on 127.0.0.1:`port` (0: any), unless it has one: bound
-        by the daemon (or handed back by systemd's store) and kept until the slot ends, every
+        """The slot's listening socket on 127.0.0.1:`port` (0: any), unless it has one (bound
+        earlier, or handed back by systemd's store at reconcile): kept until the slot ends, every
         child of the slot serves on it (close-on-exec here; only the child it is passed to gets
         it, and the child's commands do not). A copy goes to systemd's store, if any."""
-        if slot.listener is not None:
-            return
-        slot.listener = self.ports.take(slot.run_id, port) if port else None
         if slot.listener is None:
             slot.listener = listening_socket("127.0.0.1", port, HypercornConfig.backlog)
             self.ports.keep(slot.run_id, slot.listener)
 
     def release_port(self, slot: Slot) -> None:
-        """Close the slot's socket and drop systemd's copy: its port is free again."""
+        """Close the slot's socket; unless its child is detached (it keeps its own copy, and
+        systemd its for the next daemon), drop systemd's copy too: the port is free again."""
         if slot.listener is not None:
-            self.ports.forget(slot.run_id, slot.listener)
+            if not slot.detach:
+                self.ports.forget(slot.run_id, slot.listener)
             slot.listener.close()
             slot.listener = None
 
@@ -378,9 +377,6 @@ class SlotLifecycle:
         finally:
             if not slot.detach:
                 await self.cgroups.kill(slot.run_id)
-            if slot.detach and slot.listener is not None:  # its child keeps a copy, and systemd its
-                slot.listener.close()
-                slot.listener = None
             self.release_port(slot)
             slot.child = None
             slot.ready.set()

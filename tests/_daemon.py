@@ -97,9 +97,10 @@ def keep_fds(store: dict[str, socket.socket], lines: list[str], fds: list[int]) 
         os.close(fd)
 
 
-# Execs the daemon with the stored descriptors from fd 3 on, named, as systemd passes its fd
-# store back to a service it restarts (sd_listen_fds_with_names(3)).
-WITH_STORED_FDS = """import fcntl, os, sys
+# `python -c PASS_FDS NAMES FD,FD,... ARGS...` execs `python ARGS...` with those descriptors
+# from fd 3 on, named, as systemd passes a service its sockets and its fd store
+# (sd_listen_fds_with_names(3)).
+PASS_FDS = """import fcntl, os, sys
 names, fds = sys.argv[1], [int(fd) for fd in sys.argv[2].split(",")]
 above = max([*fds, 3 + len(fds)]) + 1
 moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, above) for fd in fds]  # clear of 3.. and of each other
@@ -109,7 +110,7 @@ for i, fd in enumerate(moved):
     os.dup2(fd, 3 + i)
     os.close(fd)
 os.environ.update(LISTEN_FDS=str(len(fds)), LISTEN_FDNAMES=names, LISTEN_PID=str(os.getpid()))
-os.execv(sys.executable, [sys.executable, "-m", "jeeves_mcp", "daemon", *sys.argv[3:]])
+os.execv(sys.executable, [sys.executable, *sys.argv[3:]])
 """
 
 
@@ -126,8 +127,8 @@ async def start_daemon_process(
     pass_fds: tuple[int, ...] = ()
     if stored and daemon.fd_store:
         pass_fds = tuple(sock.fileno() for sock in daemon.fd_store.values())
-        argv = [python, "-c", WITH_STORED_FDS, ":".join(daemon.fd_store),
-                ",".join(map(str, pass_fds)), *daemon_args]
+        argv = [python, "-c", PASS_FDS, ":".join(daemon.fd_store), ",".join(map(str, pass_fds)),
+                "-m", "jeeves_mcp", "daemon", *daemon_args]
     with daemon.log_path.open("ab") as log:
         return await trio.lowlevel.open_process(
             argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=child_env, start_new_session=True,

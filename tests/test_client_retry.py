@@ -23,21 +23,13 @@ import trio
 
 from jeeves_mcp.client import AsyncControlClient, ControlClient, ControlError, DaemonUnavailable
 from tests._child import stop_process_group
-from tests._daemon import TEST_ENV, processes_with_env
+from tests._daemon import PASS_FDS, TEST_ENV, processes_with_env
 
 # httpcore's blocking backend leaves the socket of a failed Unix connect to the GC (it is
 # closed then, with a ResourceWarning): each attempt here fails that way at least once.
 pytestmark = pytest.mark.filterwarnings(
     r"ignore:Exception ignored in. <socket.socket fd=\d+, family=1,:pytest.PytestUnraisableExceptionWarning"
 )
-
-# Execs the daemon with the socket as fd 3 and LISTEN_PID its own, as systemd does.
-ACTIVATE = """import os, sys
-os.dup2(int(sys.argv[1]), 3)
-os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getpid()))
-os.execv(sys.executable, [sys.executable, "-m", "jeeves_mcp", "daemon", *sys.argv[2:]])
-"""
-
 
 @contextlib.contextmanager
 def on_failed_connect(action: Callable[[], None]) -> Iterator[None]:
@@ -88,7 +80,9 @@ async def test_a_control_socket_that_listens_after_the_first_connect_failed_is_r
                     await refused.wait()
                 with (tmp_path / "daemon.log").open("ab") as log:
                     process = await trio.lowlevel.open_process(
-                        [sys.executable, "-c", ACTIVATE, str(listener.fileno()),
+                        # The socket as fd 3, as jeeves-mcp.socket hands it over.
+                        [sys.executable, "-c", PASS_FDS, "jeeves-mcp.socket", str(listener.fileno()),
+                         "-m", "jeeves_mcp", "daemon",
                          "--state-dir", str(state), "--socket", str(tmp_path / "unused.sock")],
                         pass_fds=(listener.fileno(),), env={**env, **TEST_ENV}, stdin=subprocess.DEVNULL,
                         stdout=log, stderr=log, start_new_session=True, cwd=tmp_path,

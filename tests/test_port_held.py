@@ -5,6 +5,7 @@ leads anywhere else. Real daemon, real children, a real process of another uid."
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 import shutil
@@ -18,6 +19,7 @@ import httpx
 import pytest
 import trio
 
+from jeeves_mcp.client import _LISTEN, _proc_net_address
 from jeeves_mcp.supervisor.port_store import slot_socket_name
 from tests._daemon import EventLog, running_daemon, stop_group, watch_events
 
@@ -194,10 +196,12 @@ async def test_a_degraded_slot_keeps_its_port_and_resets_each_connection(tmp_pat
 
 
 def listening_inode(port: int) -> str:
-    """The inode of the socket listening on 127.0.0.1:`port` (/proc/net/tcp; 0A: LISTEN)."""
+    """The inode of the socket listening on 127.0.0.1:`port` (/proc/net/tcp, read as the
+    client's listener check reads it)."""
+    loopback = ipaddress.ip_address("127.0.0.1")
     for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
         fields = line.split()
-        if fields[1] == f"0100007F:{port:04X}" and fields[3] == "0A":
+        if fields[3] == _LISTEN and _proc_net_address(fields[1]) == (loopback, port):
             return fields[9]
     raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
 

@@ -20,7 +20,7 @@ import trio
 
 from jeeves_mcp.supervisor.daemon import _hypercorn_config
 from jeeves_mcp.supervisor.daemon_config import DaemonConfig
-from tests._daemon import TEST_ENV, running_daemon, stop_group
+from tests._daemon import PASS_FDS, TEST_ENV, running_daemon, stop_group
 from tests._tree import SOURCE_TREE
 
 REPO = SOURCE_TREE
@@ -263,18 +263,11 @@ def test_the_control_socket_and_stored_slot_sockets_are_told_apart_by_name(tmp_p
     slot.listen()
     port = slot.getsockname()[1]
     name = slot_socket_name("run:with:colons", port)
-    shim = ("import fcntl, os, sys\n"
-            "fds = [int(fd) for fd in sys.argv[1:]]\n"
-            "moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in fds]\n"
-            "for i, fd in enumerate(moved):\n"
-            "    os.dup2(fd, 3 + i)\n"
-            "os.environ['LISTEN_PID'] = str(os.getpid())\n"
-            f"os.execv(sys.executable, [sys.executable, '-c', {SORT_PASSED_FDS!r}])\n")
-    env = {**os.environ, "LISTEN_FDS": "2", "LISTEN_FDNAMES": f"jeeves-mcp.socket:{name}"}
     with control, slot:
         done = subprocess.run(
-            [sys.executable, "-c", shim, str(control.fileno()), str(slot.fileno())],
-            pass_fds=(control.fileno(), slot.fileno()), env=env, capture_output=True, text=True,
+            [sys.executable, "-c", PASS_FDS, f"jeeves-mcp.socket:{name}", f"{control.fileno()},{slot.fileno()}",
+             "-c", SORT_PASSED_FDS],
+            pass_fds=(control.fileno(), slot.fileno()), capture_output=True, text=True,
             timeout=60, check=False, cwd=tmp_path,
         )
     assert done.returncode == 0, done.stderr
