@@ -23,7 +23,7 @@ from jeeves_mcp.pruning.render import marker_change, numbered_line_bytes
 
 from ._units import Layout
 
-__all__ = ["MARKER_BYTES", "Ranking", "line_bytes", "line_values", "unit_chances"]
+__all__ = ["MARKER_BYTES", "Ranking", "line_bytes", "line_values", "smooth", "unit_chances"]
 
 # A marker line with its newline: "⟦PRUNÉ: prune_id=prn_… lignes a-b (n) raison=…⟧".
 MARKER_BYTES = 110
@@ -49,7 +49,7 @@ def line_bytes(index: int, line: str) -> int:
     return numbered_line_bytes(index + 1, line)
 
 
-def _smooth(evidence: Sequence[float]) -> list[float]:
+def smooth(evidence: Sequence[float]) -> list[float]:
     n = len(evidence)
     out = list(evidence)
     for d, w in enumerate(SMOOTH, 1):
@@ -87,30 +87,30 @@ def line_values(
     docstring lines, worth DOCSTRING_WEIGHT of a code line."""
     values = [0.0] * n
     units = layout.units
-    smooth = _smooth(evidence)
+    smoothed = smooth(evidence)
     scored = any(chances)
-    total_evidence = sum(smooth)
+    total_evidence = sum(smoothed)
     unit_share = 1.0 - (GLOBAL_SHARE if total_evidence > 0 else 0.0)
     if scored:
         for k, u in enumerate(units):
             p = unit_share * chances[k]
             rows = range(u.start, u.end + 1)
             size = len(rows)
-            unit_evidence = sum(smooth[i] for i in rows)
+            unit_evidence = sum(smoothed[i] for i in rows)
             if unit_evidence > 0:
                 # A long unit is read by its matching lines more than a short one.
                 spread = (1 - LINE_SHARE) * min(1.0, EVEN_LINES / size)
                 even = p * spread / size
                 by_line = p * (1 - spread) / unit_evidence
                 for i in rows:
-                    values[i] += even + by_line * smooth[i]
+                    values[i] += even + by_line * smoothed[i]
             else:
                 for i in rows:
                     values[i] += p / size
     if total_evidence > 0:
         g = (1.0 - unit_share if scored else 1.0) / total_evidence
         for i in range(n):
-            values[i] += g * smooth[i]
+            values[i] += g * smoothed[i]
     for i in prose:
         values[i] *= DOCSTRING_WEIGHT
     for i in layout.context:

@@ -12,6 +12,7 @@ from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change
 
 from ._code import code_layout
 from ._docs import docs_layout
+from ._line_model import learned_values
 from ._logs import logs_layout
 from ._markers import block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
@@ -150,12 +151,17 @@ def select_lines(
         chances = unit_chances(scores, DOCS_TEMP if docs else CODE_TEMP)
         values = line_values(n, layout, chances, scored.lines, prose=prose)
         if not docs:
-            priors = []
-            if line_prior is not None and len(line_prior) == n:
-                priors.append((line_prior, PRIOR_SHARE))
-            if line_subjects is not None and len(line_subjects) == n:
-                priors.append((on_topic(line_subjects, qterms), SUBJECT_SHARE))
-            values = with_priors(values, priors)
+            recency = list(line_prior) if line_prior is not None and len(line_prior) == n else [0.0] * n
+            topical = (
+                on_topic(line_subjects, qterms)
+                if line_subjects is not None and len(line_subjects) == n
+                else [0.0] * n
+            )
+            values = with_priors(values, [(recency, PRIOR_SHARE), (topical, SUBJECT_SHARE)])
+            _check(deadline)
+            values = learned_values(
+                lines, layout, chances, scored.lines, values, recency, topical, prose
+            )
         view = [line_bytes(i, x) for i, x in enumerate(lines)]
         if docs:
             share = DOCS_SHARE
