@@ -54,6 +54,20 @@ def test_every_feature_has_a_weight_and_a_value_per_line():
     assert all(math.isfinite(x) for column in columns.values() for x in column)
 
 
+def test_the_scores_are_the_weights_dotted_with_the_features():
+    # Scoring folds shared columns and per-unit features into few passes; the fit reads the
+    # columns: both must say the same, with history in play.
+    lines = module(80)
+    recency = [0.0] * len(lines)
+    recency[40:44] = [1.0, 1.0, 0.5, 0.25]
+    state = planned(lines, recency)
+    columns = _line_model.line_features(lines, *state)
+    folded = _line_model._features(lines, *state).scores(_line_model.WEIGHTS)
+    for i in range(len(lines)):
+        dot = sum(_line_model.WEIGHTS[name] * columns[name][i] for name in _line_model.FEATURES)
+        assert math.isclose(folded[i], dot, rel_tol=1e-9, abs_tol=1e-9)
+
+
 def test_the_model_keeps_the_planners_total_and_order_of_magnitude():
     lines = module(80)
     assert len(lines) >= _line_model.MIN_LINES

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 
 from ._plan import smooth
@@ -124,7 +124,63 @@ def _distances(flags: Sequence[bool]) -> list[int]:
     return out
 
 
-def line_features(
+class _Features:
+    """FEATURES in three shapes, so that scoring takes one pass per distinct column: `dense`, a
+    column per line times a scale (`value_sure` is `value` x the ranking's sureness); `per_unit`,
+    a value per unit and one for lines outside any unit; `flags`, the lines where it is 1."""
+
+    __slots__ = ("dense", "flags", "owner", "per_unit")
+
+    def __init__(self, owner: list[int]) -> None:
+        self.owner = owner
+        self.dense: dict[str, tuple[list[float], float]] = {}
+        self.per_unit: dict[str, tuple[list[float], float]] = {}
+        self.flags: dict[str, list[int]] = {}
+
+    def columns(self) -> dict[str, list[float]]:
+        """Each feature as a value per line, in FEATURES order."""
+        n = len(self.owner)
+        out: dict[str, list[float]] = {}
+        for name in FEATURES:
+            if name in self.dense:
+                column, scale = self.dense[name]
+                out[name] = [x * scale for x in column]
+            elif name in self.per_unit:
+                per_unit, outside = self.per_unit[name]
+                out[name] = [per_unit[k] if k >= 0 else outside for k in self.owner]
+            else:
+                out[name] = [0.0] * n
+                for i in self.flags[name]:
+                    out[name][i] = 1.0
+        return out
+
+    def scores(self, weights: dict[str, float]) -> list[float]:
+        """Per line, the sum of weight x feature (what columns() dotted with weights gives)."""
+        by_column: dict[int, tuple[list[float], float]] = {}
+        for name, (column, scale) in self.dense.items():
+            kept, w = by_column.get(id(column), (column, 0.0))
+            by_column[id(column)] = (kept, w + weights[name] * scale)
+        units = len(next(iter(self.per_unit.values()))[0]) if self.per_unit else 0
+        unit_score = [0.0] * units
+        outside = 0.0
+        for name, (per_unit, out) in self.per_unit.items():
+            w = weights[name]
+            if w:
+                unit_score = [a + w * b for a, b in zip(unit_score, per_unit, strict=True)]
+                outside += w * out
+        scores = [unit_score[k] if k >= 0 else outside for k in self.owner]
+        for column, w in by_column.values():
+            if w:
+                scores = [a + w * b for a, b in zip(scores, column, strict=True)]
+        for name, rows in self.flags.items():
+            w = weights[name]
+            if w:
+                for i in rows:
+                    scores[i] += w
+        return scores
+
+
+def _features(
     lines: Sequence[str],
     layout: Layout,
     chances: Sequence[float],
@@ -133,9 +189,7 @@ def line_features(
     recency: Sequence[float],
     on_topic: Sequence[float],
     prose: AbstractSet[int],
-) -> dict[str, list[float]]:
-    """Each of FEATURES, a value per line (columns: a pass per feature is what keeps 50,000
-    lines fast in Python)."""
+) -> _Features:
     n = len(lines)
     total = sum(values) or 1.0
     smoothed = smooth(evidence)
@@ -150,16 +204,6 @@ def line_features(
     sure = max(chances, default=0.0)
     stripped = [line.strip() for line in lines]
     log1p, log = math.log1p, math.log
-
-    def unit_column(per_unit: Sequence[float], outside: float) -> list[float]:
-        return [per_unit[k] if k >= 0 else outside for k in owner]
-
-    def flags(rows: Iterable[int]) -> list[float]:
-        column = [0.0] * n
-        for i in rows:
-            column[i] = 1.0
-        return column
-
     sizes = [u.end - u.start + 1 for u in units]
     best = [max(evidence[u.start : u.end + 1]) for u in units]
     value = [log(v / total * n + _EPS) for v in values]
@@ -167,43 +211,66 @@ def line_features(
     place = [0.5] * n
     for u, size in zip(units, sizes, strict=True):
         place[u.start : u.end + 1] = [j / size for j in range(size)]
-    return {
-        "value": value,
-        "unit_chance": unit_column(
+    recency = list(recency)
+    f = _Features(owner)
+    f.dense = {
+        "value": (value, 1.0),
+        "evidence": (ev, 1.0),
+        "own_evidence": ([log1p(e) for e in evidence], 1.0),
+        "recency": (recency, 1.0),
+        "on_topic": (list(on_topic), 1.0),
+        "length": ([log1p(len(s)) for s in stripped], 1.0),
+        "indent": ([min(len(x) - len(x.lstrip()), 40) / 4.0 for x in lines], 1.0),
+        "unit_place": (place, 1.0),
+        "to_evidence": ([log1p(d) for d in _distances([e > 0 for e in evidence])], 1.0),
+        "to_recent": ([log1p(d) for d in _distances([p > 0 for p in recency])], 1.0),
+        "value_sure": (value, sure),
+        "evidence_sure": (ev, sure),
+        "recency_sure": (recency, sure),
+    }
+    f.per_unit = {
+        "unit_chance": (
             [log(c / size * n + _EPS) for c, size in zip(chances, sizes, strict=True)], log(_EPS)
         ),
-        "evidence": ev,
-        "own_evidence": [log1p(e) for e in evidence],
-        "recency": list(recency),
-        "recent": [1.0 if p > 0 else 0.0 for p in recency],
-        "on_topic": list(on_topic),
-        "blank": [0.0 if s else 1.0 for s in stripped],
-        "comment": [1.0 if s.startswith("#") else 0.0 for s in stripped],
-        "docstring": flags(prose),
-        "signature": flags(i for u in units if u.sig for i in range(u.sig[0], u.sig[1] + 1)),
-        "import": flags(layout.context),
-        "always": flags(layout.always),
-        "module_level": [1.0 if k < 0 else 0.0 for k in owner],
-        "length": [log1p(len(s)) for s in stripped],
-        "indent": [min(len(x) - len(x.lstrip()), 40) / 4.0 for x in lines],
-        "unit_size": unit_column([log(size) for size in sizes], 0.0),
-        "unit_rank": unit_column([log1p(r) for r in rank], 5.0),
-        "unit_place": place,
-        "to_evidence": [log1p(d) for d in _distances([e > 0 for e in evidence])],
-        "to_recent": [log1p(d) for d in _distances([p > 0 for p in recency])],
-        "unit_matches": unit_column([1.0 if b > 0 else 0.0 for b in best], 0.0),
-        "unit_best": unit_column([log1p(b) for b in best], 0.0),
-        "value_sure": [x * sure for x in value],
-        "evidence_sure": [x * sure for x in ev],
-        "recency_sure": [x * sure for x in recency],
-        "control": [1.0 if _CONTROL.match(s) else 0.0 for s in stripped],
-        "string": flags(
-            i for i, s in enumerate(stripped) if s.startswith(_STRING_OPENERS) and i not in layout.prose
-        ),
-        "decorator": [1.0 if s.startswith("@") else 0.0 for s in stripped],
-        "closer": [1.0 if s in _CLOSERS else 0.0 for s in stripped],
-        "best_unit": unit_column([1.0 if r == 0 else 0.0 for r in rank], 0.0),
+        "module_level": ([0.0] * len(units), 1.0),
+        "unit_size": ([log(size) for size in sizes], 0.0),
+        "unit_rank": ([log1p(r) for r in rank], 5.0),
+        "unit_matches": ([1.0 if b > 0 else 0.0 for b in best], 0.0),
+        "unit_best": ([log1p(b) for b in best], 0.0),
+        "best_unit": ([1.0 if r == 0 else 0.0 for r in rank], 0.0),
     }
+    f.flags = {
+        "recent": [i for i, p in enumerate(recency) if p > 0],
+        "blank": [i for i, s in enumerate(stripped) if not s],
+        "comment": [i for i, s in enumerate(stripped) if s.startswith("#")],
+        "docstring": sorted(prose),
+        "signature": sorted({i for u in units if u.sig for i in range(u.sig[0], u.sig[1] + 1)}),
+        "import": sorted(layout.context),
+        "always": sorted(layout.always),
+        "control": [i for i, s in enumerate(stripped) if _CONTROL.match(s)],
+        "string": [
+            i
+            for i, s in enumerate(stripped)
+            if s.startswith(_STRING_OPENERS) and i not in layout.prose
+        ],
+        "decorator": [i for i, s in enumerate(stripped) if s.startswith("@")],
+        "closer": [i for i, s in enumerate(stripped) if s in _CLOSERS],
+    }
+    return f
+
+
+def line_features(
+    lines: Sequence[str],
+    layout: Layout,
+    chances: Sequence[float],
+    evidence: Sequence[float],
+    values: Sequence[float],
+    recency: Sequence[float],
+    on_topic: Sequence[float],
+    prose: AbstractSet[int],
+) -> dict[str, list[float]]:
+    """Each of FEATURES, a value per line (what the fit reads)."""
+    return _features(lines, layout, chances, evidence, values, recency, on_topic, prose).columns()
 
 
 def learned_values(
@@ -224,12 +291,8 @@ def learned_values(
         u.end - u.start + 1 > UNSTRUCTURED * len(lines) for u in layout.units
     ):
         return list(values)
-    columns = line_features(lines, layout, chances, evidence, values, recency, on_topic, prose)
-    scores = [0.0] * len(lines)
-    for name in FEATURES:
-        w = WEIGHTS[name]
-        if w:
-            scores = [s + w * x for s, x in zip(scores, columns[name], strict=True)]
+    features = _features(lines, layout, chances, evidence, values, recency, on_topic, prose)
+    scores = features.scores(WEIGHTS)
     top = max(scores)
     weights = [math.exp(s - top) for s in scores]
     scale = total / sum(weights)
