@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
+from itertools import pairwise
 
 from ._plan import smooth
 from ._units import Layout
@@ -91,11 +92,14 @@ WEIGHTS: dict[str, float] = {
     "best_unit": -0.287,
 }
 
-# The model is used where it was fitted: the tasks' files hold 300 lines or more (a commit
-# task's file before the fix, a needle's module), and have structure to rank by (no unit over
-# this share of the lines). Below, the planner's values stand: on a small file the view is
-# a small share of a small text whatever the model says.
+# The model is used where it was fitted: the tasks' files hold 300 to about 5,000 lines (a
+# commit task's file before the fix, a needle's module) and have structure to rank by (no unit
+# over UNSTRUCTURED of the lines). Elsewhere the planner's values stand: on a small file the
+# view is a small share of a small text whatever the model says, and a text of tens of
+# thousands of lines (a log, a generated file) is not what it learned from, nor worth its
+# passes over every line (50,000 lines stay within the engine's half second).
 MIN_LINES = 300
+MAX_LINES = 6000
 UNSTRUCTURED = 0.6
 
 _CONTROL = re.compile(
@@ -107,20 +111,21 @@ _FAR = 1000
 _EPS = 1e-3
 
 
-def _distances(flags: Sequence[bool]) -> list[int]:
-    """Per line, the lines to the nearest flagged one (at most _FAR)."""
-    n = len(flags)
-    out = [_FAR] * n
-    last = -_FAR
-    for i in range(n):
-        if flags[i]:
-            last = i
-        out[i] = min(_FAR, i - last)
-    last = n + _FAR
-    for i in range(n - 1, -1, -1):
-        if flags[i]:
-            last = i
-        out[i] = min(out[i], last - i)
+def _distances(rows: Sequence[int], n: int) -> list[float]:
+    """Per line, log(1 + the lines to the nearest of `rows`, sorted; at most _FAR)."""
+    far = math.log1p(_FAR)
+    if not rows:
+        return [far] * n
+    logs = [math.log1p(d) for d in range(_FAR)] + [far]
+    out = [logs[min(d, _FAR)] for d in range(rows[0], 0, -1)]
+    out.append(0.0)
+    for a, b in pairwise(rows):
+        gap = b - a - 1
+        half = gap // 2
+        out += [logs[min(d, _FAR)] for d in range(1, gap - half + 1)]
+        out += [logs[min(d, _FAR)] for d in range(half, 0, -1)]
+        out.append(0.0)
+    out += [logs[min(d, _FAR)] for d in range(1, n - rows[-1])]
     return out
 
 
@@ -129,13 +134,15 @@ class _Features:
     column per line times a scale (`value_sure` is `value` x the ranking's sureness); `per_unit`,
     a value per unit and one for lines outside any unit; `flags`, the lines where it is 1."""
 
-    __slots__ = ("dense", "flags", "owner", "per_unit")
+    __slots__ = ("dense", "flags", "owner", "per_unit", "sparse")
 
     def __init__(self, owner: list[int]) -> None:
         self.owner = owner
         self.dense: dict[str, tuple[list[float], float]] = {}
         self.per_unit: dict[str, tuple[list[float], float]] = {}
         self.flags: dict[str, list[int]] = {}
+        # A value on a few lines, 0 elsewhere, times a scale: (rows, values, scale).
+        self.sparse: dict[str, tuple[list[int], list[float], float]] = {}
 
     def columns(self) -> dict[str, list[float]]:
         """Each feature as a value per line, in FEATURES order."""
@@ -148,6 +155,11 @@ class _Features:
             elif name in self.per_unit:
                 per_unit, outside = self.per_unit[name]
                 out[name] = [per_unit[k] if k >= 0 else outside for k in self.owner]
+            elif name in self.sparse:
+                rows, values, scale = self.sparse[name]
+                out[name] = [0.0] * n
+                for i, x in zip(rows, values, strict=True):
+                    out[name][i] = x * scale
             else:
                 out[name] = [0.0] * n
                 for i in self.flags[name]:
@@ -168,10 +180,19 @@ class _Features:
             if w:
                 unit_score = [a + w * b for a, b in zip(unit_score, per_unit, strict=True)]
                 outside += w * out
+        for column, w in by_column.values():
+            if w and min(column) == max(column):  # a constant: no pass over the lines
+                unit_score = [a + w * column[0] for a in unit_score]
+                outside += w * column[0]
         scores = [unit_score[k] if k >= 0 else outside for k in self.owner]
         for column, w in by_column.values():
-            if w:
+            if w and min(column) != max(column):
                 scores = [a + w * b for a, b in zip(scores, column, strict=True)]
+        for name, (rows, values, scale) in self.sparse.items():
+            w = weights[name] * scale
+            if w:
+                for i, x in zip(rows, values, strict=True):
+                    scores[i] += w * x
         for name, rows in self.flags.items():
             w = weights[name]
             if w:
@@ -212,21 +233,25 @@ def _features(
     for u, size in zip(units, sizes, strict=True):
         place[u.start : u.end + 1] = [j / size for j in range(size)]
     recency = list(recency)
+    recent = [i for i, p in enumerate(recency) if p > 0]
     f = _Features(owner)
     f.dense = {
         "value": (value, 1.0),
         "evidence": (ev, 1.0),
         "own_evidence": ([log1p(e) for e in evidence], 1.0),
-        "recency": (recency, 1.0),
-        "on_topic": (list(on_topic), 1.0),
         "length": ([log1p(len(s)) for s in stripped], 1.0),
         "indent": ([min(len(x) - len(x.lstrip()), 40) / 4.0 for x in lines], 1.0),
         "unit_place": (place, 1.0),
-        "to_evidence": ([log1p(d) for d in _distances([e > 0 for e in evidence])], 1.0),
-        "to_recent": ([log1p(d) for d in _distances([p > 0 for p in recency])], 1.0),
+        "to_evidence": (_distances([i for i, e in enumerate(evidence) if e > 0], n), 1.0),
+        "to_recent": (_distances(recent, n), 1.0),
         "value_sure": (value, sure),
         "evidence_sure": (ev, sure),
-        "recency_sure": (recency, sure),
+    }
+    topical = [i for i, x in enumerate(on_topic) if x]
+    f.sparse = {
+        "recency": (recent, [recency[i] for i in recent], 1.0),
+        "on_topic": (topical, [on_topic[i] for i in topical], 1.0),
+        "recency_sure": (recent, [recency[i] for i in recent], sure),
     }
     f.per_unit = {
         "unit_chance": (
@@ -240,7 +265,7 @@ def _features(
         "best_unit": ([1.0 if r == 0 else 0.0 for r in rank], 0.0),
     }
     f.flags = {
-        "recent": [i for i, p in enumerate(recency) if p > 0],
+        "recent": recent,
         "blank": [i for i, s in enumerate(stripped) if not s],
         "comment": [i for i, s in enumerate(stripped) if s.startswith("#")],
         "docstring": sorted(prose),
@@ -285,9 +310,9 @@ def learned_values(
 ) -> list[float]:
     """The values as the learned model weighs them: a softmax of w . features over the
     lines, scaled to the planner's total (all 0 stays all 0); the planner's own values for a
-    text the model was not fitted on (see MIN_LINES)."""
+    text the model was not fitted on (see MIN_LINES, MAX_LINES)."""
     total = sum(values)
-    if total <= 0 or len(lines) < MIN_LINES or any(
+    if total <= 0 or not MIN_LINES <= len(lines) <= MAX_LINES or any(
         u.end - u.start + 1 > UNSTRUCTURED * len(lines) for u in layout.units
     ):
         return list(values)
