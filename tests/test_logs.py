@@ -49,7 +49,10 @@ async def run_child_and_warn(
                 assert chunk, lines_of(stderr_path)
                 line += chunk
         url = json.loads(line)["url"]
-        async with httpx.AsyncClient() as http:
+        # A connection per request: the listener lets go of a connection that carries no
+        # token once its header deadline passes, and a loaded machine can reach it mid-loop.
+        no_reuse = httpx.Limits(max_keepalive_connections=0)
+        async with httpx.AsyncClient(limits=no_reuse) as http:
             for host in hosts or [b"evil.example"]:
                 refused = await http.post(url, json={}, headers={"Host": host})
                 assert refused.status_code == 421
