@@ -14,8 +14,8 @@ against commit tasks, so that one large repository or one kind of task does not 
 Prints, per fold of sources (--folds, sources dealt round-robin in sorted order), the mean
 log-likelihood of the held-out gold lines under the planner's values and under the model
 fitted without them, then the weights fitted on every case, as WEIGHTS for _line_model.py.
-Texts the model is not used on (outside MIN_LINES..MAX_LINES, or one unit over UNSTRUCTURED of
-the lines) are left out, as the engine leaves them out.
+Texts the model is not used on (fitted_for: 300 to 6,000 lines, with structure) are left out,
+as the engine leaves them out.
 """
 
 from __future__ import annotations
@@ -37,9 +37,8 @@ from scipy.optimize import minimize  # noqa: E402
 from jeeves_mcp.pruning.engine import _select  # noqa: E402
 from jeeves_mcp.pruning.engine._line_model import (  # noqa: E402
     FEATURES,
-    MAX_LINES,
-    MIN_LINES,
-    UNSTRUCTURED,
+    PlannedText,
+    fitted_for,
     line_features,
 )
 from jeeves_mcp.pruning.engine._plan import line_values, unit_chances  # noqa: E402
@@ -56,10 +55,6 @@ def case_features(c: dict) -> np.ndarray | None:
     question = c["question"]
     qterms = query_terms(question)
     layout = _select._layout(lines, "code", c.get("path"))
-    if not MIN_LINES <= n <= MAX_LINES or any(
-        u.end - u.start + 1 > UNSTRUCTURED * n for u in layout.units
-    ):
-        return None
     prose = layout.prose if not _select.ABOUT_DOCS.search(question) else frozenset()
     scored = score_units(lines, layout.units, qterms, query_identifiers(question), by_line=True,
                          compound=True, references=True, prose=prose)
@@ -69,7 +64,10 @@ def case_features(c: dict) -> np.ndarray | None:
     recency = list(history.prior) if history is not None else [0.0] * n
     topical = on_topic(history.subjects, qterms) if history is not None else [0.0] * n
     values = with_priors(values, [(recency, _select.PRIOR_SHARE), (topical, SUBJECT_SHARE)])
-    columns = line_features(lines, layout, chances, scored.lines, values, recency, topical, prose)
+    text = PlannedText(lines, layout, chances, scored.lines, values, recency, topical, prose)
+    if not fitted_for(text):
+        return None
+    columns = line_features(text)
     return np.column_stack([np.asarray(columns[name], dtype=np.float64) for name in FEATURES])
 
 

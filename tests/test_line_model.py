@@ -34,7 +34,7 @@ def module(count: int) -> list[str]:
     return "".join(parts).split("\n")
 
 
-def planned(lines: list[str], recency: list[float] | None = None):
+def planned(lines: list[str], recency: list[float] | None = None) -> _line_model.PlannedText:
     """The planner's state for QUESTION, as select_lines builds it (no history unless given)."""
     n = len(lines)
     layout = code_layout(lines, "mod.py")
@@ -42,13 +42,14 @@ def planned(lines: list[str], recency: list[float] | None = None):
                          compound=True, references=True, prose=layout.prose)
     chances = unit_chances(scored.units, 0.12)
     values = line_values(n, layout, chances, scored.lines, prose=layout.prose)
-    return layout, chances, scored.lines, values, recency or [0.0] * n, [0.0] * n, layout.prose
+    return _line_model.PlannedText(lines, layout, chances, scored.lines, values,
+                                   recency or [0.0] * n, [0.0] * n, layout.prose)
 
 
 def test_every_feature_has_a_weight_and_a_value_per_line():
     lines = module(80)
     assert set(_line_model.WEIGHTS) == set(_line_model.FEATURES)
-    columns = _line_model.line_features(lines, *planned(lines))
+    columns = _line_model.line_features(planned(lines))
     assert list(columns) == list(_line_model.FEATURES)
     assert all(len(column) == len(lines) for column in columns.values())
     assert all(math.isfinite(x) for column in columns.values() for x in column)
@@ -61,8 +62,8 @@ def test_the_scores_are_the_weights_dotted_with_the_features():
     recency = [0.0] * len(lines)
     recency[40:44] = [1.0, 1.0, 0.5, 0.25]
     state = planned(lines, recency)
-    columns = _line_model.line_features(lines, *state)
-    folded = _line_model._features(lines, *state).scores(_line_model.WEIGHTS)
+    columns = _line_model.line_features(state)
+    folded = _line_model._features(state).scores(_line_model.WEIGHTS)
     for i in range(len(lines)):
         dot = sum(_line_model.WEIGHTS[name] * columns[name][i] for name in _line_model.FEATURES)
         assert math.isclose(folded[i], dot, rel_tol=1e-9, abs_tol=1e-9)
@@ -72,8 +73,8 @@ def test_the_model_keeps_the_planners_total_and_order_of_magnitude():
     lines = module(80)
     assert len(lines) >= _line_model.MIN_LINES
     state = planned(lines)
-    values = state[3]
-    learned = _line_model.learned_values(lines, *state)
+    values = state.values
+    learned = _line_model.learned_values(state)
     assert learned != values
     assert math.isclose(sum(learned), sum(values))
     asked = next(i for i, x in enumerate(lines) if "client.reconnect()" in x)
@@ -88,14 +89,14 @@ def test_a_text_outside_the_fitted_sizes_keeps_the_planners_values(count):
     lines = module(count)
     assert not _line_model.MIN_LINES <= len(lines) <= _line_model.MAX_LINES
     state = planned(lines)
-    assert _line_model.learned_values(lines, *state) == list(state[3])
+    assert _line_model.learned_values(state) == list(state.values)
 
 
 def test_a_text_without_structure_keeps_the_planners_values():
     lines = [f"entry {n} of the list, nothing to see" for n in range(400)]
     lines[200] = "the upload retry when the server closes the connection"
     state = planned(lines)
-    assert _line_model.learned_values(lines, *state) == list(state[3])
+    assert _line_model.learned_values(state) == list(state.values)
     sel = select_lines(lines, QUESTION, "code")
     assert sel.keep[200] and sum(sel.keep) < 0.6 * len(lines)
 
@@ -107,13 +108,13 @@ def test_lines_of_the_newest_commit_gain_over_the_planner():
     changed = next(i for i, x in enumerate(lines) if x.startswith("def helper_70(")) + 1
     recency = [0.0] * len(lines)
     recency[changed] = 1.0
-    plain = _line_model.learned_values(lines, *planned(lines))
-    recent = _line_model.learned_values(lines, *planned(lines, recency))
+    plain = _line_model.learned_values(planned(lines))
+    recent = _line_model.learned_values(planned(lines, recency))
     assert recent[changed] / sum(recent) > 2 * plain[changed] / sum(plain)
 
 
 def test_a_docstring_line_is_worth_less_than_the_code_beside_it():
     lines = module(80)
-    learned = _line_model.learned_values(lines, *planned(lines))
+    learned = _line_model.learned_values(planned(lines))
     doc = next(i for i, x in enumerate(lines) if '"""Send the data."""' in x)
     assert learned[doc] < learned[doc + 1]

@@ -16,12 +16,13 @@ import math
 import re
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from itertools import pairwise
 
 from ._plan import smooth
 from ._units import Layout
 
-__all__ = ["FEATURES", "WEIGHTS", "learned_values", "line_features"]
+__all__ = ["FEATURES", "WEIGHTS", "PlannedText", "fitted_for", "learned_values", "line_features"]
 
 FEATURES = (
     "value",  # log of the planner's value, relative to an even share
@@ -129,6 +130,22 @@ def _distances(rows: Sequence[int], n: int) -> list[float]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class PlannedText:
+    """What the planner made of a code text: the model's input. `evidence`: each line's own
+    BM25; `values`: the planner's line values, history priors included; `recency`, `on_topic`:
+    the history priors alone; `prose`: the docstring lines that weigh as prose."""
+
+    lines: Sequence[str]
+    layout: Layout
+    chances: Sequence[float]
+    evidence: Sequence[float]
+    values: Sequence[float]
+    recency: Sequence[float]
+    on_topic: Sequence[float]
+    prose: AbstractSet[int]
+
+
 class _Features:
     """FEATURES in three shapes, so that scoring takes one pass per distinct column: `dense`, a
     column per line times a scale (`value_sure` is `value` x the ranking's sureness); `per_unit`,
@@ -201,16 +218,9 @@ class _Features:
         return scores
 
 
-def _features(
-    lines: Sequence[str],
-    layout: Layout,
-    chances: Sequence[float],
-    evidence: Sequence[float],
-    values: Sequence[float],
-    recency: Sequence[float],
-    on_topic: Sequence[float],
-    prose: AbstractSet[int],
-) -> _Features:
+def _features(text: PlannedText) -> _Features:
+    lines, layout, chances, evidence = text.lines, text.layout, text.chances, text.evidence
+    values, recency, on_topic = text.values, text.recency, text.on_topic
     n = len(lines)
     total = sum(values) or 1.0
     smoothed = smooth(evidence)
@@ -268,7 +278,7 @@ def _features(
         "recent": recent,
         "blank": [i for i, s in enumerate(stripped) if not s],
         "comment": [i for i, s in enumerate(stripped) if s.startswith("#")],
-        "docstring": sorted(prose),
+        "docstring": sorted(text.prose),
         "signature": sorted({i for u in units if u.sig for i in range(u.sig[0], u.sig[1] + 1)}),
         "import": sorted(layout.context),
         "always": sorted(layout.always),
@@ -284,40 +294,27 @@ def _features(
     return f
 
 
-def line_features(
-    lines: Sequence[str],
-    layout: Layout,
-    chances: Sequence[float],
-    evidence: Sequence[float],
-    values: Sequence[float],
-    recency: Sequence[float],
-    on_topic: Sequence[float],
-    prose: AbstractSet[int],
-) -> dict[str, list[float]]:
+def line_features(text: PlannedText) -> dict[str, list[float]]:
     """Each of FEATURES, a value per line (what the fit reads)."""
-    return _features(lines, layout, chances, evidence, values, recency, on_topic, prose).columns()
+    return _features(text).columns()
 
 
-def learned_values(
-    lines: Sequence[str],
-    layout: Layout,
-    chances: Sequence[float],
-    evidence: Sequence[float],
-    values: Sequence[float],
-    recency: Sequence[float],
-    on_topic: Sequence[float],
-    prose: AbstractSet[int],
-) -> list[float]:
+def fitted_for(text: PlannedText) -> bool:
+    """Whether the text is of the kind the model was fitted on (see MIN_LINES, MAX_LINES)."""
+    n = len(text.lines)
+    return MIN_LINES <= n <= MAX_LINES and all(
+        u.end - u.start + 1 <= UNSTRUCTURED * n for u in text.layout.units
+    )
+
+
+def learned_values(text: PlannedText) -> list[float]:
     """The values as the learned model weighs them: a softmax of w . features over the
     lines, scaled to the planner's total (all 0 stays all 0); the planner's own values for a
-    text the model was not fitted on (see MIN_LINES, MAX_LINES)."""
-    total = sum(values)
-    if total <= 0 or not MIN_LINES <= len(lines) <= MAX_LINES or any(
-        u.end - u.start + 1 > UNSTRUCTURED * len(lines) for u in layout.units
-    ):
-        return list(values)
-    features = _features(lines, layout, chances, evidence, values, recency, on_topic, prose)
-    scores = features.scores(WEIGHTS)
+    text the model was not fitted on (fitted_for)."""
+    total = sum(text.values)
+    if total <= 0 or not fitted_for(text):
+        return list(text.values)
+    scores = _features(text).scores(WEIGHTS)
     top = max(scores)
     weights = [math.exp(s - top) for s in scores]
     scale = total / sum(weights)

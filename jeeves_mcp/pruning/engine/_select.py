@@ -12,7 +12,7 @@ from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change
 
 from ._code import code_layout
 from ._docs import docs_layout
-from ._line_model import learned_values
+from ._line_model import PlannedText, learned_values
 from ._logs import logs_layout
 from ._markers import block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
@@ -160,7 +160,7 @@ def select_lines(
             values = with_priors(values, [(recency, PRIOR_SHARE), (topical, SUBJECT_SHARE)])
             _check(deadline)
             values = learned_values(
-                lines, layout, chances, scored.lines, values, recency, topical, prose
+                PlannedText(lines, layout, chances, scored.lines, values, recency, topical, prose)
             )
         view = [line_bytes(i, x) for i, x in enumerate(lines)]
         if docs:
