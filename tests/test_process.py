@@ -8,6 +8,7 @@ import resource
 import secrets
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from jeeves_mcp.proc import (
     become_subreaper,
     kill_tree,
     new_tag,
+    procfs,
     reap_orphans,
     run_command,
     sweep_zombies,
@@ -456,6 +458,61 @@ async def test_descendant_walk_kills_a_setsid_double_forked_tagged_process(
     assert walks and walks[0] is not None and daemon in walks[0]
     assert gone(daemon), "the setsid daemon survived the descendant walk"
     assert marked_pids(*marker) == []
+
+
+# Splits this process's own `NAME=value` (argv[1]) in place, as bash does importing it.
+_SPLIT_ENTRY = """
+import ctypes, signal, sys
+name = sys.argv[1].encode() + b"="
+environ = ctypes.POINTER(ctypes.c_void_p).in_dll(ctypes.CDLL(None), "environ")
+i = 0
+while environ[i]:
+    if ctypes.string_at(environ[i]).startswith(name):
+        ctypes.memset(environ[i] + len(name) - 1, 0, 1)
+    i += 1
+print("split", flush=True)
+signal.pause()
+"""
+
+
+async def test_a_tag_split_at_its_equals_sign_as_bash_starts_is_still_found(tmp_path, marker):
+    """bash, importing its environment as it starts, turns each entry's `=` into a NUL for
+    a moment: a daemon just started by a command was read untagged then and survived it."""
+    tag = new_tag()
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-c", _SPLIT_ENTRY, TAG_VAR],
+        cwd=tmp_path,
+        env={**base_env(marker), TAG_VAR: tag},
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    try:
+        said = b""
+        with trio.fail_after(10):
+            while not said.endswith(b"\n") and (chunk := await proc.stdout.receive_some()):
+                said += chunk
+        assert said == b"split\n"
+        environ = b"\0" + await trio.Path(f"/proc/{proc.pid}/environ").read_bytes()
+        assert f"\0{TAG_VAR}\0{tag}\0".encode() in environ  # what a scan reads meanwhile
+        assert procfs.has_env_entry(proc.pid, (f"{TAG_VAR}={tag}".encode(),))
+        assert not procfs.has_env_entry(proc.pid, (f"{TAG_VAR}={new_tag()}".encode(),))
+    finally:
+        await proc.stdout.aclose()
+        proc.kill()
+        await proc.wait()
+
+
+async def test_an_empty_environment_is_not_taken_for_an_exec_under_way():
+    """Mid-exec an environment reads empty until the exec ends, and the reader waits for
+    that; a process that has none at all (`env -i`) is told apart, not waited on."""
+    proc = await trio.lowlevel.open_process(["sleep", "300"], env={})
+    try:
+        # Spawned: its exec has begun (the spawn returns once it closed our pipe), maybe not ended.
+        deadline = time.monotonic() + 10
+        assert await trio.to_thread.run_sync(procfs.read_environ, proc.pid, deadline) == b""
+    finally:
+        proc.kill()
+        await proc.wait()
 
 
 @pytest.mark.parametrize("children_lists", [True, False], ids=["children_lists", "no_children_lists"])

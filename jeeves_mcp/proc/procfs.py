@@ -11,6 +11,7 @@ import ctypes
 import functools
 import os
 import pwd
+import time
 
 _PR_SET_DUMPABLE = 4
 _PR_SET_NAME = 15
@@ -19,6 +20,9 @@ _PR_GET_CHILD_SUBREAPER = 37
 HAVE_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
 # Re-reads of our own children lists before a walk gives up for a /proc scan.
 _WALK_PASSES = 3
+_PF_KTHREAD = 0x00200000  # /proc/PID/stat flags: a kernel thread, which has no environment
+# Between re-reads of the environment of a process in the middle of an exec.
+_EXEC_POLL_S = 0.001
 
 
 def become_subreaper(enable: bool = True) -> bool:
@@ -291,14 +295,52 @@ def reap_children() -> None:
             pass
 
 
-def has_env_entry(pid: int, tag_entries: tuple[bytes, ...]) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            environ = f.read()
-    except OSError:
-        return False
+def has_env_entry(pid: int, tag_entries: tuple[bytes, ...], deadline: float = 0.0) -> bool | None:
+    """Whether the environment of `pid` holds one of `tag_entries` (`NAME=value`); None when
+    it is still in the middle of an exec at `deadline` (time.monotonic(); the default does
+    not wait).
+
+    Also as `NAME\\0value`: bash, importing its environment as it starts, splits each entry
+    in place, its `=` a NUL for a moment (variables.c, initialize_shell_variables).
+    """
+    environ = read_environ(pid, deadline)
+    if environ is None:
+        return None
     environ = b"\0" + environ + b"\0"
-    return any(b"\0" + entry + b"\0" in environ for entry in tag_entries)
+    return any(
+        b"\0" + form + b"\0" in environ for entry in tag_entries for form in (entry, entry.replace(b"=", b"\0", 1))
+    )
+
+
+def read_environ(pid: int, deadline: float = 0.0) -> bytes | None:
+    """/proc/PID/environ (b"" when gone or unreadable), or None when `pid` is still in the
+    middle of an exec at `deadline` (time.monotonic()).
+
+    Mid-exec the file reads empty (the new image's environment is not set up yet, or the
+    read got the old image, already released), though the tag is back once the exec ends.
+    The exec sets the image's end_code last, after the environment: until then, re-read.
+    """
+    settled = False
+    while True:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            return b""
+        if environ:
+            return environ
+        stat = proc_stat(pid)
+        if stat is None or len(stat) < 25 or stat[0] in ("Z", "X") or int(stat[6]) & _PF_KTHREAD:
+            return b""
+        if stat[24] != "0":  # end_code: no exec under way; read once more in case one just ended
+            if settled:
+                return b""
+            settled = True
+            continue
+        settled = False
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(_EXEC_POLL_S)
 
 
 def pidfd_pids() -> set[int]:

@@ -26,6 +26,11 @@ caller); when a process of the walk dies while it is read (its children may
 be moving to an ancestor whose list was already read), that scan falls back
 to listing /proc.
 
+The tag of a process just started (a daemon the command left, say) can read
+wrong for a moment: empty in the middle of an exec, where the kill waits for
+the exec to end (`_EXEC_WAIT_S` in all, at most; one still unsure keeps it
+scanning), and split at its `=` while bash imports it (matched so too).
+
 What escapes a command: a descendant that both leaves the group and scrubs
 the tag from its environment (`setsid env -i ...`) survives the command;
 under a subreaper it stays our descendant, is reaped by a later sweep once it
@@ -39,6 +44,7 @@ import contextlib
 import os
 import select
 import signal
+import time
 from collections.abc import Iterable
 
 import trio
@@ -67,6 +73,9 @@ _KILL_ROUNDS = 20
 KILL_WAIT_S = 2.0
 # Pidfds waited on at once; a fork bomb beyond this is handled by the rounds.
 _MAX_WAIT_FDS = 256
+# How long a kill waits in all, at most, for processes in the middle of an exec to show
+# their environment (an exec takes a millisecond or so; one may hang on a slow disk).
+_EXEC_WAIT_S = 0.5
 
 
 async def kill_tree(
@@ -93,6 +102,8 @@ async def kill_tree(
     # subreaper; a `tree` kill looks for processes that are not.
     walk = tree is None and HAVE_CHILDREN and is_subreaper()
     zombies = [False]  # set by a scan that saw a zombie child the sweep may reap
+    budget = min(_EXEC_WAIT_S, trio.current_effective_deadline() - trio.current_time())
+    exec_deadline = time.monotonic() + max(0.0, budget)
     try:
         # SIGTERM phase.
         group_alive = _signal_group(pgid, signal.SIGTERM)
@@ -100,8 +111,8 @@ async def kill_tree(
         if leader is not None and leader_alive:
             with contextlib.suppress(ProcessLookupError):
                 leader.send_signal(signal.SIGTERM)
-        fresh = await _scan_and_open(pgid, tag_entries, me, seen, walk, zombies)
-        if not (group_alive or leader_alive or fresh):
+        fresh, pending = await _scan_and_open(pgid, tag_entries, me, seen, walk, zombies, exec_deadline)
+        if not (group_alive or leader_alive or fresh or pending):
             return 0  # the usual case after a normal exit: nothing is left
         _send(fresh, signal.SIGTERM)
         if grace_s > 0:
@@ -117,8 +128,8 @@ async def kill_tree(
                 leader.send_signal(signal.SIGKILL)
         _send(seen.items(), signal.SIGKILL)
         for _ in range(_KILL_ROUNDS):
-            fresh = await _scan_and_open(pgid, tag_entries, me, seen, walk, zombies)
-            if not fresh:
+            fresh, pending = await _scan_and_open(pgid, tag_entries, me, seen, walk, zombies, exec_deadline)
+            if not (fresh or pending):
                 break
             if _group_still_ours(pgid, leader, seen):
                 _signal_group(pgid, signal.SIGKILL)
@@ -203,14 +214,17 @@ async def _scan_and_open(
     seen: dict[int, int],
     walk: bool = False,
     zombies: list[bool] | None = None,
-) -> list[tuple[int, int]]:
-    found, zombie_seen = await trio.to_thread.run_sync(
-        _scan_and_open_sync, pgid, tag_entries, me, set(seen), walk
+    exec_deadline: float = 0.0,
+) -> tuple[list[tuple[int, int]], bool]:
+    """New processes of the tree (see `_scan_and_open_sync`), and whether a process the scan
+    could not tell was still in the middle of an exec (a later scan may)."""
+    found, zombie_seen, pending = await trio.to_thread.run_sync(
+        _scan_and_open_sync, pgid, tag_entries, me, set(seen), walk, exec_deadline
     )
     seen.update(found)
     if zombie_seen and zombies is not None:
         zombies[0] = True
-    return found
+    return found, pending
 
 
 def _scan_and_open_sync(
@@ -219,13 +233,16 @@ def _scan_and_open_sync(
     me: int,
     known: set[int],
     walk: bool = False,
-) -> tuple[list[tuple[int, int]], bool]:
+    exec_deadline: float = 0.0,
+) -> tuple[list[tuple[int, int]], bool, bool]:
     """Pids of the tree not in `known`, each with a pidfd opened and re-verified,
-    and whether a zombie child of ours was seen (one the sweep may reap).
+    whether a zombie child of ours was seen (one the sweep may reap), and whether
+    a process was still in the middle of an exec at `exec_deadline` (time.monotonic();
+    its tag unknown).
     `walk`: only our descendants are candidates (we are the tree's subreaper),
     else every pid of /proc."""
     found = []
-    zombie_seen = False
+    zombie_seen = pending = False
     candidates = descendants(me) if walk else None
     if candidates is None:
         candidates = list_pids()
@@ -245,7 +262,9 @@ def _scan_and_open_sync(
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, os.WNOHANG)
             continue
-        if not _belongs(pid, pgid, tag_entries):
+        belongs = _belongs(pid, pgid, tag_entries, exec_deadline)
+        if not belongs:
+            pending = pending or belongs is None
             continue
         try:
             fd = os.pidfd_open(pid)
@@ -255,24 +274,28 @@ def _scan_and_open_sync(
         # the check and the open, the new process fails the check. If ours
         # died in between, it is kept to be reaped when it is our child.
         recheck = proc_stat(pid)
+        keep: bool | None
         if recheck is not None and recheck[0] == "Z":
             keep = recheck[1] == str(me)
         else:
-            keep = _belongs(pid, pgid, tag_entries)
+            keep = _belongs(pid, pgid, tag_entries, exec_deadline)
+            pending = pending or keep is None
         if keep:
             found.append((pid, fd))
         else:
             os.close(fd)
-    return found, zombie_seen
+    return found, zombie_seen, pending
 
 
-def _belongs(pid: int, pgid: int | None, tag_entries: tuple[bytes, ...]) -> bool:
+def _belongs(pid: int, pgid: int | None, tag_entries: tuple[bytes, ...], deadline: float = 0.0) -> bool | None:
+    """In the group or tagged; None when its tag cannot be read before `deadline`
+    (time.monotonic()) because it is in the middle of an exec."""
     stat = proc_stat(pid)
     if stat is None or stat[0] in ("Z", "X"):
         return False
     if pgid is not None and stat[2] == str(pgid):
         return True
-    return bool(tag_entries) and has_env_entry(pid, tag_entries)
+    return bool(tag_entries) and has_env_entry(pid, tag_entries, deadline)
 
 
 def _reap(seen: dict[int, int]) -> None:
