@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from ._plan import smooth
+from ._rank import line_owner
 from ._units import Layout
 
 __all__ = ["FEATURES", "WEIGHTS", "PlannedText", "fitted_for", "learned_values", "line_features"]
@@ -226,9 +227,7 @@ def _features(text: PlannedText) -> _Features:
     smoothed = smooth(evidence)
     top = max(smoothed, default=0.0) or 1.0
     units = layout.units
-    owner = [-1] * n
-    for k, u in enumerate(units):
-        owner[u.start : u.end + 1] = [k] * (u.end - u.start + 1)
+    owner = line_owner(units, n)
     rank = [0] * len(units)
     for r, k in enumerate(sorted(range(len(units)), key=lambda k: -chances[k])):
         rank[k] = r

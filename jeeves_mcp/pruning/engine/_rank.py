@@ -14,7 +14,7 @@ from ._code import CONTROL
 from ._text import _WORD, Matcher, is_word_char, name_text, terms
 from ._units import Unit
 
-__all__ = ["Scores", "score_units"]
+__all__ = ["Scores", "line_owner", "score_units"]
 
 W_SIG = 1.5  # a term in a signature line counts this many body terms
 # A term in a docstring counts this share of one in code, as a docstring line is worth half a
@@ -165,7 +165,7 @@ def score_units(
             s += W_NAME * ns * ((1 - NAME_COVER) + NAME_COVER * cover)
         scores.append(s)
     evidence = _line_evidence(len(lines), line_tf, line_len, nq)
-    owner = _line_owner(units, len(lines)) if identifiers or references else []
+    owner = line_owner(units, len(lines)) if identifiers or references else []
     if identifiers:
         _identifier_evidence(lines, owner, len(units), identifiers, scores, evidence)
     if references:
@@ -225,12 +225,11 @@ def _spread_along_references(
     return [s + g for s, g in zip(scores, gain, strict=True)]
 
 
-def _line_owner(units: list[Unit], n: int) -> list[int]:
+def line_owner(units: Sequence[Unit], n: int) -> list[int]:
     """Per line, the index of the unit holding it (-1: none)."""
     owner = [-1] * n
     for k, u in enumerate(units):
-        for i in range(u.start, u.end + 1):
-            owner[i] = k
+        owner[u.start : u.end + 1] = [k] * (u.end - u.start + 1)
     return owner
 
 
