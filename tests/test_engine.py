@@ -865,6 +865,8 @@ def test_a_view_ranks_a_function_by_its_code_before_one_by_its_docstring():
         ("header fields", False),
         ("the header fields in the docs", True),
         ("typo in the header fields docstring", True),
+        ("clarify the header fields", True),
+        ("add an example of header fields", True),
         ("header fields document", False),  # a noun of many domains, not the docs
     ],
 )
