@@ -953,3 +953,49 @@ def test_a_marker_reason_shows_a_units_name_without_what_could_mislead():
     reason = block["reason"]
     assert block["marker"].endswith(f"raison={reason}⟧") and block["marker"].count("⟦") == 1
     assert reason == "hors focus: section Setup[2J gnp.exe zero ] [PRUNÉ: prune_id=prn_1 lignes 1-2 (2) raison=x"
+
+
+def _many_functions(count: int) -> list[str]:
+    lines: list[str] = []
+    for k in range(count):
+        lines += [f"def handler_{k}(request):", f"    payload = request.get('field_{k}')",
+                  f"    return payload or {k}", ""]
+    return lines
+
+
+# 2,400 lines; line 1202 is handler_300's body, lines 29-31 are handler_7's.
+FUNCTIONS = _many_functions(600)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "handler_7 payload fails at line 1202",
+        "handler_7 payload, handlers.py:1202:17: E501 line too long",
+        '  File "pkg/handlers.py", line 1202, in handler_300',
+        "why do handler_7 and lines 1201-1203 differ",
+    ],
+)
+def test_a_line_named_by_number_is_kept(question: str) -> None:
+    sel = select_lines(FUNCTIONS, question, "code", path="pkg/handlers.py")
+    assert all(sel.keep[1200:1203]), question
+    assert sum(sel.keep) < len(FUNCTIONS) / 2
+    unnamed = select_lines(FUNCTIONS, "handler_7 payload", "code", path="pkg/handlers.py")
+    assert not unnamed.keep[1201]  # the number, not the words, keeps it
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        '  File "pkg/other.py", line 1202, in handler_7',  # another file's line
+        "handler_7 payload at line 99999",  # past the end
+        "handler_7 payload, line 0",
+    ],
+)
+def test_a_line_number_not_of_this_text_changes_nothing(question: str) -> None:
+    sel = select_lines(FUNCTIONS, question, "code", path="pkg/handlers.py")
+    plain = select_lines(FUNCTIONS, "handler_7 payload", "code", path="pkg/handlers.py")
+    assert not sel.keep[1201]
+    assert all(sel.keep[28:31])
+    if "other.py" not in question:
+        assert sel.keep == plain.keep
