@@ -263,6 +263,35 @@ way, all cross-fitted or judged, recall / reduction:)
   commits-fresh2, made for this decision, 0.8394 / 0.785 against 0.8400 / 0.777, and on
   commits-fresh 0.864 / 0.795 against 0.871 / 0.788, needles-fresh 0.942 against 0.944: recall
   traded for reduction on fresh code. Not adopted.
+(2026-11-27, later; at the engine with the line model. Fresh sets, recall / reduction, each
+against the engine at the same reduction (VIEW_PRICE 0.42 matches the +0.2 to +0.3 points the
+variants gain): commits-fresh 0.870, fresh2 0.840, the 2026-11-26 judge 0.830, commits-fresh3
+(16 repositories made for this, 635) 0.828; needles-j 0.906, k 0.903, fresh 0.944:)
+- a learned unit chance (a conditional logit over units in place of the softmax at CODE_TEMP:
+  the BM25, name, identifier and reference parts of the score, the idf share of the question's
+  terms the unit holds, its best line evidence, a docstring-only match, size, history, rank; the
+  line model refitted on top, the unit model cross-fitted for that): held-out log-likelihood of
+  the gold unit 2.53 -> 1.73 on commit tasks, 1.76 -> 1.67 on needles-h. Views: commit tasks
+  0.863 / 0.836 / 0.830 / 0.837 (-0.7, -0.4, 0, +0.9), needles 0.919 / 0.918 / 0.949 (+1.3,
+  +1.5, +0.5). Needles weighing 0.5, 1 or 3 of commit tasks in its fit, or no history
+  features in it: the same pattern within +-0.5. A second learned layer for +1 on needles and
+  nothing on commit tasks: not adopted.
+- the unit's features above (term share, log score, identifier part, name term share,
+  docstring-only match) as five more line-model features: commit tasks -0.4, -0.8, +0.9, +0.1;
+  needles +0.8, +1.3, 0. Not adopted.
+- unit scores times (1 + the idf share of the question's terms the unit holds): tuning sets,
+  commit tasks +0.2 to +0.4, needles-h -1.5. Not adopted.
+- docs (remade from 91 repositories: 189 sections behind the tuning commit sets, 186 behind the
+  fresh ones, 80 the judge's, 42 this machine's; engine 0.906 / 0.863 / 0.871 / 0.856 at 0.715 to
+  0.739): a learned section chance (score parts, term shares, neighbours, heading path),
+  cross-fitted by five folds of repositories over all four sets, price 0.35: +1.5 / +2.0 / -2.0 /
+  -4.7 at -1.5 / -0.1 / -1.7 / +0.7 points of reduction; the enclosing headings as a weaker name
+  (as a method's class): tune -1.9, own +1.0; only the top-level headings kept whatever the
+  question (4.4 % of a document's characters are headings), the price lowered to spend it:
+  level at equal reduction (a pruned section's kept heading is part of its gold); BM25 K1, B,
+  W_NAME, NEXT_SHARE, DOCS_TEMP: within one case of 189 either way. The docs misses are the
+  wrong section chosen (recall near 0 in 18 of 189), a question the section shares few words
+  with, not a pricing matter.
 """
 
 from __future__ import annotations
