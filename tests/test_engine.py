@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jeeves_mcp.pruning.engine import PruneTimeout, Selection, guess_source_type, select_lines
+from jeeves_mcp.pruning.engine._line_refs import named_lines
 from jeeves_mcp.pruning.render import (
     numbered_line_bytes,
     pruned_rows,
@@ -999,3 +1000,18 @@ def test_a_line_number_not_of_this_text_changes_nothing(question: str) -> None:
     assert all(sel.keep[28:31])
     if "other.py" not in question:
         assert sel.keep == plain.keep
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    "filler",
+    ["a." * 100_000, "x" * 200_000, 'File "' + "x" * 200_000, "a.b" * 60_000 + ":", ":1" * 100_000],
+)
+def test_a_huge_question_is_read_in_linear_time(filler: str) -> None:
+    # The question is the caller's text (a prune_text goal_hint may quote anything): the line
+    # references are found by patterns anchored on a literal with a bounded look back, where a
+    # file-name pattern free to start anywhere took about 100 s on the first of these.
+    question = filler + " handler_7 fails at line 1202"
+    assert named_lines(question, len(FUNCTIONS), "pkg/handlers.py") == [1201]
+    sel = select_lines(FUNCTIONS, question, "code", path="pkg/handlers.py")
+    assert sel.keep[1201]

@@ -17,7 +17,8 @@ from ._logs import logs_layout
 from ._markers import block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._prior import SUBJECT_SHARE, on_topic, with_priors
-from ._rank import Scores, line_owner, score_units
+from ._line_refs import favour_named_lines, named_lines
+from ._rank import score_units
 from ._text import query_identifiers, query_terms
 from ._units import Layout
 
@@ -99,47 +100,6 @@ ABOUT_DOCS = re.compile(
 )
 
 
-# Line numbers a question names: "line 118", "lines 40-52", a traceback's `File "app.py", line
-# 118`, a linter's `app.py:459:89`. Tracebacks and linters speak in line numbers, and an agent
-# quoting one asks about that line: it gains the best evidence of the text, its unit the best
-# score. A reference to another file (by its name) is left out.
-_LINE_REF = re.compile(
-    r"""(?:File\s+["']([^"']+)["'],\s*)?\blines?\s+(\d{1,7})(?:\s*(?:-|\u2013|to)\s*(\d{1,7}))?"""
-    r"|([\w./\\-]+\.\w{1,8}):(\d{1,7})\b",
-    re.IGNORECASE,
-)
-# At most this many lines are favoured by one range.
-NAMED_SPAN = 100
-
-
-def named_lines(question: str, n: int, path: str | None = None) -> list[int]:
-    """The 0-based lines (within the text's `n`) that `question` names by number."""
-    mine = path.replace("\\", "/").rsplit("/", 1)[-1] if path else None
-    out: set[int] = set()
-    for m in _LINE_REF.finditer(question):
-        name, first, last, name2, first2 = m.groups()
-        name = name or name2
-        if name and mine and name.replace("\\", "/").rsplit("/", 1)[-1] != mine:
-            continue
-        a = int(first or first2)
-        b = int(last) if last else a
-        if b < a or b - a >= NAMED_SPAN:
-            b = a
-        out.update(i - 1 for i in range(a, b + 1) if 1 <= i <= n)
-    return sorted(out)
-
-
-def _favour_named_lines(scored: Scores, layout: Layout, named: Sequence[int]) -> None:
-    """The lines a question names by number, and their units, outrank every other."""
-    best_line = max(scored.lines, default=0.0) or 1.0
-    best_unit = max(scored.units, default=0.0) or 1.0
-    owner = line_owner(layout.units, len(scored.lines))
-    for i in named:
-        scored.lines[i] += 2 * best_line
-        if owner[i] >= 0:
-            scored.units[owner[i]] = max(scored.units[owner[i]], 2 * best_unit)
-
-
 def _check(deadline: float | None) -> None:
     if deadline is not None and time.monotonic() > deadline:
         raise PruneTimeout("pruning deadline passed")
@@ -189,7 +149,7 @@ def select_lines(
     if source_type == "code":
         named = named_lines(question, n, path)
         if named:
-            _favour_named_lines(scored, layout, named)
+            favour_named_lines(scored, layout, named)
     scores = scored.units
     _check(deadline)
     ranking: Ranking | _UnitRanking | None = None
