@@ -13,11 +13,11 @@ from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change
 from ._code import code_layout
 from ._docs import docs_layout
 from ._line_model import PlannedText, learned_values
+from ._line_refs import favour_named_lines, named_lines
 from ._logs import logs_layout
 from ._markers import block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._prior import SUBJECT_SHARE, on_topic, with_priors
-from ._line_refs import favour_named_lines, named_lines
 from ._rank import score_units
 from ._text import query_identifiers, query_terms
 from ._units import Layout
