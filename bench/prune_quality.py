@@ -292,6 +292,10 @@ variants gain): commits-fresh 0.870, fresh2 0.840, the 2026-11-26 judge 0.830, c
   W_NAME, NEXT_SHARE, DOCS_TEMP: within one case of 189 either way. The docs misses are the
   wrong section chosen (recall near 0 in 18 of 189), a question the section shares few words
   with, not a pricing matter.
+- a class's `__init__` named as its class (its owner's name weighing as its own, callers of the
+  class counting as its callers), for questions about configuring a class: needles-h 3 cases up,
+  13 down (a question naming the class about another of its methods now finds `__init__`),
+  commit tasks level. Not adopted.
 """
 
 from __future__ import annotations
