@@ -13,53 +13,70 @@ __all__ = ["favour_named_lines", "named_lines"]
 # Line numbers a question names: "line 118", "lines 40-52", a traceback's `File "app.py", line
 # 118`, a linter's `app.py:459:89`. Tracebacks and linters speak in line numbers, and an agent
 # quoting one asks about that line: it gains the best evidence of the text, its unit the best
-# score. A reference to another file (by its name) is left out. Every pattern is anchored on a
-# literal ("line", ":") and looks back over a bounded tail, so a question costs time linear in
-# its length whatever it holds.
-_LINE_WORD = re.compile(r"\blines?\s+(\d{1,7})(?:\s*(?:-|\u2013|to)\s*(\d{1,7}))?", re.IGNORECASE)
-_TRACEBACK_FILE = re.compile(r"""File\s+["']([^"'\n]*)["'],\s*$""")
+# score. A reference to another file is left out. Every pattern is anchored on a literal
+# ("line", ":") and looks back over a bounded tail, so a question costs time linear in its
+# length whatever it holds.
+_LINE_WORD = re.compile(
+    r"\blines?[ \t]+(\d{1,7})(?:[ \t]*(?:-|\u2013|\u2014|to)[ \t]*(\d{1,7}))?", re.IGNORECASE
+)
+# The file a `line N` is in: a traceback's `File "app.py", `, YAML's `in "config.yaml", `.
+_QUOTED_FILE = re.compile(r"""(?:File|in)[ \t]+["']([^"'\n]*)["'],[ \t]*$""")
 _COLON_NUMBER = re.compile(r":(\d{1,7})\b")
-_TOKEN_END = re.compile(r"""[\s"'(),;=]""")
-_FILE_NAME = re.compile(r"[\w./\\-]*\w\.\w{1,8}")
+_TOKEN_END = re.compile(r"""[\s"'(),;=`\[\]<>{}]""")
+_FILE_NAME = re.compile(r"(?:[A-Za-z]:)?[\w./\\-]*\w\.\w{1,8}")
 LOOKBACK = 300  # characters before a number searched for the file it is in
-MAX_REFERENCES = 20  # a question naming more lines than this is not about a few of them
+# References favoured at most: a question naming more is not about a few of them. The
+# innermost frame of a traceback comes last, so the last ones naming this text are kept.
+MAX_NAMED = 20
+MAX_LOOKED_AT = 1000  # line references read at most, this text's or not
 # At most this many lines are favoured by one range.
 NAMED_SPAN = 100
 
 
-def _base_name(name: str) -> str:
-    return name.replace("\\", "/").rsplit("/", 1)[-1]
+def _parts(name: str) -> list[str]:
+    return [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
+
+
+def _same_file(named: str, path: str) -> bool:
+    """Whether a reference's file name is the text's path: the same base name, and when
+    both have directories, one's parts end the other's (`/home/u/proj/app.py`, `proj/app.py`)."""
+    a, b = _parts(named), _parts(path)
+    if not a or not b or a[-1] != b[-1]:
+        return False
+    k = min(len(a), len(b))
+    return k == 1 or a[-k:] == b[-k:]
 
 
 def _references(question: str) -> list[tuple[str | None, int, int]]:
-    """(file named or None, first line, last line) of each line reference in `question`."""
-    refs: list[tuple[str | None, int, int]] = []
+    """(file named or None, first line, last line) of the line references in `question`,
+    in the order they appear, at most MAX_LOOKED_AT of them."""
+    found: list[tuple[int, str | None, int, int]] = []
     for m in _LINE_WORD.finditer(question):
-        if len(refs) >= MAX_REFERENCES:
-            return refs
-        traceback = _TRACEBACK_FILE.search(question[max(0, m.start() - LOOKBACK) : m.start()])
+        if len(found) >= MAX_LOOKED_AT:
+            break
+        quoted = _QUOTED_FILE.search(question[max(0, m.start() - LOOKBACK) : m.start()])
         first = int(m.group(1))
         last = int(m.group(2)) if m.group(2) else first
-        refs.append((traceback.group(1) if traceback else None, first, last))
+        found.append((m.start(), quoted.group(1) if quoted else None, first, last))
     for looked, m in enumerate(_COLON_NUMBER.finditer(question)):
-        if len(refs) >= MAX_REFERENCES or looked >= 5 * MAX_REFERENCES:
+        if looked >= MAX_LOOKED_AT:
             break
         token = _TOKEN_END.split(question[max(0, m.start() - LOOKBACK) : m.start()])[-1]
         if _FILE_NAME.fullmatch(token):
-            refs.append((token, int(m.group(1)), int(m.group(1))))
-    return refs
+            found.append((m.start(), token, int(m.group(1)), int(m.group(1))))
+    return [(name, a, b) for _, name, a, b in sorted(found, key=lambda r: r[0])]
 
 
 def named_lines(question: str, n: int, path: str | None = None) -> list[int]:
     """The 0-based lines (within the text's `n`) that `question` names by number."""
-    mine = _base_name(path) if path else None
+    accepted = [
+        (min(a, b), max(a, b))
+        for name, a, b in _references(question)
+        if not (name and path and not _same_file(name, path)) and min(a, b) <= n
+    ]
     out: set[int] = set()
-    for name, a, b in _references(question):
-        if name and mine and _base_name(name) != mine:
-            continue
-        if b < a or b - a >= NAMED_SPAN:
-            b = a
-        out.update(i - 1 for i in range(max(a, 1), min(b, n) + 1))
+    for a, b in accepted[-MAX_NAMED:]:
+        out.update(i - 1 for i in range(max(a, 1), min(b, a + NAMED_SPAN - 1, n) + 1))
     return sorted(out)
 
 
