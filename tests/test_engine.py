@@ -868,6 +868,8 @@ def test_a_view_ranks_a_function_by_its_code_before_one_by_its_docstring():
         ("typo in the header fields docstring", True),
         ("clarify the header fields", True),
         ("add an example of header fields", True),
+        ("for example, the header fields", False),  # a figure of speech
+        ("explain the header fields", False),
         ("header fields document", False),  # a noun of many domains, not the docs
     ],
 )
@@ -1015,3 +1017,31 @@ def test_a_huge_question_is_read_in_linear_time(filler: str) -> None:
     assert named_lines(question, len(FUNCTIONS), "pkg/handlers.py") == [1201]
     sel = select_lines(FUNCTIONS, question, "code", path="pkg/handlers.py")
     assert sel.keep[1201]
+
+
+_FRAMEWORK_FRAMES = "".join(
+    f'  File "/usr/lib/python3/site-packages/django/core/handler_{k}.py", line {k + 10}, in run\n'
+    for k in range(25)
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "path", "named"),
+    [
+        # the innermost frame comes last, after more than the references favoured at most
+        (_FRAMEWORK_FRAMES + '  File "/home/u/proj/app.py", line 118, in view\n', "proj/app.py", [117]),
+        ("".join(f"src/other_{k}.py:{k + 1}:1: F401 unused\n" for k in range(30)) + "src/app.py:42:1: F821",
+         "src/app.py", [41]),
+        ("see `mod.py:10` and [mod.py:11]", "pkg/mod.py", [9, 10]),
+        (r"C:\src\pkg\mod.py:10:5: E501 line too long", "pkg/mod.py", [9]),
+        # same base name, another directory: another file
+        ('File "/usr/lib/python3/site-packages/django/__init__.py", line 24', "proj/pkg/__init__.py", []),
+        ('File "pkg/__init__.py", line 24', "/abs/proj/pkg/__init__.py", [23]),
+        ('in "config.yaml", line 3, column 5', "app.py", []),  # YAML names its file too
+        ("the last line\n2024-05-01 12:00:01 ERROR", "app.py", []),  # not a range across lines
+        ("lines 52-50", "app.py", [49, 50, 51]),
+        ("lines 1-150", "app.py", list(range(100))),  # a range favours its first 100 lines
+    ],
+)
+def test_line_references_are_read_as_tools_write_them(question: str, path: str, named: list[int]) -> None:
+    assert named_lines(question, 500, path) == named
