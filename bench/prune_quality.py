@@ -296,6 +296,9 @@ variants gain): commits-fresh 0.870, fresh2 0.840, the 2026-11-26 judge 0.830, c
   class counting as its callers), for questions about configuring a class: needles-h 3 cases up,
   13 down (a question naming the class about another of its methods now finds `__init__`),
   commit tasks level. Not adopted.
+- a question word of 8 letters or more found nowhere in the text, split into two or three parts
+  of 4 letters or more that are (`pythonasynciodebug` -> python asyncio debug), the parts added
+  to the question: tuning sets 5 cases up, 4 down. Not adopted.
 """
 
 from __future__ import annotations
