@@ -34,37 +34,18 @@ import numpy as np  # noqa: E402
 import prune_quality  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 
-from jeeves_mcp.pruning.engine import _select  # noqa: E402
-from jeeves_mcp.pruning.engine._line_model import (  # noqa: E402
-    FEATURES,
-    PlannedText,
-    fitted_for,
-    line_features,
-)
-from jeeves_mcp.pruning.engine._plan import line_values, unit_chances  # noqa: E402
-from jeeves_mcp.pruning.engine._prior import SUBJECT_SHARE, on_topic, with_priors  # noqa: E402
-from jeeves_mcp.pruning.engine._rank import score_units  # noqa: E402
-from jeeves_mcp.pruning.engine._text import query_identifiers, query_terms  # noqa: E402
+from jeeves_mcp.pruning.engine._line_model import FEATURES, fitted_for, line_features  # noqa: E402
+from jeeves_mcp.pruning.engine._planner import planned_code  # noqa: E402
 
 
 def case_features(c: dict) -> np.ndarray | None:
     """The feature matrix of a code case's lines as select_lines would build it, or None
     when the engine would not use the model on it."""
     lines = c["text"].split("\n")
-    n = len(lines)
-    question = c["question"]
-    qterms = query_terms(question)
-    layout = _select._layout(lines, "code", c.get("path"))
-    prose = layout.prose if not _select.ABOUT_DOCS.search(question) else frozenset()
-    scored = score_units(lines, layout.units, qterms, query_identifiers(question), by_line=True,
-                         compound=True, references=True, prose=prose)
-    chances = unit_chances(scored.units, _select.CODE_TEMP)
-    values = line_values(n, layout, chances, scored.lines, prose=prose)
     history, _ = prune_quality.history_prior(c, lines)
-    recency = list(history.prior) if history is not None else [0.0] * n
-    topical = on_topic(history.subjects, qterms) if history is not None else [0.0] * n
-    values = with_priors(values, [(recency, _select.PRIOR_SHARE), (topical, SUBJECT_SHARE)])
-    text = PlannedText(lines, layout, chances, scored.lines, values, recency, topical, prose)
+    text = planned_code(lines, c["question"], c.get("path"),
+                        None if history is None else history.prior,
+                        None if history is None else history.subjects)
     if not fitted_for(text):
         return None
     columns = line_features(text)

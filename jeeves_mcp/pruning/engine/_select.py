@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 
 from jeeves_mcp.pruning.contract import Selection, protected_lines
 from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change
 
-from ._code import code_layout
-from ._docs import docs_layout
-from ._line_model import PlannedText, learned_values
-from ._line_refs import favour_named_lines, named_lines
-from ._logs import logs_layout
+from ._line_model import learned_values
 from ._markers import block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
-from ._prior import SUBJECT_SHARE, on_topic, with_priors
-from ._rank import score_units
+from ._planner import plan_code, scored_text, text_layout
 from ._text import query_identifiers, query_terms
 from ._units import Layout
 
@@ -49,12 +43,6 @@ REASON_NAMES = 2
 REASON_NAME_CHARS = 40
 # Source types whose lines are ranked one by one (see _plan).
 PLANNED = ("code",)
-# Softmax temperature of code unit scores, relative to the best score (docs: DOCS_TEMP).
-# 0.12 rather than 0.1 (with the fixed share of the view then, 0.265 rather than 0.27):
-# function needles share >= 0.9 +1.6 points tuned on and +1.5 held out, held-out commit
-# tasks level, their tuning set -0.3. On sets made afterwards, case by case: needles from 15
-# libraries 10 up / 4 down (+0.1), commit tasks from 12 repositories 4 up / 4 down (-0.5).
-CODE_TEMP = 0.12
 # Docs without structure go through the line ranking with this share of the view.
 DOCS_SHARE = 0.3
 # A unit over this share of the lines means the text has no structure to rank by.
@@ -81,23 +69,6 @@ CODE_MIN_BYTES = 2048
 COMPLETE_SHARE = 0.2
 # Imports lead the view when they take at most this share of the budget.
 CONTEXT_CHEAP = 0.05
-# Share of the value of code lines given by the caller's prior (recent changes, see
-# pruning.history): +4.4 points of recall on held-out commit tasks, -0.9 on function
-# needles from the same repositories.
-PRIOR_SHARE = 0.05
-
-# Words of a question about a text's documentation (a docstring's wording, a typo): its
-# docstrings then weigh as much as its code. Not "comment" (a `#` comment is code already,
-# and lexers have comment tokens) nor "document" (a noun of many domains). Commit tasks
-# whose fix edits a docstring and whose subject says so: 0.66 -> 0.71 recall held out
-# (49 cases; all held-out commit tasks +0.2 points, tuning set +0.3, needles level).
-# "example" (not "for example") and "clarify": a docstring's example or wording (tuning sets: 4
-# cases up, none down; needles level). Not "explain": agents ask to explain code.
-ABOUT_DOCS = re.compile(
-    r"\b(?:docs?|docstrings?|documentation|documented|typos?|spelling|misspel\w*|wording"
-    r"|grammar|codespell|reword\w*|rephrase\w*|(?<!for )examples?|clarif\w*)\b",
-    re.IGNORECASE,
-)
 
 
 def _check(deadline: float | None) -> None:
@@ -131,44 +102,21 @@ def select_lines(
     if not (qterms or identifiers) or n == 0:
         return Selection([True] * n, [None] * n)
     lines = list(lines)
-    layout = _layout(lines, source_type, path)
-    # A question about the documentation wants the docstrings as much as the code.
-    prose = layout.prose if not ABOUT_DOCS.search(question) else frozenset()
-    _check(deadline)
-    scored = score_units(
-        lines,
-        layout.units,
-        qterms,
-        identifiers,
-        by_line=source_type != "logs",
-        compound=source_type == "code",
-        references=source_type == "code",
-        neighbours=source_type == "docs",
-        prose=prose,
-    )
-    if source_type == "code":
-        named = named_lines(question, n, path)
-        if named:
-            favour_named_lines(scored, layout, named)
+    layout, prose, scored = scored_text(lines, question, source_type, path, qterms, identifiers)
     scores = scored.units
     _check(deadline)
     ranking: Ranking | _UnitRanking | None = None
     if source_type in PLANNED or (source_type == "docs" and _unstructured(layout, n)):
         docs = source_type == "docs"
-        chances = unit_chances(scores, DOCS_TEMP if docs else CODE_TEMP)
-        values = line_values(n, layout, chances, scored.lines, prose=prose)
-        if not docs:
-            recency = list(line_prior) if line_prior is not None and len(line_prior) == n else [0.0] * n
-            topical = (
-                on_topic(line_subjects, qterms)
-                if line_subjects is not None and len(line_subjects) == n
-                else [0.0] * n
-            )
-            values = with_priors(values, [(recency, PRIOR_SHARE), (topical, SUBJECT_SHARE)])
+        chances: Sequence[float]
+        if docs:
+            chances = unit_chances(scores, DOCS_TEMP)
+            values = line_values(n, layout, chances, scored.lines, prose=prose)
+        else:
+            text = plan_code(lines, layout, scored, prose, qterms, line_prior, line_subjects)
+            chances = text.chances
             _check(deadline)
-            values = learned_values(
-                PlannedText(lines, layout, chances, scored.lines, values, recency, topical, prose)
-            )
+            values = learned_values(text)
         view = [line_bytes(i, x) for i, x in enumerate(lines)]
         if docs:
             share = DOCS_SHARE
@@ -295,14 +243,6 @@ def _complete_units(lines: Sequence[str], layout: Layout, keep: list[bool], room
 def fill_small_gaps(lines: Sequence[str], keep: list[bool]) -> None:
     """Keep the lines of every pruned block that would cost more as a marker than as text."""
     fill_cheap_gaps(list(lines), keep, MARKER_BYTES)
-
-
-def _layout(lines: list[str], source_type: str, path: str | None) -> Layout:
-    if source_type == "code":
-        return code_layout(lines, path)
-    if source_type == "docs":
-        return docs_layout(lines)
-    return logs_layout(lines)
 
 
 def _choose(lines: list[str], layout: Layout, scores: list[float]) -> list[bool]:
@@ -444,4 +384,4 @@ def _fill_by_distance(keep: list[bool], missing: int) -> None:
 def hidden_unit_name(lines: Sequence[str], source_type: str, line: int, path: str | None = None) -> str | None:
     """How a marker hiding `line` (0-based) names the innermost named unit holding it (a
     function, a section), or None when no named unit holds it."""
-    return innermost_name(_layout(list(lines), source_type, path), line)
+    return innermost_name(text_layout(list(lines), source_type, path), line)
