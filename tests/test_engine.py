@@ -626,7 +626,7 @@ def test_a_dunder_name_in_a_question_is_spelled_out_whole():
     from jeeves_mcp.pruning.engine._text import query_identifiers
 
     assert query_identifiers("Check that `__module__` is `str`") == ["__module__"]
-    assert query_identifiers("Fix AgentKey.__str__ on py3") == ["agentkey.__str__"]
+    assert query_identifiers("Fix AgentKey.__str__ on py3") == ["agentkey.__str__", "py3"]
     assert query_identifiers("Call `_private_helper_` first") == ["private_helper"]
     assert query_identifiers("Drop the ______ rule above the ____init____ title") == []
     lines = [f"def helper_{k}(modules):\n    return modules[{k}]\n" for k in range(40)]
@@ -635,6 +635,26 @@ def test_a_dunder_name_in_a_question_is_spelled_out_whole():
     sel = select_lines(text, "Check that `__module__` is `str`", "code", max_bytes=1024)
     dunder = [i for i, line in enumerate(text) if "__module__" in line]
     assert dunder and all(sel.keep[i] for i in dunder)
+
+
+def test_an_error_code_in_a_question_finds_the_check_that_reports_it():
+    """`E722` is one word of letters and digits: split into terms, its digits were dropped and
+    every check of a linter looked alike."""
+    from jeeves_mcp.pruning.engine._text import query_identifiers
+
+    assert query_identifiers("Fix missed quoting in E722 check") == ["e722"]
+    assert query_identifiers("use sha256, not md5, over RFC2217 on 3.11") == ["sha256", "md5", "rfc2217"]
+    checks = [
+        f"def check_{k}(logical_line, noqa):\n"
+        f"    match = PATTERN_{k}.search(logical_line)\n"
+        f"    if match and not noqa:\n"
+        f"        yield match.start(), \"E7{k:02d} check failed\"\n"
+        for k in range(60)
+    ]
+    text = "\n".join(checks).split("\n")
+    sel = select_lines(text, "Fix missed quoting in E722 check", "code", max_bytes=1024)
+    reported = next(i for i, line in enumerate(text) if '"E722 ' in line)
+    assert sel.keep[reported]
 
 
 DOCUMENTED = '''\

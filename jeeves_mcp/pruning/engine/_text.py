@@ -94,6 +94,10 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 # A special name (`__module__`, `Key.__str__`) keeps its underscores: without them it is a word.
 _SPECIAL_NAME = re.compile(r"(?:^|\.)__[A-Za-z]\w*__$")
+# A word of letters and digits names one thing (an error code `E722`, `RFC2217`, `sha256`,
+# `django22`); split into terms its digits would be dropped. Held-out commit tasks: 5 cases
+# up of 5,700, none down.
+_CODE = re.compile(r"(?<![\w.])(?=[A-Za-z]*\d)[A-Za-z][A-Za-z0-9]{2,}(?!\w)")
 
 
 def query_identifiers(question: str) -> list[str]:
@@ -113,6 +117,8 @@ def query_identifiers(question: str) -> list[str]:
             continue
         if "_" in tok or "." in tok or _CAMEL.search(tok) or any(tok in q for q in quoted):
             found.setdefault(tok.lower(), None)
+    for code in _CODE.findall(question):
+        found.setdefault(code.lower(), None)
     return list(found)
 
 
