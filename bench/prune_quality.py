@@ -302,6 +302,23 @@ variants gain): commits-fresh 0.870, fresh2 0.840, the 2026-11-26 judge 0.830, c
 - a unit's churn (log of the distinct last-change commits among its lines) as a line-model
   feature: fitted weight +0.42, log-likelihood +0.01; commits-fresh 0.870, fresh2 0.836, the
   2026-11-26 judge 0.826, fresh3 0.822 (each 0.1 to 0.5 below the engine). Not adopted.
+(2026-11-27, evening; with letter-and-digit words as identifiers. New: commits-fresh4, 16 repositories
+never used, 793 cases, engine 0.801 / 0.786. Engine: commits-fresh4 0.801, fresh3 0.827, fresh2
+0.841, judge 0.831, fresh 0.871, held 0.859, tune2 0.871, dev 0.910; needles-j 0.906 / 0.871, k
+0.903 / 0.881, fresh 0.943, s 0.928, h 0.922, dev 0.959:)
+- the line model's features as piecewise-linear functions (hinges at the 50/80/95/99th
+  percentiles of the tuning lines on value, unit chance, evidence, own evidence, length, indent,
+  unit size, rank, place, distances and best evidence; same fit, same tuning sets): held-out
+  log-likelihood of the gold lines +0.01 to +0.08 per fold of repositories. Views, at VIEW_PRICE
+  0.37 (its views are surer and came out smaller; still +0.1 to +0.5 points of reduction): commit
+  tasks +1.1 / +0.2 / -1.0 / +0.9 / -1.4 / -0.2 / +0.5 / -1.5 in the order above, needles +1.5
+  (share +1.9) / +1.0 (+1.0) / +0.6 / +1.1 / +0.2 / +0.8. Two hinges (50th, 90th) at 0.4:
+  commit tasks net -2.7 points over the eight sets, needles +0.4 to +1.3 (needles-j share 0.902).
+  A gain on function needles paid for on real tasks: not adopted. Stronger L2 (1e-2): lower
+  everywhere.
+- markers without the names of the units they hide (the bytes back for lines): commits-fresh4
+  +0.3, fresh3 0; in files over 1,500 lines markers take 28 % of a view (25 a view, 100 bytes
+  each), their count, not their names, is the cost.
 """
 
 from __future__ import annotations
