@@ -3,8 +3,10 @@
     python bench/prune_speed.py [--repeat 5] [--json]
 
 Inputs are real texts cut or repeated to size: code = the Python sources of the
-needle set (one file after another), logs = the logs bench set, docs = the docs
-bench set. The question is the first case's; the view is bounded by the child's
+needle set (one file after another, cut mid-file: not valid Python, so read by indentation),
+python = the same modules whole, their `from __future__` lines dropped, so that the text parses
+and is read through `ast` as a real module is (2k and 10k lines; over 20,000 lines `ast` is not
+used), logs = the logs bench set, docs = the docs bench set. The question is the first case's; the view is bounded by the child's
 response budget, as prune_text bounds it. Prints the median wall time of
 select_lines over --repeat runs (after one warm-up run), and ms per 1k lines to
 show whether the cost grows linearly.
@@ -13,10 +15,13 @@ show whether the cost grows linearly.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,6 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from prune_quality import RESPONSE_BUDGET, SETS  # noqa: E402
 
 from jeeves_mcp.pruning.engine import select_lines  # noqa: E402
+from jeeves_mcp.pruning.engine._code import AST_MAX_LINES  # noqa: E402
 
 SIZES = (2_000, 10_000, 50_000)
 # The set each source type's text comes from.
@@ -42,34 +48,54 @@ def corpus(name: str, lines_wanted: int) -> tuple[list[str], str]:
     return out[:lines_wanted], cases[0]["question"]
 
 
+def python_module(lines_wanted: int) -> tuple[list[str], str]:
+    """Whole needle modules one after another, blank lines to the size: a text `ast` parses."""
+    cases = [json.loads(x) for x in SETS["needles"].read_text().splitlines() if x.strip()]
+    out: list[str] = []
+    for case in cases:
+        module = [x for x in case["text"].split("\n") if not x.startswith("from __future__")]
+        if len(out) + len(module) > lines_wanted:
+            break
+        out.extend(module)
+    out += [""] * (lines_wanted - len(out))
+    ast.parse("\n".join(out))  # a text that does not parse would measure the other path
+    return out, cases[0]["question"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    results = []
+    inputs: list[tuple[str, int, Callable[[], tuple[list[str], str]]]] = []
     for name, source_type in KINDS.items():
         if not SETS[name].exists():
             continue
-        for size in SIZES:
-            lines, question = corpus(name, size)
+        inputs += [(source_type, size, partial(corpus, name, size)) for size in SIZES]
+        if name == "needles":
+            inputs += [("python", size, partial(python_module, size))
+                       for size in SIZES if size <= AST_MAX_LINES]
+    results = []
+    for label, size, make in inputs:
+        lines, question = make()
+        source_type = "code" if label == "python" else label
+        select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET)
+        times = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
             select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET)
-            times = []
-            for _ in range(args.repeat):
-                t0 = time.perf_counter()
-                select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET)
-                times.append((time.perf_counter() - t0) * 1000)
-            ms = statistics.median(times)
-            results.append(
-                {"set": source_type, "lines": size, "median_ms": ms, "ms_per_1k_lines": ms / size * 1000}
-            )
+            times.append((time.perf_counter() - t0) * 1000)
+        ms = statistics.median(times)
+        results.append(
+            {"set": label, "lines": size, "median_ms": ms, "ms_per_1k_lines": ms / size * 1000}
+        )
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"{'set':<5} {'lines':>7} {'median ms':>10} {'ms/1k lines':>12}")
+    print(f"{'set':<6} {'lines':>7} {'median ms':>10} {'ms/1k lines':>12}")
     for r in results:
         print(
-            f"{r['set']:<5} {r['lines']:>7} {r['median_ms']:>10.1f} {r['ms_per_1k_lines']:>12.2f}"
+            f"{r['set']:<6} {r['lines']:>7} {r['median_ms']:>10.1f} {r['ms_per_1k_lines']:>12.2f}"
         )
 
 
