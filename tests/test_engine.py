@@ -657,6 +657,35 @@ def test_an_error_code_in_a_question_finds_the_check_that_reports_it():
     assert sel.keep[reported]
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("source_type", ["code", "docs", "logs"])
+def test_a_pasted_blob_as_question_is_read_by_its_first_terms(source_type):
+    """A question is a sentence or two. A blob pasted as one (50,000 words, 50,000 codes) cost
+    the text's distinct words times its terms, in a pass that does not check the deadline."""
+    from jeeves_mcp.pruning.engine._text import (
+        MAX_QUESTION_IDENTIFIERS,
+        MAX_QUESTION_TERMS,
+        query_identifiers,
+        query_terms,
+    )
+
+    def word(i: int) -> str:
+        return "q" + "".join(chr(97 + i // 26**k % 26) for k in range(4))
+
+    blob = "where is frobnicate " + " ".join(word(i) for i in range(50_000))
+    codes = "where is frobnicate " + " ".join(f"x{i}" for i in range(1_000, 51_000))
+    assert len(query_terms(blob)) == MAX_QUESTION_TERMS
+    assert query_terms(blob)[0] == "frobnicat"
+    assert len(query_identifiers(codes)) == MAX_QUESTION_IDENTIFIERS
+    lines = [f"def step_{i}(value_{i}):\n    return helper_{i}(value_{i}, word{i})\n" for i in range(1_000)]
+    lines.insert(500, "def frobnicate(value):\n    return value\n")
+    text = "\n".join(lines).split("\n")
+    target = text.index("def frobnicate(value):")
+    for question in (blob, codes):
+        sel = select_lines(text, question, source_type, max_bytes=4096)
+        assert sel.keep[target]
+
+
 DOCUMENTED = '''\
 """Network helpers."""
 

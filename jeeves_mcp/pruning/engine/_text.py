@@ -82,11 +82,20 @@ def terms(text: str) -> list[str]:
     return out
 
 
+# A question is a sentence or two (the benchmark sets' longest: 32 terms, 11 identifiers); past
+# these it is a pasted blob, and scoring costs the text's distinct words times the question's
+# terms: 5,000 words of one took 2 s of a 1 s deadline in one pass that does not check it.
+MAX_QUESTION_TERMS = 128
+MAX_QUESTION_IDENTIFIERS = 32
+
+
 def query_terms(question: str) -> list[str]:
-    """Distinct terms of a question, in first-seen order."""
+    """Distinct terms of a question, in first-seen order (the first MAX_QUESTION_TERMS)."""
     seen: dict[str, None] = {}
     for t in terms(question):
         seen.setdefault(t, None)
+        if len(seen) == MAX_QUESTION_TERMS:
+            break
     return list(seen)
 
 
@@ -119,7 +128,7 @@ def query_identifiers(question: str) -> list[str]:
             found.setdefault(tok.lower(), None)
     for code in _CODE.findall(question):
         found.setdefault(code.lower(), None)
-    return list(found)
+    return list(found)[:MAX_QUESTION_IDENTIFIERS]
 
 
 # Words that name the same thing in code: abbreviations and common verb synonyms.
