@@ -316,6 +316,8 @@ never used, 793 cases, engine 0.801 / 0.786. Engine: commits-fresh4 0.801, fresh
   commit tasks net -2.7 points over the eight sets, needles +0.4 to +1.3 (needles-j share 0.902).
   A gain on function needles paid for on real tasks: not adopted. Stronger L2 (1e-2): lower
   everywhere.
+  Fitted on commit tasks alone: fresh4 +0.6, fresh3 -0.1, fresh2 -0.2, judge +0.1, fresh -0.8,
+  each with +0.1 to +0.6 points of reduction: level.
 - markers without the names of the units they hide (the bytes back for lines): commits-fresh4
   +0.3, fresh3 0; in files over 1,500 lines markers take 28 % of a view (25 a view, 100 bytes
   each), their count, not their names, is the cost.
