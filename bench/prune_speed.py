@@ -49,14 +49,15 @@ def corpus(name: str, lines_wanted: int) -> tuple[list[str], str]:
 
 
 def python_module(lines_wanted: int) -> tuple[list[str], str]:
-    """Whole needle modules one after another, blank lines to the size: a text `ast` parses."""
+    """Whole needle modules one after another, each that still fits (the set over again when it
+    runs out), blank lines for the few left: a text `ast` parses."""
     cases = [json.loads(x) for x in SETS["needles"].read_text().splitlines() if x.strip()]
+    modules = [[x for x in c["text"].split("\n") if not x.startswith("from __future__")] for c in cases]
     out: list[str] = []
-    for case in cases:
-        module = [x for x in case["text"].split("\n") if not x.startswith("from __future__")]
-        if len(out) + len(module) > lines_wanted:
-            break
-        out.extend(module)
+    while any(len(out) + len(m) <= lines_wanted for m in modules):
+        for module in modules:
+            if len(out) + len(module) <= lines_wanted:
+                out.extend(module)
     out += [""] * (lines_wanted - len(out))
     ast.parse("\n".join(out))  # a text that does not parse would measure the other path
     return out, cases[0]["question"]

@@ -84,19 +84,27 @@ def terms(text: str) -> list[str]:
 
 # A question is a sentence or two (the benchmark sets' longest: 32 terms, 11 identifiers); past
 # these it is a pasted blob, and scoring costs the text's distinct words times the question's
-# terms: 5,000 words of one took 2 s of a 1 s deadline in one pass that does not check it.
+# terms: 5,000 words of one took 2 s of a 1 s deadline in one pass that does not check it. The
+# first of them are kept (the asker's words usually lead) and the last, more of them (in a
+# pasted traceback the innermost frames and the error come last).
 MAX_QUESTION_TERMS = 128
 MAX_QUESTION_IDENTIFIERS = 32
+HEAD_SHARE = 0.25
+
+
+def _head_and_tail(items: list[str], most: int) -> list[str]:
+    if len(items) <= most:
+        return items
+    head = int(most * HEAD_SHARE)
+    return items[:head] + items[len(items) - (most - head) :]
 
 
 def query_terms(question: str) -> list[str]:
-    """Distinct terms of a question, in first-seen order (the first MAX_QUESTION_TERMS)."""
+    """Distinct terms of a question, in first-seen order (at most MAX_QUESTION_TERMS)."""
     seen: dict[str, None] = {}
     for t in terms(question):
         seen.setdefault(t, None)
-        if len(seen) == MAX_QUESTION_TERMS:
-            break
-    return list(seen)
+    return _head_and_tail(list(seen), MAX_QUESTION_TERMS)
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -106,29 +114,43 @@ _SPECIAL_NAME = re.compile(r"(?:^|\.)__[A-Za-z]\w*__$")
 # A word of letters and digits names one thing (an error code `E722`, `RFC2217`, `sha256`,
 # `django22`); split into terms its digits would be dropped. Held-out commit tasks: 5 cases
 # up of 5,700, none down.
-_CODE = re.compile(r"(?<![\w.])(?=[A-Za-z]*\d)[A-Za-z][A-Za-z0-9]{2,}(?!\w)")
+_CODE = re.compile(r"(?<![\w.])(?=[A-Za-z]*\d)[A-Za-z][A-Za-z0-9]{2,}(?!\w|\.\w)")
 
 
 def query_identifiers(question: str) -> list[str]:
     """The identifiers a question names verbatim (snake_case, camelCase, dotted, quoted in
-    backticks, or a number), lower-cased: a line that spells one out is stronger evidence
-    than one that has its words apart."""
-    found: dict[str, None] = {}
-    # Numbers of three digits or more name one thing (a port, an id, a line of output).
-    for number in re.findall(r"(?<![\w.])\d{3,}(?![\w.])", question):
-        found.setdefault(number, None)
-    quoted = set(re.findall(r"`+([^`]+)`+", question))
-    for tok in _IDENT.findall(question):
-        tok = tok.strip(".")
-        if not _SPECIAL_NAME.search(tok):
-            tok = tok.strip("._")
+    backticks, a word of letters and digits, or a number), lower-cased: a line that spells one
+    out is stronger evidence than one that has its words apart. Names come before numbers, at
+    most MAX_QUESTION_IDENTIFIERS of them."""
+    names: dict[str, None] = {}
+    quoted = {
+        _ident_token(word)
+        for text in re.findall(r"`+([^`]+)`+", question)
+        for word in _IDENT.findall(text)
+    }
+    for word in _IDENT.findall(question):
+        tok = _ident_token(word)
         if len(tok) < 4:
             continue
-        if "_" in tok or "." in tok or _CAMEL.search(tok) or any(tok in q for q in quoted):
-            found.setdefault(tok.lower(), None)
+        if "_" in tok or "." in tok or _CAMEL.search(tok) or tok in quoted:
+            names.setdefault(tok.lower(), None)
     for code in _CODE.findall(question):
-        found.setdefault(code.lower(), None)
-    return list(found)[:MAX_QUESTION_IDENTIFIERS]
+        names.setdefault(code.lower(), None)
+    found = _head_and_tail(list(names), MAX_QUESTION_IDENTIFIERS)
+    # Numbers of three digits or more name one thing (a port, an id, a line of output).
+    for number in re.findall(r"(?<![\w.])\d{3,}(?![\w.])", question):
+        if len(found) == MAX_QUESTION_IDENTIFIERS:
+            break
+        if number not in found:
+            found.append(number)
+    return found
+
+
+def _ident_token(word: str) -> str:
+    """An identifier as a question spells it, without the dots and underscores around it (a
+    special name such as `__module__` keeps its underscores)."""
+    word = word.strip(".")
+    return word if _SPECIAL_NAME.search(word) else word.strip("._")
 
 
 # Words that name the same thing in code: abbreviations and common verb synonyms.
