@@ -332,6 +332,8 @@ never used, 793 cases, engine 0.801 / 0.786. Engine: commits-fresh4 0.801, fresh
   number is (best line evidence, its unit the best score): 10 cases up, 19 down over the eight
   commit sets, views smaller (+0.1 to +0.5 points of reduction). The name a subject quotes is
   often what the fix calls or uses, not where it is.
+- the planner's price of a new block's marker (MARKER_BYTES 110) at 150 / 80: commits-fresh4,
+  fresh3, fresh2, judge -0.6 / +0.5 / -0.3 / -0.4 and +0.5 / -0.4 / -0.1 / -0.6. Kept at 110.
 """
 
 from __future__ import annotations
