@@ -2,12 +2,12 @@
 
     python bench/prune_speed.py [--repeat 5] [--json]
 
-Inputs are real texts cut or repeated to size: code = the Python sources of the
-needle set (one file after another, cut mid-file: not valid Python, so read by indentation),
-python = the same modules whole, their `from __future__` lines dropped, so that the text parses
-and is read through `ast` as a real module is (2k and 10k lines; over 20,000 lines `ast` is not
-used), logs = the logs bench set, docs = the docs bench set. The question is the first case's; the view is bounded by the child's
-response budget, as prune_text bounds it. Prints the median wall time of
+Inputs are real texts cut or repeated to size: code = the Python sources of the needle set
+(one file after another, cut mid-file: not valid Python, so read by indentation), python = the
+same modules whole, their `from __future__` lines dropped, so that the text parses and is read
+through `ast` as a real module is (2k and 10k lines; over 20,000 lines `ast` is not used), logs =
+the logs bench set, docs = the docs bench set. The question is the first case's; the view is
+bounded by the child's response budget, as prune_text bounds it. Prints the median wall time of
 select_lines over --repeat runs (after one warm-up run), and ms per 1k lines to
 show whether the cost grows linearly.
 """

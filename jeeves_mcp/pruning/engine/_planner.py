@@ -4,7 +4,7 @@ scores, and for code the line values the learned model weighs."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 
 from ._code import code_layout
@@ -55,10 +55,12 @@ def text_layout(lines: list[str], source_type: str, path: str | None) -> Layout:
 
 def scored_text(
     lines: list[str], question: str, source_type: str, path: str | None,
-    qterms: list[str], identifiers: list[str],
+    qterms: list[str], identifiers: list[str], between: Callable[[], None] = lambda: None,
 ) -> tuple[Layout, AbstractSet[int], Scores]:
-    """The layout, the docstring lines that weigh as prose, and the scores of units and lines."""
+    """The layout, the docstring lines that weigh as prose, and the scores of units and lines;
+    `between` runs after the layout, before the scoring (select_lines checks its deadline)."""
     layout = text_layout(lines, source_type, path)
+    between()
     # A question about the documentation wants the docstrings as much as the code.
     prose = layout.prose if not ABOUT_DOCS.search(question) else frozenset()
     code = source_type == "code"

@@ -102,7 +102,9 @@ def select_lines(
     if not (qterms or identifiers) or n == 0:
         return Selection([True] * n, [None] * n)
     lines = list(lines)
-    layout, prose, scored = scored_text(lines, question, source_type, path, qterms, identifiers)
+    layout, prose, scored = scored_text(
+        lines, question, source_type, path, qterms, identifiers, between=lambda: _check(deadline)
+    )
     scores = scored.units
     _check(deadline)
     ranking: Ranking | _UnitRanking | None = None
