@@ -41,13 +41,16 @@ STOPWORDS = frozenset(
 def question_terms(question: str) -> list[str]:
     """The question's numbers and identifiers (3+ characters, not English glue), in order."""
     terms: list[str] = []
-    for token in _TERM.findall(question):
+    for match in _TERM.finditer(question):  # a question may be a pasted blob: stop at the cap
+        token = match.group()
         key = token.lower()
         if not token[0].isdigit() and (len(token) < 3 or key in STOPWORDS):
             continue
         if key not in terms:
             terms.append(key)
-    return terms[:MAX_TERMS]
+            if len(terms) == MAX_TERMS:
+                break
+    return terms
 
 
 @dataclass

@@ -1,0 +1,82 @@
+"""What a run's own `bash` can write, read back with a focus question, through a live child.
+
+The attacker is the run: its `bash` writes any file in the root, and the question the
+agent asks may quote what that file or a command printed. Each read must answer in
+bounded time, and the child must go on serving the next call.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import httpx
+import trio
+
+from tests._child import Child, running_child, tool_json
+
+# The child's own deadline is 3 s (prune_timeout_ms); past it the engine is abandoned and the
+# answer is the unpruned text's scan. A read that takes longer than this has no bound.
+READ_BOUND_S = 20
+
+
+async def call(http: httpx.AsyncClient, child: Child, name: str, arguments: dict) -> dict:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    reply = (await http.post(f"{child.base}/rpc", json=body, headers=child.headers())).json()
+    assert "result" in reply, reply
+    return reply["result"]
+
+
+def distinct_words(count: int) -> str:
+    """`count` words no two alike, as a pasted listing or a hash dump would be."""
+    return " ".join(f"w{index:x}" for index in range(count))
+
+
+async def test_a_question_as_long_as_a_request_body_answers_in_bounded_time(workspace: Path, tmp_path: Path) -> None:
+    # Under the child's 4 MiB body limit: 300,000 distinct words. The scan that shows the
+    # lines a question names, for an output the engine leaves whole, read its terms with a
+    # list lookup per word (25 s for 60,000 words; hours for these).
+    question = distinct_words(300_000)
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=READ_BOUND_S + 10) as http:
+        made = await call(http, child, "bash", {"cmd": "seq 1 400000 > numbers.txt && wc -c < numbers.txt"})
+        assert not made.get("isError") and int(tool_json(made)["stdout"]) > 2 * 1024 * 1024, made
+        with trio.fail_after(READ_BOUND_S):
+            read = tool_json(await call(http, child, "read", {"path": "numbers.txt", "context_focus_question": question}))
+        assert read["pruning"]["reason"] == "input_too_large", read["pruning"]
+        assert (await http.get(f"{child.base}/health")).status_code == 200
+        small = tool_json(await call(http, child, "read", {"path": "notes.md"}))
+        assert "Some text." in small["content"], small
+        assert child.process.returncode is None
+
+
+HOSTILE_FILES = {
+    # 2 MB of words on a single line, and the same spread over 5,000 lines.
+    "one_line.txt": "import random\nrandom.seed(1)\nwords = [''.join(random.choices('abcdefghij', k=6)) for _ in range(280000)]\n"
+                    "open(NAME, 'w').write(' '.join(words))\n",
+    "many_lines.txt": "import random\nrandom.seed(2)\nwords = [''.join(random.choices('abcdefghij', k=6)) for _ in range(280000)]\n"
+                      "open(NAME, 'w').write('\\n'.join(' '.join(words[i:i + 60]) for i in range(0, len(words), 60)))\n",
+    # A module of one 200,000-term expression (it parses), and 60,000 one-line functions.
+    "expression.py": "open(NAME, 'w').write('total = (' + ' + '.join(f'v{i}' for i in range(200000)) + ')\\n')\n",
+    "defs.py": "open(NAME, 'w').write(''.join(f'def f{i}(x): return x + {i}\\n' for i in range(60000)))\n",
+    # Nesting Python refuses (too many nested blocks, brackets): read by indentation.
+    "nested.py": "open(NAME, 'w').write(''.join(' ' * i + f'if x{i}:\\n' for i in range(120)) + ' ' * 120 + 'pass\\n'"
+                 " + '[' * 5000 + ']' * 5000 + '\\n')\n",
+}
+
+
+async def test_files_a_run_writes_to_stall_the_engine_are_answered_in_bounded_time(
+    workspace: Path, tmp_path: Path
+) -> None:
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=READ_BOUND_S + 10) as http:
+        for name, maker in HOSTILE_FILES.items():
+            script = f"NAME = {name!r}\n{maker}"
+            made = await call(http, child, "bash", {"cmd": f"{sys.executable} - <<'EOF'\n{script}EOF\n"})
+            assert not made.get("isError") and tool_json(made)["exit_code"] == 0, (name, made)
+            # The question quotes the file's words: a blob, a traceback of its names.
+            question = f"where is v199999 or f59999 or x119 used? {distinct_words(20_000)}"
+            with trio.fail_after(READ_BOUND_S):
+                read = tool_json(await call(http, child, "read", {"path": name, "context_focus_question": question}))
+            assert read["content"], (name, read)
+            assert read["pruning"]["attempted"], (name, read["pruning"])  # under 2 MiB: the engine ran
+            assert (await http.get(f"{child.base}/health")).status_code == 200, name
+        assert child.process.returncode is None
