@@ -687,6 +687,25 @@ def test_a_pasted_blob_as_question_keeps_the_deadline(source_type):
         assert sel.keep[target]
 
 
+@pytest.mark.parametrize("source_type", ["code", "docs", "logs"])
+def test_a_question_of_megabytes_is_read_by_its_head_and_tail(source_type):
+    """A question may be as long as the child's 4 MiB request body; reading all of it took
+    2.5 s for 2 MB before the first deadline check. Its head (the asker's words) and its tail
+    (where a pasted traceback ends) are read, and a name cut in half at a seam is not."""
+    from jeeves_mcp.pruning.engine._text import MAX_QUESTION_CHARS, bounded_question
+
+    filler = " ".join(f"w{i:x}" for i in range(400_000))
+    question = f"why does frobnicate fail? {filler} in unfold_widget"
+    bounded = bounded_question(question)
+    assert len(bounded) <= MAX_QUESTION_CHARS + 1 and bounded.startswith("why does frobnicate")
+    assert bounded.endswith("in unfold_widget")
+    assert set(bounded.split()) <= set(question.split())  # whole words only
+    text = [f"def step_{i}(value):" if i % 2 == 0 else "    return value" for i in range(2_000)]
+    text[600], text[1400] = "def frobnicate(value):", "def unfold_widget(value):"
+    sel = select_lines(text, question, source_type, max_bytes=4096, deadline=time.monotonic() + 1)
+    assert sel.keep[600] and sel.keep[1400]
+
+
 def test_a_pasted_traceback_keeps_its_innermost_names():
     """Past the cap, the last identifiers of a question are kept before the first: a traceback
     names its innermost frame and its error last. Line numbers come after names."""

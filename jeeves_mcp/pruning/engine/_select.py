@@ -13,7 +13,7 @@ from ._line_model import learned_values
 from ._markers import block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._planner import plan_code, scored_text, text_layout
-from ._text import query_identifiers, query_terms
+from ._text import bounded_question, query_identifiers, query_terms
 from ._units import Layout
 
 __all__ = ["PruneTimeout", "Selection", "select_lines"]
@@ -97,6 +97,7 @@ def select_lines(
         raise ValueError(f"unknown source_type {source_type!r}")
     n = len(lines)
     _check(deadline)
+    question = bounded_question(question)
     qterms = query_terms(question) if question and question.strip() else []
     identifiers = query_identifiers(question) if qterms or (question and question.strip()) else []
     if not (qterms or identifiers) or n == 0:
