@@ -245,6 +245,32 @@ async def test_each_line_carries_the_subject_of_the_commit_that_last_changed_it(
     assert window.prior[0] == history.prior[body_line(30)]
 
 
+async def test_a_commit_subject_of_megabytes_reaches_the_engine_cut(tmp_path: Path) -> None:
+    """A run's commits can carry any subject; the engine reads each one's terms on every read
+    of the file. One of 6 MB (and 2,000 more of 4 KB) reach it bounded."""
+    path = repository(tmp_path / "repo")
+    message = tmp_path / "message"
+    message.write_text(" ".join(f"w{i:x}" for i in range(800_000)) + "\n")
+    path.write_text(module({7: "    return value * 7"}))
+    git(path.parent, "commit", "-q", "-a", "-F", str(message))
+    lines = path.read_text().split("\n")[:-1]
+    history = await line_history(path, lines, root=path.parent, timeout_s=20, kill_grace_s=1)
+    assert history is not None
+    assert history.subjects[body_line(7)].startswith("w0 w1 w2")
+    assert max(len(subject or "") for subject in history.subjects) <= 10_000
+    assert history.subjects[0] == "first"
+    from jeeves_mcp.pruning.history import MAX_SUBJECT_CHARS, MAX_SUBJECTS_CHARS, blame_commits
+
+    assert max(len(subject or "") for subject in history.subjects) <= MAX_SUBJECT_CHARS
+
+    def entry(k: int) -> str:
+        return f"{k:040x} {k + 1} {k + 1} 1\nsummary {'s' * 3_990} {k}\nfilename m.py\n\tline {k}\n"
+
+    _, _, subjects = blame_commits("".join(entry(k) for k in range(2_000)))
+    assert sum(map(len, subjects.values())) <= MAX_SUBJECTS_CHARS
+    assert len(subjects) == 2_000 and subjects[f"{0:040x}"].endswith(" 0")
+
+
 def test_an_earlier_change_on_the_questions_topic_is_kept() -> None:
     """Lines written by a commit whose subject shares two terms with the question are worth
     more; one shared term is not enough."""

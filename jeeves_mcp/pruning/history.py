@@ -59,6 +59,10 @@ CACHE_SIZE = 32
 # After this many git commands ran out of time, a child stops asking: in a repository that
 # slow (a huge monorepo), every first read of a file would otherwise wait the whole timeout.
 GIVE_UP_AFTER = 2
+# A subject is a paragraph (the longest in 128 fetched repositories: 2,778 characters); a run's
+# commits can make theirs megabytes, whose terms the engine reads on every read of the file.
+MAX_SUBJECT_CHARS = 4_000
+MAX_SUBJECTS_CHARS = 256 * 1024  # all a blame's subjects together; past it, no subject
 # The commit git blame shows for lines changed since HEAD.
 UNCOMMITTED = "0" * 40
 
@@ -80,6 +84,7 @@ def blame_commits(porcelain: str) -> tuple[list[str], list[str], dict[str, str]]
     lines: list[str] = []
     commits: list[str] = []
     subjects: dict[str, str] = {}
+    room = MAX_SUBJECTS_CHARS
     sha = ""
     for row in porcelain.split("\n"):
         if row.startswith("\t"):
@@ -89,8 +94,9 @@ def blame_commits(porcelain: str) -> tuple[list[str], list[str], dict[str, str]]
         head, _, rest = row.partition(" ")
         if len(head) == 40 and rest[:1].isdigit():
             sha = head
-        elif head == "summary" and sha:
-            subjects.setdefault(sha, rest)
+        elif head == "summary" and sha and sha not in subjects:
+            subjects[sha] = rest[: min(MAX_SUBJECT_CHARS, room)]
+            room -= len(subjects[sha])
     return lines, commits, subjects
 
 
