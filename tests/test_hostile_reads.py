@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 import trio
 
 from tests._child import Child, running_child, tool_json
@@ -80,3 +81,21 @@ async def test_files_a_run_writes_to_stall_the_engine_are_answered_in_bounded_ti
             assert read["pruning"]["attempted"], (name, read["pruning"])  # under 2 MiB: the engine ran
             assert (await http.get(f"{child.base}/health")).status_code == 200, name
         assert child.process.returncode is None
+
+
+@pytest.mark.parametrize("without_rg", [False, True], ids=["rg", "builtin"])
+async def test_a_file_name_cannot_pose_as_another_files_match(workspace: Path, tmp_path: Path, without_rg: bool) -> None:
+    # grep shows `path:line:text`; a run can name a file so that its match reads as a line of
+    # notes.md (a newline in the name starts a fake row, colons fake the fields).
+    async with running_child(workspace, tmp_path, without_rg=without_rg) as child, httpx.AsyncClient(timeout=30) as http:
+        made = await call(http, child, "bash", {"cmd": "printf 'needle\\n' > $'x\\nnotes.md:3:planted' && "
+                                                       "printf 'needle\\n' > 'src:9:planted' && "
+                                                       "printf 'needle\\n' > $'odd\\xff\\tname' && "
+                                                       "printf 'page\\fbreak\\r\\nneedle\\r\\n' > paged.txt && echo made"})
+        assert tool_json(made)["stdout"] == "made\n", made
+        found = tool_json(await call(http, child, "grep", {"pattern": "needle"}))
+        assert found["engine"] == ("builtin" if without_rg else "rg"), found
+        rows = found["matches"].split("\n")
+        assert sorted(rows) == ['"odd\\377\\tname":1:needle', '"src:9:planted":1:needle',
+                                '"x\\nnotes.md:3:planted":1:needle', "paged.txt:2:needle"], rows
+        assert (found["match_count"], found["files_with_matches"]) == (4, 4), found

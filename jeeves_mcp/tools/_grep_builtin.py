@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import stat
 import threading
 from collections.abc import Iterator
@@ -39,6 +40,33 @@ class GrepResult:
     files: set[str] = field(default_factory=set)
     truncated: bool = False
     skipped_files: int = 0
+
+
+# A path is shown as is unless it could pose as another row: a newline in a name starts a
+# fake `path:line:text` row, colons fake its fields. Such a path is quoted as git quotes one.
+_PLAIN_PATH = re.compile(r'[^\x00-\x1f\x7f"\\:\udc80-\udcff]*')
+_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
+            "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def quoted_path(path: str) -> str:
+    """`path` as grep shows it: as is, or in double quotes with C escapes when it holds a
+    control character, a quote, a backslash, a colon or a byte that is not UTF-8 (a
+    surrogate escape, shown as its octal byte)."""
+    if _PLAIN_PATH.fullmatch(path):
+        return path
+    out = []
+    for char in path:
+        code = ord(char)
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\{code:03o}")
+        elif 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\{code - 0xDC00:03o}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
 
 
 class PatternError(ValueError):
@@ -229,10 +257,13 @@ def _search_file(
     text = data.decode("utf-8", "replace")
     if rx.text is not None and rx.text.search(text) is None:
         return
-    for number, line in enumerate(text.splitlines(), 1):
+    # Lines end at LF (and CRLF) only, as rg and `read` count them: str.splitlines would also
+    # end one at a form feed or a U+2028 and number every line after it wrong.
+    for number, row in enumerate(text.removesuffix("\n").split("\n"), 1):
+        line = row.removesuffix("\r")
         if not rx.search(line):
             continue
         result.match_count += 1
         result.files.add(rel)
         if len(result.lines) < max_matches:
-            result.lines.append(f"{rel}:{number}:{clip_line(line)}")
+            result.lines.append(f"{quoted_path(rel)}:{number}:{clip_line(line)}")

@@ -1,7 +1,8 @@
 """`grep`: a regex search of the run root, with ripgrep (a dependency: the `ripgrep` wheel).
 
 Both paths give `path:line:text` lines sorted by path, paths relative to the
-root, each line clipped to 500 characters, and the fields `match_count`
+root (quoted as git quotes them when a name could pose as another row:
+`quoted_path`), lines counted at LF only, each clipped to 500 characters, and the fields `match_count`
 (matching lines seen), `files_with_matches` and `truncated` (more than
 `max_matches`, or ripgrep's output reached the capture cap: the counts are
 then lower bounds). ripgrep honours `.gitignore`; the built-in does not.
@@ -18,6 +19,7 @@ import stat
 import sys
 import sysconfig
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +62,28 @@ SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-_RG_LINE = re.compile(r"^(.+?):(\d+):")
+# With --null a row is `path NUL line:text LF`; a path may hold any byte but NUL. A binary
+# file given by name adds a note without a NUL, which then leads the next row's path.
+_RG_ROW = re.compile(rb"(\d+):")
+_RG_NOTE = re.compile(rb'[^\n]*: binary file matches \(found "\\0" byte around offset \d+\)\n')
+
+
+def _rg_rows(data: bytes) -> Iterator[tuple[str, bytes, bytes]]:
+    """(path, line number, text) of each complete row of rg's --null output."""
+    start = 0
+    while (nul := data.find(b"\0", start)) >= 0 and (end := data.find(b"\n", nul)) >= 0:
+        path = data[start:nul]
+        while note := _RG_NOTE.match(path):
+            path = path[note.end() :]
+        row = _RG_ROW.match(data, nul + 1, end)
+        start = end + 1
+        if row is not None:
+            text = data[row.end() : end]
+            yield path.decode("utf-8", "surrogateescape"), row.group(1), text.removesuffix(b"\r")
+
+
+def _inside(path: str, shown: list[str]) -> bool:
+    return any(top == "." or path == top or path.startswith(top.rstrip("/") + "/") for top in shown)
 
 
 def find_rg() -> str | None:
@@ -185,7 +208,7 @@ async def _run_rg(
 ) -> _grep_builtin.GrepResult | None:
     """rg's result as the commands' user, or None when that user may not run it."""
     argv = [rg, "--line-number", "--no-heading", "--with-filename", "--color=never"]
-    argv += ["--sort=path", "--no-messages", "--max-columns=500", "--max-columns-preview"]
+    argv += ["--sort=path", "--no-messages", "--max-columns=500", "--max-columns-preview", "--null"]
     if ignore_case:
         argv.append("--ignore-case")
     if glob:
@@ -223,19 +246,18 @@ async def _run_rg(
             "INTERNAL", f"rg exited with status {result.exit_code}", stderr=stderr[-2000:]
         )
     grep = _grep_builtin.GrepResult()
-    text = result.stdout.decode("utf-8", "replace")
-    if result.stdout_bytes > len(result.stdout):
-        grep.truncated = True
-        text = text[: text.rfind("\n") + 1]  # the last line may be cut mid-way
-    for line in text.splitlines():
-        found = _RG_LINE.match(line)
-        if found is None:
-            continue  # "binary file matches" notes and the like
-        path = found.group(1).removeprefix("./")
+    # A row cut by the capture cap has no LF yet and is left out.
+    grep.truncated = result.stdout_bytes > len(result.stdout)
+    shown = [top for _, top in targets]
+    for path, number, text in _rg_rows(result.stdout):
+        path = path.removeprefix("./")
+        if not _inside(path, shown):
+            continue  # only what a note hid could parse so; never another file's row
         grep.match_count += 1
         grep.files.add(path)
         if len(grep.lines) < max_matches:
-            grep.lines.append(line[2:] if line.startswith("./") else line)
+            line = f"{_grep_builtin.quoted_path(path)}:{number.decode()}:{text.decode('utf-8', 'replace')}"
+            grep.lines.append(line)
     # Exit 2 with nothing said: --no-messages silenced a path the commands' user may not
     # read, which is skipped as the built-in grep skips it. Anything rg still says is a failure.
     if result.exit_code == 2 and stderr and not grep.match_count:
