@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -1149,3 +1151,25 @@ _FRAMEWORK_FRAMES = "".join(
 )
 def test_line_references_are_read_as_tools_write_them(question: str, path: str, named: list[int]) -> None:
     assert named_lines(question, 500, path) == named
+
+
+LONG_LINES = {
+    # A line of a log that ends in text after a run of `=`; a non-Python declaration line of
+    # `a_a_...`; a line of blanks ending in a letter, sniffed for its kind (in the first
+    # 200,000 characters, all that is sniffed).
+    "logs": 'select_lines(["build", "x" + "=" * 400_000 + "y", "step 2999 failed"] * 2, '
+            '"why did step 2999 fail", "logs")',
+    "code": 'select_lines(["function ok() {", "  return 1;", "}", "a_" * 200_000 + " {", "  total = 2999;", "}"], '
+            '"where is total set", "code", path="widget.js")',
+    "sniffed": 'guess_source_type(None, "\\t" * 150_000 + "x\\nok\\n")',
+}
+
+
+@pytest.mark.parametrize("kind", LONG_LINES)
+def test_one_long_line_a_run_prints_is_read_in_linear_time(kind):
+    """Three patterns backtracked quadratically over a long line, which any run can print or
+    write: 20,000 characters took 8-16 s, these 400,000 would take hours, holding the GIL (a
+    regex match does not let it go), so the child's event loop stood still as long. In a
+    process of its own, so that the test fails rather than hangs."""
+    call = "from jeeves_mcp.pruning.engine import guess_source_type, select_lines\n" + LONG_LINES[kind]
+    subprocess.run([sys.executable, "-c", call], check=True, timeout=30)

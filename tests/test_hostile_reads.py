@@ -50,6 +50,19 @@ async def test_a_question_as_long_as_a_request_body_answers_in_bounded_time(work
         assert child.process.returncode is None
 
 
+async def test_a_long_line_in_a_commands_output_is_pruned_not_waited_out(workspace: Path, tmp_path: Path) -> None:
+    # The logs engine read a separator with a regex that backtracked quadratically over a
+    # line ending in text after a run of `=`: this one held the child's GIL for hours (its
+    # event loop too: no call, no health check answered).
+    command = f"{sys.executable} -c \"print('x' + '=' * 400_000 + 'y')\"; seq 1 3000"
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=READ_BOUND_S + 10) as http:
+        with trio.fail_after(READ_BOUND_S):
+            ran = tool_json(await call(http, child, "bash", {"cmd": command, "context_focus_question": "where is 2999"}))
+        assert ran["pruning"]["applied"] and not ran["pruning"]["fallback"], ran["pruning"]
+        assert "2999" in ran["stdout"]
+        assert (await http.get(f"{child.base}/health")).status_code == 200
+
+
 HOSTILE_FILES = {
     # 2 MB of words on a single line, and the same spread over 5,000 lines.
     "one_line.txt": "import random\nrandom.seed(1)\nwords = [''.join(random.choices('abcdefghij', k=6)) for _ in range(280000)]\n"

@@ -15,10 +15,13 @@ _CODE_EXT = frozenset(
     json ini cfg conf cmake mk gradle el lisp scm rkt elm cr d pas f f90 asm s css scss less html
     xml xsl""".split()
 )
+# The alternatives that need leading blanks come first, on their own: after `^\s*`, a `\s+`
+# split a run of blanks every way (a line of 200,000 tabs and a letter: minutes).
 _LOG_LINE = re.compile(
-    r"^\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d|\[?(?:INFO|DEBUG|WARN(?:ING)?|ERROR|TRACE|FATAL|CRITICAL)\b"
-    r"|Traceback \(most recent call last\)|\s+File \".*\", line \d+|E\s{3}|FAILED\b|PASSED\b|error(?:\[\w+\])?:|warning:|npm (?:ERR|WARN)"
-    r"|\S+:\d+:\d+: (?:error|warning|note)|={5,}|\s+at [\w$.<>]+\(|make(?:\[\d+\])?: )",
+    r"^(?:\s+(?:File \".*\", line \d+|at [\w$.<>]+\()|"
+    r"\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d|\[?(?:INFO|DEBUG|WARN(?:ING)?|ERROR|TRACE|FATAL|CRITICAL)\b"
+    r"|Traceback \(most recent call last\)|E\s{3}|FAILED\b|PASSED\b|error(?:\[\w+\])?:|warning:|npm (?:ERR|WARN)"
+    r"|\S+:\d+:\d+: (?:error|warning|note)|={5,}|make(?:\[\d+\])?: ))",
     re.IGNORECASE,
 )
 _DOC_LINE = re.compile(
@@ -26,8 +29,14 @@ _DOC_LINE = re.compile(
 )
 _CODE_LINE = re.compile(
     r"^\s*(?:def |class |import |from \S+ import|#include|function\b|func |fn |pub |public |private |"
-    r"return\b|if\s*\(|for\s*\(|while\s*\(|const |let |var |package |using |[}{]\s*$|.*[;{]\s*$)"
+    r"return\b|if\s*\(|for\s*\(|while\s*\(|const |let |var |package |using |[}{]\s*$)"
 )
+
+
+def _code_line(line: str) -> bool:
+    # A line ending in `;` or `{` is tested apart: as `.*[;{]\s*$` after `^\s*` it
+    # backtracked quadratically over leading blanks.
+    return bool(_CODE_LINE.match(line)) or line.rstrip().endswith((";", "{"))
 
 
 def guess_source_type(path: str | None, text: str) -> str:
@@ -63,7 +72,7 @@ def guess_source_type(path: str | None, text: str) -> str:
             counts["logs"] += 1
         elif _DOC_LINE.match(line):
             counts["docs"] += 1
-        elif _CODE_LINE.match(line):
+        elif _code_line(line):
             counts["code"] += 1
     if not any(counts.values()):
         return (
