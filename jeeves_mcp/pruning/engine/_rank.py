@@ -93,6 +93,10 @@ def score_units(
     names: list[
         tuple[list[float], float] | None
     ] = []  # best weight per term, share of name parts matched
+    # Words known to match nothing, and to match something: most lines hold none of the
+    # latter, found by set operations in C rather than a lookup per word.
+    known: set[str] = set()
+    matching: set[str] = set()
     for u in units:
         tf = None
         length = 0
@@ -100,6 +104,14 @@ def score_units(
         for k in range(u.start, u.end + 1):
             words = findall(lines[k])
             length += len(words)
+            distinct = set(words)
+            if not distinct <= known:
+                for w in distinct - known:
+                    if word(w):
+                        matching.add(w)
+                known |= distinct
+            if matching.isdisjoint(distinct):
+                continue
             ltf = None
             for w in words:
                 hits = word(w)
