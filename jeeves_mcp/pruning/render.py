@@ -193,7 +193,8 @@ def trim_by_order(
 
 def numbered_line_bytes(number: int, line: str) -> int:
     """Bytes of a kept line in a line-numbered view: 'N│ ' + text + newline."""
-    return len(str(number)) + 5 + len(line.encode("utf-8", "surrogatepass"))
+    size = len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass"))
+    return len(str(number)) + 5 + size
 
 
 def marker_change(shown: list[bool], i: int, marker_bytes: int) -> int:

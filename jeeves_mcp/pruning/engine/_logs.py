@@ -50,7 +50,7 @@ _CHAIN = re.compile(
 _SEPARATOR_START = re.compile(r"\s*[=_\-*#~+!]{5}")
 _SEPARATOR_END = frozenset("=_-*#~!")
 # Five of these in a row, which every separator line holds: found in one pass over the text.
-_SEPARATOR_RUN = re.compile(r"[=_\-*#~+!]{5}")
+_SEPARATOR_RUN = re.compile(r"[=_\-*#~+!]{5,}")
 
 
 def is_separator(line: str) -> bool:
@@ -98,13 +98,14 @@ def separator_lines(lines: list[str]) -> list[int]:
     text = "\n".join(lines)
     starts = list(accumulate((len(x) + 1 for x in lines), initial=0))
     found: list[int] = []
-    checked = -1
+    line_end = 0
     for run in _SEPARATOR_RUN.finditer(text):
+        if run.start() < line_end:
+            continue  # a line is tried once: a long one holds many runs
         i = bisect_right(starts, run.start()) - 1
-        if i != checked:  # once a line: a long one holds many runs
-            checked = i
-            if is_separator(lines[i]):
-                found.append(i)
+        line_end = starts[i + 1]
+        if is_separator(lines[i]):
+            found.append(i)
     return found
 
 

@@ -123,10 +123,11 @@ class Ranking:
     order, so the rest is never ranked. `order` holds what was read so far."""
 
     def __init__(
-        self, lines: Sequence[str], layout: Layout, values: Sequence[float], first: set[int]
+        self, cost: Sequence[int], layout: Layout, values: Sequence[float], first: set[int]
     ) -> None:
+        """`cost`: each line's bytes in the view (line_bytes)."""
         self.order: list[int] = []
-        self._lines = _ranked(lines, layout, values, first)
+        self._lines = _ranked(cost, layout, values, first)
 
     def __iter__(self) -> Iterator[int]:
         """The order from its start, ranking further lines as they are asked for."""
@@ -137,12 +138,11 @@ class Ranking:
 
 
 def _ranked(
-    lines: Sequence[str], layout: Layout, values: Sequence[float], first: set[int]
+    cost: Sequence[int], layout: Layout, values: Sequence[float], first: set[int]
 ) -> Iterator[int]:
     """Every line with a value, best value per byte first, after the lines of `first`.
     A line brings its unit's heads along, right before it."""
-    n = len(lines)
-    cost = [line_bytes(i, line) for i, line in enumerate(lines)]
+    n = len(cost)
     heads_of: list[list[tuple[int, int]]] = [[] for _ in range(n)]
     for u in layout.units:
         if u.heads:

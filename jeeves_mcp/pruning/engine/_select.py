@@ -130,7 +130,7 @@ def select_lines(
         first = set(layout.always)
         if sum(view[i] for i in layout.context) <= max(256, CONTEXT_CHEAP * min(budget, cap)):
             first |= layout.context
-        ranking = Ranking(lines, layout, values, first)
+        ranking = Ranking(view, layout, values, first)
         if not docs:
             budget = max(budget, _worth_its_size(lines, ranking, values, cap))
         budget = min(budget, cap)
