@@ -334,6 +334,15 @@ never used, 793 cases, engine 0.801 / 0.786. Engine: commits-fresh4 0.801, fresh
   often what the fix calls or uses, not where it is.
 - the planner's price of a new block's marker (MARKER_BYTES 110) at 150 / 80: commits-fresh4,
   fresh3, fresh2, judge -0.6 / +0.5 / -0.3 / -0.4 and +0.5 / -0.4 / -0.1 / -0.6. Kept at 110.
+(2026-11-27, night; same engine, outputs unchanged since:)
+- two consecutive question terms found side by side on a line ("setup method" in a warning's
+  text; a phrase, scored as an identifier of the question is, idf over the lines and units
+  holding it), at 1.0: needles-h -2.3 (6 up, 51 down), commit tasks -0.5 to -0.1; at 0.3: commit
+  tasks +0.6 / +0.2 / 0 on the tuning sets and -0.2 to +0.6 on the five held-out ones (12 up, 7
+  down), needles-h -0.35 (4 up, 21 down). On code lines only, docstrings left out, at 0.3: commit
+  tasks 19 cases up and 11 down over the eight sets (fresh3 +0.3, judge +0.6, fresh4 -0.2), views
+  +0.1 to +0.3 points smaller; every held-out needles set down (j -0.1, k -0.4, s -0.1, fresh
+  -0.1; 12 up, 23 down). Needles pay for what commit tasks gain, as before: not adopted.
 """
 
 from __future__ import annotations
