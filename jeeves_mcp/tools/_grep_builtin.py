@@ -42,17 +42,18 @@ class GrepResult:
     skipped_files: int = 0
 
 
-# A path is shown as is unless it could pose as another row: a newline in a name starts a
-# fake `path:line:text` row, colons fake its fields. Such a path is quoted as git quotes one.
-_PLAIN_PATH = re.compile(r'[^\x00-\x1f\x7f"\\:\udc80-\udcff]*')
+# A path is shown as is unless it could pose as another row or break one: colons fake the
+# fields of a `path:line:text` row, a control character or a Unicode line break (U+0085,
+# U+2028, U+2029) may end it. Such a path is quoted as git quotes one.
+_PLAIN_PATH = re.compile(r'[^\x00-\x1f\x7f-\x9f\u2028\u2029"\\:\udc80-\udcff]*')
 _ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
             "\r": "\\r", '"': '\\"', "\\": "\\\\"}
 
 
 def quoted_path(path: str) -> str:
     """`path` as grep shows it: as is, or in double quotes with C escapes when it holds a
-    control character, a quote, a backslash, a colon or a byte that is not UTF-8 (a
-    surrogate escape, shown as its octal byte)."""
+    control character, a Unicode line break, a quote, a backslash, a colon or a byte that is
+    not UTF-8 (a surrogate escape); the last three kinds as the octal of their bytes."""
     if _PLAIN_PATH.fullmatch(path):
         return path
     out = []
@@ -62,6 +63,8 @@ def quoted_path(path: str) -> str:
             out.append(_ESCAPES[char])
         elif code < 0x20 or code == 0x7F:
             out.append(f"\\{code:03o}")
+        elif 0x80 <= code <= 0x9F or code in (0x2028, 0x2029):
+            out.extend(f"\\{byte:03o}" for byte in char.encode())
         elif 0xDC80 <= code <= 0xDCFF:
             out.append(f"\\{code - 0xDC00:03o}")
         else:
@@ -170,6 +173,8 @@ def _files(top: int, prefix: str, user: User, stop: threading.Event) -> Iterator
                     os.close(fd)
                 continue
             name, is_dir = entry
+            if "\n" in name:
+                continue  # its rows could pose as rows of other files (as rg is told too)
             rel = name if base in ("", ".") else f"{base}/{name}"
             if not is_dir:
                 yield fd, name, rel
@@ -259,7 +264,7 @@ def _search_file(
         return
     # Lines end at LF (and CRLF) only, as rg and `read` count them: str.splitlines would also
     # end one at a form feed or a U+2028 and number every line after it wrong.
-    for number, row in enumerate(text.removesuffix("\n").split("\n"), 1):
+    for number, row in enumerate(text.removesuffix("\n").split("\n") if text else [], 1):
         line = row.removesuffix("\r")
         if not rx.search(line):
             continue

@@ -2,7 +2,8 @@
 
 Both paths give `path:line:text` lines sorted by path, paths relative to the
 root (quoted as git quotes them when a name could pose as another row:
-`quoted_path`), lines counted at LF only, each clipped to 500 characters, and the fields `match_count`
+`quoted_path`; names holding a line break are not searched), lines counted
+at LF only, each clipped to 500 characters, and the fields `match_count`
 (matching lines seen), `files_with_matches` and `truncated` (more than
 `max_matches`, or ripgrep's output reached the capture cap: the counts are
 then lower bounds). ripgrep honours `.gitignore`; the built-in does not.
@@ -62,28 +63,20 @@ SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-# With --null a row is `path NUL line:text LF`; a path may hold any byte but NUL. A binary
-# file given by name adds a note without a NUL, which then leads the next row's path.
+# With --null a row is `path NUL line:text LF`. Files whose names hold a line break are not
+# searched (--glob below, _files in the built-in), so a line without a NUL is one of rg's
+# notes ("PATH: binary file matches ...", "PATH: WARNING: stopped searching ...").
 _RG_ROW = re.compile(rb"(\d+):")
-_RG_NOTE = re.compile(rb'[^\n]*: binary file matches \(found "\\0" byte around offset \d+\)\n')
+_NO_LINE_BREAK_NAMES = "!*\n*"
 
 
 def _rg_rows(data: bytes) -> Iterator[tuple[str, bytes, bytes]]:
     """(path, line number, text) of each complete row of rg's --null output."""
-    start = 0
-    while (nul := data.find(b"\0", start)) >= 0 and (end := data.find(b"\n", nul)) >= 0:
-        path = data[start:nul]
-        while note := _RG_NOTE.match(path):
-            path = path[note.end() :]
-        row = _RG_ROW.match(data, nul + 1, end)
-        start = end + 1
-        if row is not None:
-            text = data[row.end() : end]
-            yield path.decode("utf-8", "surrogateescape"), row.group(1), text.removesuffix(b"\r")
-
-
-def _inside(path: str, shown: list[str]) -> bool:
-    return any(top == "." or path == top or path.startswith(top.rstrip("/") + "/") for top in shown)
+    for row in data.split(b"\n")[:-1]:  # what follows the last LF was cut by the capture cap
+        path, nul, rest = row.partition(b"\0")
+        found = _RG_ROW.match(rest) if nul else None
+        if found is not None:
+            yield path.decode("utf-8", "surrogateescape"), found.group(1), rest[found.end() :].removesuffix(b"\r")
 
 
 def find_rg() -> str | None:
@@ -111,6 +104,10 @@ def _targets(ctx: CallContext, raw_paths: list[str]) -> list[tuple[Path, str]]:
             if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
                 raise  # as Path.exists() let them through
             raise ToolError("NOT_FOUND", f"no such file or directory: {shown}") from None
+        if "\n" in shown:
+            # A row names its file before a colon and ends at a line break: such a name
+            # could pose as rows of other files (and below a target such files are skipped).
+            raise ToolError("INVALID_REQUEST", "a path holding a line break cannot be searched", hint="use bash")
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             # rg would open a FIFO and wait on it for the whole timeout.
             raise ToolError("INVALID_REQUEST", f"{shown} is not a regular file or a directory", hint="use bash")
@@ -213,6 +210,7 @@ async def _run_rg(
         argv.append("--ignore-case")
     if glob:
         argv += ["--glob", glob]
+    argv += ["--glob", _NO_LINE_BREAK_NAMES]  # last: it overrides the caller's glob
     argv += ["-e", pattern, "--"]
     # Relative to the root (its cwd), so rg prints the paths the agent uses.
     argv += ["./" if shown == "." else shown for _, shown in targets]
@@ -248,11 +246,8 @@ async def _run_rg(
     grep = _grep_builtin.GrepResult()
     # A row cut by the capture cap has no LF yet and is left out.
     grep.truncated = result.stdout_bytes > len(result.stdout)
-    shown = [top for _, top in targets]
     for path, number, text in _rg_rows(result.stdout):
         path = path.removeprefix("./")
-        if not _inside(path, shown):
-            continue  # only what a note hid could parse so; never another file's row
         grep.match_count += 1
         grep.files.add(path)
         if len(grep.lines) < max_matches:
