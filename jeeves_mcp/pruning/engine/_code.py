@@ -286,12 +286,16 @@ def _close(lines: list[str], ind: list[int | None], blk: _Block, lvl: int, nxt: 
 
 
 # A declaration names itself early in its line; _NAME searched further backtracks
-# quadratically (an 8,000-character line of `a_a_a_...` took 1.4 s).
+# quadratically (an 8,000-character line of `a_a_a_...` took 1.4 s). Where it starts is
+# looked for in the first LABEL_CHARS after the indent; the name is then read whole there.
 LABEL_CHARS = 400
 
 
 def _label(line: str) -> str:
-    m = _NAME.search(line[:LABEL_CHARS])
+    text = line.lstrip()
+    m = _NAME.search(text, 0, LABEL_CHARS)
+    if m:
+        m = _NAME.match(text, m.start()) or m
     if m:
         return m.group(1) or m.group(2) or ""
     return ""
