@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -1173,3 +1174,25 @@ def test_one_long_line_a_run_prints_is_read_in_linear_time(kind):
     process of its own, so that the test fails rather than hangs."""
     call = "from jeeves_mcp.pruning.engine import guess_source_type, select_lines\n" + LONG_LINES[kind]
     subprocess.run([sys.executable, "-c", call], check=True, timeout=30)
+
+
+@pytest.mark.parametrize("path", ["widget.js", "widget.py"])
+def test_a_long_name_over_many_members_is_labelled_in_bounded_memory(path):
+    """A unit's label copies its owner's name: a class named by a megabyte over 1,500 members
+    took 1.5 GB and passed a 3 s deadline. Run in a process limited to 1 GiB of memory."""
+    if path.endswith(".js"):
+        opener, member = " {", ("  fn f{k}() {{", "    x", "  }}")
+    else:
+        opener, member = ":", ("    def f{k}(self):", "        pass")
+    call = (
+        "import time\nfrom jeeves_mcp.pruning.engine import select_lines\n"
+        f"lines = ['class ' + 'A' * 1_000_000 + {opener!r}]\n"
+        f"lines += [x.format(k=k) for k in range(1500) for x in {member!r}]\n"
+        f"select_lines(lines, 'where is the helper value computed', 'code', path={path!r},"
+        " max_bytes=10240, deadline=time.monotonic() + 3)\n"
+    )
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    subprocess.run([sys.executable, "-c", call], check=True, timeout=60, preexec_fn=limit_memory)

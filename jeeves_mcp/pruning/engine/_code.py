@@ -32,6 +32,9 @@ _DECL = re.compile(
     r"|^\s*(?:[\w:<>\[\]*&,.$]+\s+)*[\w$:~]+\s*\([^;]*$"
     r"|=>\s*\{?\s*$"
 )
+# A unit's label copies its owner's name: a 1 MB class name over 1,500 methods took 1.5 GB
+# (names of real code are far shorter).
+MAX_NAME_CHARS = 200
 _CLOSER = re.compile(r"^\s*(?:[}\])]+[;,)]*\s*(?://.*)?$|end\b|</|fi\b|done\b|esac\b)")
 _NAME = re.compile(
     r"\b(?:def|class|function|func|fn|sub|proc|struct|impl|trait|interface|enum|module|"
@@ -167,8 +170,9 @@ def _python_body(
             # Decorators and comments come along with the def only when short: a function
             # under fifty @click.option lines must not bring them all to show one line.
             sig = (s if st.lineno - 1 - s <= HEAD_DECORATOR_LINES else st.lineno - 1, sig_end)
+            name = st.name[:MAX_NAME_CHARS]
             if isinstance(st, ast.ClassDef):
-                qual = f"{owner}.{st.name}" if owner else st.name
+                qual = f"{owner}.{name}" if owner else name
                 _python_body(lines, st.body, [*heads, sig], units, always, top=False, owner=qual)
             else:
                 end = st.end_lineno if st.end_lineno is not None else st.lineno
@@ -176,8 +180,8 @@ def _python_body(
                     Unit(
                         s,
                         end - 1,
-                        f"{owner}.{st.name}" if owner else st.name,
-                        name=st.name,
+                        f"{owner}.{name}" if owner else name,
+                        name=name,
                         owner=owner,
                         sig=sig,
                         heads=[*heads, sig],
@@ -297,7 +301,7 @@ def _label(line: str) -> str:
     if m:
         m = _NAME.match(text, m.start()) or m
     if m:
-        return m.group(1) or m.group(2) or ""
+        return (m.group(1) or m.group(2) or "")[:MAX_NAME_CHARS]
     return ""
 
 
