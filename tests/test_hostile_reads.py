@@ -110,6 +110,8 @@ MISLEADING_NAMES = (
     "{ printf 'needle\\n'; head -c 2000000 /dev/zero | tr '\\0' a; printf '\\n\\0\\n'; } > src/big.bin",
     "printf 'needle\\n' > src/z.txt",
     ": > empty.txt",
+    # Line breaks other than LF inside a matching line.
+    "printf 'needle\\342\\200\\250notes.md:3:planted\\nneedle\\rnotes.md:4:planted\\n' > breaks.txt",
 )
 
 
@@ -124,9 +126,10 @@ async def test_a_file_name_cannot_pose_as_another_files_match(workspace: Path, t
         assert found["engine"] == ("builtin" if without_rg else "rg"), found
         rows = found["matches"].split("\n")
         assert sorted(rows) == ['"odd\\377\\tname":1:needle', '"src:9:planted":1:needle',
-                                '"y\\342\\200\\250notes.md":1:needle', "paged.txt:2:needle",
-                                "src/big.bin:1:needle", "src/z.txt:1:needle"], rows
-        assert (found["match_count"], found["files_with_matches"]) == (6, 6), found
+                                '"y\\342\\200\\250notes.md":1:needle',
+                                "breaks.txt:1:needle\\u2028notes.md:3:planted", "breaks.txt:2:needle\\rnotes.md:4:planted",
+                                "paged.txt:2:needle", "src/big.bin:1:needle", "src/z.txt:1:needle"], rows
+        assert (found["match_count"], found["files_with_matches"]) == (8, 7), found
         empty = tool_json(await call(http, child, "grep", {"pattern": "^$", "paths": ["empty.txt"]}))
         assert empty["match_count"] == 0, empty
         named = await call(http, child, "grep", {"pattern": "needle", "paths": ["x\nnotes.md:3:planted"]})

@@ -107,7 +107,14 @@ def compile_pattern(pattern: str, ignore_case: bool) -> Pattern:
     return Pattern(line, text)
 
 
-def clip_line(text: str) -> str:
+# Characters that end a line for str.splitlines and some renderers, other than LF: in a
+# row's text they could start what reads as a row of another file. Shown escaped.
+ROW_BREAKS = str.maketrans({char: char.encode("unicode_escape").decode() for char in "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def row_text(text: str) -> str:
+    """A matching line as a row shows it: line breaks escaped, clipped to MAX_LINE_CHARS."""
+    text = text.translate(ROW_BREAKS)
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " […]"
 
 
@@ -271,4 +278,4 @@ def _search_file(
         result.match_count += 1
         result.files.add(rel)
         if len(result.lines) < max_matches:
-            result.lines.append(f"{quoted_path(rel)}:{number}:{clip_line(line)}")
+            result.lines.append(f"{quoted_path(rel)}:{number}:{row_text(line)}")

@@ -3,7 +3,7 @@
 Both paths give `path:line:text` lines sorted by path, paths relative to the
 root (quoted as git quotes them when a name could pose as another row:
 `quoted_path`; names holding a line break are not searched), lines counted
-at LF only, each clipped to 500 characters, and the fields `match_count`
+at LF only, other line breaks in them escaped, each clipped to 500 characters, and the fields `match_count`
 (matching lines seen), `files_with_matches` and `truncated` (more than
 `max_matches`, or ripgrep's output reached the capture cap: the counts are
 then lower bounds). ripgrep honours `.gitignore`; the built-in does not.
@@ -251,7 +251,8 @@ async def _run_rg(
         grep.match_count += 1
         grep.files.add(path)
         if len(grep.lines) < max_matches:
-            line = f"{_grep_builtin.quoted_path(path)}:{number.decode()}:{text.decode('utf-8', 'replace')}"
+            shown = text.decode("utf-8", "replace").translate(_grep_builtin.ROW_BREAKS)  # rg clipped it
+            line = f"{_grep_builtin.quoted_path(path)}:{number.decode()}:{shown}"
             grep.lines.append(line)
     # Exit 2 with nothing said: --no-messages silenced a path the commands' user may not
     # read, which is skipped as the built-in grep skips it. Anything rg still says is a failure.
