@@ -14,18 +14,12 @@ import httpx
 import pytest
 import trio
 
-from tests._child import Child, running_child, tool_json
+from tests._child import running_child, tool_json
+from tests.test_http import call
 
 # The child's own deadline is 3 s (prune_timeout_ms); past it the engine is abandoned and the
 # answer is the unpruned text's scan. A read that takes longer than this has no bound.
 READ_BOUND_S = 20
-
-
-async def call(http: httpx.AsyncClient, child: Child, name: str, arguments: dict) -> dict:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-    reply = (await http.post(f"{child.base}/rpc", json=body, headers=child.headers())).json()
-    assert "result" in reply, reply
-    return reply["result"]
 
 
 def distinct_words(count: int) -> str:
@@ -38,7 +32,7 @@ async def test_a_question_as_long_as_a_request_body_answers_in_bounded_time(work
     # lines a question names, for an output the engine leaves whole, read its terms with a
     # list lookup per word (25 s for 60,000 words; hours for these).
     question = distinct_words(300_000)
-    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=READ_BOUND_S + 10) as http:
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=READ_BOUND_S + 10, headers=child.headers()) as http:
         made = await call(http, child, "bash", {"cmd": "seq 1 400000 > numbers.txt && wc -c < numbers.txt"})
         assert not made.get("isError") and int(tool_json(made)["stdout"]) > 2 * 1024 * 1024, made
         with trio.fail_after(READ_BOUND_S):
@@ -55,7 +49,7 @@ async def test_a_long_line_in_a_commands_output_is_pruned_not_waited_out(workspa
     # line ending in text after a run of `=`: this one held the child's GIL for hours (its
     # event loop too: no call, no health check answered).
     command = f"{sys.executable} -c \"print('x' + '=' * 400_000 + 'y')\"; seq 1 3000"
-    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=READ_BOUND_S + 10) as http:
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=READ_BOUND_S + 10, headers=child.headers()) as http:
         with trio.fail_after(READ_BOUND_S):
             ran = tool_json(await call(http, child, "bash", {"cmd": command, "context_focus_question": "where is 2999"}))
         assert ran["pruning"]["applied"] and not ran["pruning"]["fallback"], ran["pruning"]
@@ -81,7 +75,7 @@ HOSTILE_FILES = {
 async def test_files_a_run_writes_to_stall_the_engine_are_answered_in_bounded_time(
     workspace: Path, tmp_path: Path
 ) -> None:
-    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=READ_BOUND_S + 10) as http:
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=READ_BOUND_S + 10, headers=child.headers()) as http:
         for name, maker in HOSTILE_FILES.items():
             script = f"NAME = {name!r}\n{maker}"
             made = await call(http, child, "bash", {"cmd": f"{sys.executable} - <<'EOF'\n{script}EOF\n"})
@@ -119,7 +113,7 @@ MISLEADING_NAMES = (
 async def test_a_file_name_cannot_pose_as_another_files_match(workspace: Path, tmp_path: Path, without_rg: bool) -> None:
     # grep shows `path:line:text` rows; a run can name a file so that its match reads as a
     # line of notes.md.
-    async with running_child(workspace, tmp_path, without_rg=without_rg) as child, httpx.AsyncClient(timeout=30) as http:
+    async with running_child(workspace, tmp_path, without_rg=without_rg) as child, httpx.AsyncClient(timeout=30, headers=child.headers()) as http:
         made = await call(http, child, "bash", {"cmd": " && ".join([*MISLEADING_NAMES, "echo made"])})
         assert tool_json(made)["stdout"] == "made\n", made
         found = tool_json(await call(http, child, "grep", {"pattern": "needle"}))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import stat
 import threading
 from collections.abc import Iterator
@@ -44,32 +43,23 @@ class GrepResult:
 
 # A path is shown as is unless it could pose as another row or break one: colons fake the
 # fields of a `path:line:text` row, a control character or a Unicode line break (U+0085,
-# U+2028, U+2029) may end it. Such a path is quoted as git quotes one.
-_PLAIN_PATH = re.compile(r'[^\x00-\x1f\x7f-\x9f\u2028\u2029"\\:\udc80-\udcff]*')
-_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
-            "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+# U+2028, U+2029) may end it. Such a path is quoted as git quotes one: C escapes, else the
+# octal of the character's bytes (of the byte itself for one that is not UTF-8, a surrogate
+# escape).
+_C_ESCAPES = {"\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r", '"': '"', "\\": "\\"}
+_PATH_ESCAPES = {
+    **{code: "".join(f"\\{byte:03o}" for byte in chr(code).encode())
+       for code in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]},
+    **{code: f"\\{code - 0xDC00:03o}" for code in range(0xDC80, 0xDD00)},
+    **{ord(char): "\\" + letter for char, letter in _C_ESCAPES.items()},
+}
 
 
 def quoted_path(path: str) -> str:
-    """`path` as grep shows it: as is, or in double quotes with C escapes when it holds a
-    control character, a Unicode line break, a quote, a backslash, a colon or a byte that is
-    not UTF-8 (a surrogate escape); the last three kinds as the octal of their bytes."""
-    if _PLAIN_PATH.fullmatch(path):
-        return path
-    out = []
-    for char in path:
-        code = ord(char)
-        if char in _ESCAPES:
-            out.append(_ESCAPES[char])
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\{code:03o}")
-        elif 0x80 <= code <= 0x9F or code in (0x2028, 0x2029):
-            out.extend(f"\\{byte:03o}" for byte in char.encode())
-        elif 0xDC80 <= code <= 0xDCFF:
-            out.append(f"\\{code - 0xDC00:03o}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
+    """`path` as grep shows it: as is, or quoted when it holds a colon or a character of
+    _PATH_ESCAPES."""
+    escaped = path.translate(_PATH_ESCAPES)
+    return f'"{escaped}"' if escaped != path or ":" in path else path
 
 
 class PatternError(ValueError):

@@ -47,10 +47,11 @@ _CHAIN = re.compile(
 # A separator line starts with five of these (after blanks) or ends with five of the
 # second kind after some text. As one regex (`\S.*[=_\-*#~!]{5,}\s*$`) it backtracked
 # quadratically: a 20,000-character line `x=====...y` took 3.4 s.
-_SEPARATOR_START = re.compile(r"\s*[=_\-*#~+!]{5}")
-_SEPARATOR_END = frozenset("=_-*#~!")
+_SEPARATOR_CHARS = "=_-*#~+!"
+_SEPARATOR_END = frozenset(_SEPARATOR_CHARS) - {"+"}
+_SEPARATOR_START = re.compile(rf"\s*[{re.escape(_SEPARATOR_CHARS)}]{{5}}")
 # Five of these in a row, which every separator line holds: found in one pass over the text.
-_SEPARATOR_RUN = re.compile(r"[=_\-*#~+!]{5,}")
+_SEPARATOR_RUN = re.compile(rf"[{re.escape(_SEPARATOR_CHARS)}]{{5,}}")
 
 
 def is_separator(line: str) -> bool:

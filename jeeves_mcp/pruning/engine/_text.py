@@ -104,6 +104,10 @@ def _head_and_tail(items: list[str], most: int) -> list[str]:
 MAX_QUESTION_CHARS = 32 * 1024
 
 
+_UP_TO_LAST_SPACE = re.compile(r".*\s", re.S)
+_UP_TO_FIRST_SPACE = re.compile(r"\S*\s")
+
+
 def bounded_question(question: str) -> str:
     """The question, or for a pasted blob its first quarter and last three quarters of
     MAX_QUESTION_CHARS, each cut at a space so no word is read in half."""
@@ -117,10 +121,6 @@ def bounded_question(question: str) -> str:
     if not question[tail_start - 1].isspace() and (first := _UP_TO_FIRST_SPACE.match(tail)):
         tail = tail[first.end() :]
     return f"{head}\n{tail}"
-
-
-_UP_TO_LAST_SPACE = re.compile(r".*\s", re.S)
-_UP_TO_FIRST_SPACE = re.compile(r"\S*\s")
 
 
 def query_terms(question: str) -> list[str]:
