@@ -22,6 +22,8 @@ moment later (BACKSTOP_S), and resets. An answer to a request the app did not vo
 must be sent within UNVOUCHED_ANSWER_S or its connection is reset: a tokenless HTTP/2
 request granting no window for the answer's body, or HTTP/1.1 requests pipelined by a client
 that never reads, otherwise held its connection's socket writes for good.
+An answer sent before its request's body was read says `Connection: close`
+(_closing_when_body_unread): hypercorn then closes the connection, and the client must know.
 Each connection is served by hypercorn's own connection handler, as `hypercorn.trio.serve`
 would (which has no cap).
 """
@@ -227,6 +229,38 @@ class _Connection:
         _reset(self.socket)
 
 
+def _closing_when_body_unread(app: Any) -> Any:
+    """An HTTP/1.1 answer that starts before its request's body was all read says
+    `Connection: close`. hypercorn closes such a connection once the answer ends, but silently:
+    a client that kept it lost its next request ("Server disconnected without sending a
+    response") whenever it wrote before the FIN arrived (a 415 or 404 sent early)."""
+
+    async def app_closing_when_body_unread(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("http_version") not in ("1.0", "1.1"):
+            await app(scope, receive, send)
+            return
+        body_read = not any(name in (b"content-length", b"transfer-encoding") and value.strip() != b"0"
+                            for name, value in scope["headers"])
+
+        async def receive_noting_the_end() -> Any:
+            nonlocal body_read
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_read = True
+            return message
+
+        async def send_closing(message: Any) -> None:
+            if message["type"] == "http.response.start" and not body_read and not any(
+                name.lower() == b"connection" for name, _ in message.get("headers", ())
+            ):
+                message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}
+            await send(message)
+
+        await app(scope, receive_noting_the_end, send_closing)
+
+    return app_closing_when_body_unread
+
+
 def _unvouched_answers_let_go(app: Any) -> Any:
     """Counts the requests vouched for in progress on a connection, and resets a connection
     whose answer to a request not vouched for is not taken within UNVOUCHED_ANSWER_S:
@@ -285,7 +319,7 @@ async def serve_capped(
     events are named `events` + `connection_dropped` and so on."""
     config = copy.copy(config)  # the caller's other servers keep theirs
     config.keep_alive_timeout = header_timeout_s
-    wrapped = wrap_app(_unvouched_answers_let_go(app), config.wsgi_max_body_size, None)
+    wrapped = wrap_app(_closing_when_body_unread(_unvouched_answers_let_go(app)), config.wsgi_max_body_size, None)
     context = WorkerContext(None)
     listener = trio.socket.from_stdlib_socket(sock)
     refused = _log.Throttle(REPORT_EVERY_S)

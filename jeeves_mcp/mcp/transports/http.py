@@ -169,10 +169,15 @@ class McpHttpApp:
         vouch_for(scope)
         return True
 
-    async def _read_message(self, receive: Receive, send: Send) -> Any:
-        """The request's JSON-RPC payload, or NOTHING once a 4xx has been sent."""
+    async def _read_message(self, receive: Receive, send: Send, content_type: str | None = None) -> Any:
+        """The request's JSON-RPC payload, or NOTHING once a 4xx has been sent. With its
+        `content_type`, which must be JSON: checked once the body is read, so that the
+        connection can serve the client's next request."""
         body = await self.read_body(receive, send)
         if body is None:
+            return NOTHING
+        if content_type is not None and content_type.split(";")[0].strip().lower() != "application/json":
+            await status(send, 415, "Content-Type must be application/json")
             return NOTHING
         message = parse(body)
         if isinstance(message, McpError):
@@ -221,11 +226,7 @@ class McpHttpApp:
             await status(send, 405, "use POST, GET or DELETE", allow="POST, GET, DELETE")
 
     async def _mcp_post(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
-        if content_type != "application/json":
-            await status(send, 415, "Content-Type must be application/json")
-            return
-        message = await self._read_message(receive, send)
+        message = await self._read_message(receive, send, header(scope, b"content-type") or "")
         if message is NOTHING:
             return
         header_version = header(scope, b"mcp-protocol-version")
