@@ -85,6 +85,8 @@ def estimate_tokens(text: str) -> int:
 def protected_lines(lines: list[str]) -> list[bool]:
     """Lines inside ⟦NO_PRUNE_BEGIN⟧ ... ⟦NO_PRUNE_END⟧, directive lines included."""
     protected = [False] * len(lines)
+    if not any(NO_PRUNE_BEGIN in line for line in lines):
+        return protected
     inside = False
     for i, line in enumerate(lines):
         stripped = line.strip()

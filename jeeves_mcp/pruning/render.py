@@ -7,6 +7,7 @@ more marker, so a budget cut is recoverable exactly like a pruned block.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,6 +196,14 @@ def numbered_line_bytes(number: int, line: str) -> int:
     """Bytes of a kept line in a line-numbered view: 'N│ ' + text + newline."""
     size = len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass"))
     return len(str(number)) + 5 + size
+
+
+def numbered_view_bytes(lines: Sequence[str], first_line: int = 1) -> list[int]:
+    """numbered_line_bytes of every line, numbered from `first_line`, in one pass."""
+    return [
+        len(str(number)) + 5 + (len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass")))
+        for number, line in enumerate(lines, first_line)
+    ]
 
 
 def marker_change(shown: list[bool], i: int, marker_bytes: int) -> int:

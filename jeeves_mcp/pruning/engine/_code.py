@@ -227,8 +227,8 @@ def _indent(line: str) -> int | None:
     s = line.lstrip(" \t")
     if not s:
         return None
-    lead = line[: len(line) - len(s)]
-    return lead.count(" ") + 4 * lead.count("\t")
+    lead = len(line) - len(s)
+    return lead + 3 * line.count("\t", 0, lead)  # a tab counts four
 
 
 class _Block:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 from jeeves_mcp.pruning.render import FOCUS_REASON
@@ -23,24 +24,18 @@ def block_reasons(layout: Layout, scores: Sequence[float], keep: list[bool]) -> 
     label: list[str | None] = [None] * n
     starts: dict[int, tuple[str, float]] = {}
     for u, score in zip(layout.units, scores, strict=True):
-        for i in range(u.start, u.end + 1):
-            label[i] = u.label
+        label[u.start : u.end + 1] = [u.label] * (u.end + 1 - u.start)
         if u.label and u.label != GENERIC:
             starts.setdefault(u.start, (u.label, score))
+    start_lines = sorted(starts)
     reasons: list[str | None] = [None] * n
-    i = 0
+    i = _next(keep, False, 0)
     while i < n:
-        if keep[i]:
-            i += 1
-            continue
-        j = i
-        while j + 1 < n and not keep[j + 1]:
-            j += 1
+        j = _next(keep, True, i) - 1  # the pruned block i..j
         best: dict[str, float] = {}
-        for k in range(i, j + 1):
-            if k in starts:
-                name, score = starts[k]
-                best[name] = max(best.get(name, score), score)
+        for k in start_lines[bisect_left(start_lines, i) : bisect_right(start_lines, j)]:
+            name, score = starts[k]
+            best[name] = max(best.get(name, score), score)
         # sorted is stable: names of equal relevance keep the file's order
         hidden = sorted(best, key=lambda name: -best[name])
         if not hidden and label[i] and label[i] != GENERIC:
@@ -51,8 +46,16 @@ def block_reasons(layout: Layout, scores: Sequence[float], keep: list[bool]) -> 
             more = len(hidden) - REASON_NAMES
             reason += f": {shown}" + (f" +{more}" if more > 0 else "")
         reasons[i : j + 1] = [reason] * (j + 1 - i)
-        i = j + 1
+        i = _next(keep, False, j + 1)
     return reasons
+
+
+def _next(keep: list[bool], value: bool, start: int) -> int:
+    """The first line from `start` whose keep is `value`, else len(keep)."""
+    try:
+        return keep.index(value, start)
+    except ValueError:
+        return len(keep)
 
 
 def innermost_name(layout: Layout, line: int) -> str | None:

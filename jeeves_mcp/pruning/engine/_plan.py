@@ -52,14 +52,14 @@ def line_bytes(index: int, line: str) -> int:
 def smooth(evidence: Sequence[float]) -> list[float]:
     n = len(evidence)
     out = list(evidence)
+    matching = [i for i, e in enumerate(evidence) if e]
     for d, w in enumerate(SMOOTH, 1):
-        for i in range(n):
+        for i in matching:
             e = evidence[i]
-            if e:
-                if i - d >= 0:
-                    out[i - d] += w * e
-                if i + d < n:
-                    out[i + d] += w * e
+            if i - d >= 0:
+                out[i - d] += w * e
+            if i + d < n:
+                out[i + d] += w * e
     return out
 
 
@@ -96,7 +96,7 @@ def line_values(
             p = unit_share * chances[k]
             rows = range(u.start, u.end + 1)
             size = len(rows)
-            unit_evidence = sum(smoothed[i] for i in rows)
+            unit_evidence = sum(smoothed[u.start : u.end + 1])
             if unit_evidence > 0:
                 # A long unit is read by its matching lines more than a short one.
                 spread = (1 - LINE_SHARE) * min(1.0, EVEN_LINES / size)
@@ -109,8 +109,9 @@ def line_values(
                     values[i] += p / size
     if total_evidence > 0:
         g = (1.0 - unit_share if scored else 1.0) / total_evidence
-        for i in range(n):
-            values[i] += g * smoothed[i]
+        for i, e in enumerate(smoothed):
+            if e:
+                values[i] += g * e
     for i in prose:
         values[i] *= DOCSTRING_WEIGHT
     for i in layout.context:
@@ -143,11 +144,10 @@ def _ranked(
     """Every line with a value, best value per byte first, after the lines of `first`.
     A line brings its unit's heads along, right before it."""
     n = len(cost)
-    heads_of: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    heads_of: list[Sequence[tuple[int, int]]] = [()] * n
     for u in layout.units:
         if u.heads:
-            for i in range(u.start, u.end + 1):
-                heads_of[i] = u.heads
+            heads_of[u.start : u.end + 1] = [u.heads] * (u.end + 1 - u.start)
     taken = [False] * n
     heap: list[tuple[float, int, int]] = []
     version = [0] * n
@@ -176,12 +176,22 @@ def _ranked(
                 push(k + 1)
         return new
 
+    taken_first: list[int] = []
     for i in sorted(first):
-        yield from take(i)
+        new = take(i)
+        taken_first.extend(new)
+        yield from new
+    # A line with no taken neighbour (most of them) opens a block of its own: one marker more.
+    beside = {k + d for k in taken_first for d in (-1, 1)} | {0, n - 1}
+    heap.extend(
+        (-value / max(1, c + MARKER_BYTES), i, 0)
+        for i, (value, c) in enumerate(zip(values, cost, strict=True))
+        if value > 0 and not taken[i] and i not in beside
+    )
     heap.extend(
         (-values[i] / max(1, cost[i] + marker_delta(i)), i, 0)
-        for i in range(n)
-        if values[i] > 0 and not taken[i]
+        for i in beside
+        if 0 <= i < n and values[i] > 0 and not taken[i]
     )
     heapq.heapify(heap)
     while heap:

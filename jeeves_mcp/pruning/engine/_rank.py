@@ -93,10 +93,11 @@ def score_units(
     names: list[
         tuple[list[float], float] | None
     ] = []  # best weight per term, share of name parts matched
-    # Words known to match nothing, and to match something: most lines hold none of the
-    # latter, found by set operations in C rather than a lookup per word.
+    # Words known to match nothing, and to match something (with their matches): most lines
+    # hold none of the latter, found by set operations in C rather than a lookup per word.
     known: set[str] = set()
     matching: set[str] = set()
+    hits_of: dict[str, tuple[tuple[int, float], ...]] = {}
     for u in units:
         tf = None
         length = 0
@@ -104,18 +105,18 @@ def score_units(
         for k in range(u.start, u.end + 1):
             words = findall(lines[k])
             length += len(words)
-            distinct = set(words)
-            if not distinct <= known:
-                for w in distinct - known:
-                    if word(w):
+            if not known.issuperset(words):
+                for w in set(words).difference(known):
+                    if hits := word(w):
                         matching.add(w)
-                known |= distinct
-            if matching.isdisjoint(distinct):
+                        hits_of[w] = hits
+                known.update(words)
+            if matching.isdisjoint(words):
                 continue
             ltf = None
             for w in words:
-                hits = word(w)
-                if hits:
+                if w in matching:
+                    hits = hits_of[w]
                     if tf is None:
                         tf = [0.0] * nq
                     if sig is not None and sig[0] <= k <= sig[1]:

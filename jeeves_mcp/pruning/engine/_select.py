@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 
 from jeeves_mcp.pruning.contract import Selection, protected_lines
-from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change
+from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change, numbered_view_bytes
 
 from ._line_model import learned_values
 from ._markers import block_reasons, innermost_name
@@ -120,7 +120,7 @@ def select_lines(
             chances = text.chances
             _check(deadline)
             values = learned_values(text)
-        view = [line_bytes(i, x) for i, x in enumerate(lines)]
+        view = numbered_view_bytes(lines)
         if docs:
             share = DOCS_SHARE
         else:
@@ -322,9 +322,11 @@ def _enforce(
     """The invariants: protected blocks, at most max_prune_ratio pruned, min_keep_lines,
     enclosing signatures and headings of every kept line, atoms whole."""
     n = len(lines)
-    for i, protect in enumerate(protected_lines(lines)):
-        if protect:
-            keep[i] = True
+    protected = protected_lines(lines)
+    if any(protected):
+        for i, protect in enumerate(protected):
+            if protect:
+                keep[i] = True
     ratio = min(1.0, max(0.0, max_prune_ratio))
     need = max(n - math.floor(n * ratio + 1e-9), min(n, max(0, min_keep_lines)))
     have = sum(keep)
@@ -342,12 +344,10 @@ def _enforce(
     for u in layout.units:
         if u.heads and any(keep[u.start : u.end + 1]):
             for a, b in u.heads:
-                for i in range(a, b + 1):
-                    keep[i] = True
+                keep[a : b + 1] = [True] * (b + 1 - a)
     for a, b in layout.atoms:
         if any(keep[a : b + 1]):
-            for i in range(a, b + 1):
-                keep[i] = True
+            keep[a : b + 1] = [True] * (b + 1 - a)
 
 
 def _fill_by_rank(

@@ -332,6 +332,11 @@ class Matcher:
         self.compound = compound
         self.index = {t: i for i, t in enumerate(question_terms)}
         self.qgroups = [_SYN.get(t, frozenset()) for t in question_terms]
+        # A prefix match needs the first PREFIX_MIN letters in common: the terms by those.
+        self._by_head: dict[str, set[int]] = {}
+        for qi, t in enumerate(question_terms):
+            if len(t) >= PREFIX_MIN:
+                self._by_head.setdefault(t[:PREFIX_MIN], set()).add(qi)
         self._cache: dict[str, tuple[tuple[int, float], ...]] = {}
         self._names: dict[str, tuple[tuple[int, float], ...]] = {}
         self._words: dict[str, tuple[tuple[int, float], ...]] = {}
@@ -346,10 +351,11 @@ class Matcher:
         else:
             found: list[tuple[int, float]] = []
             groups = _SYN.get(p)
-            for qi, q in enumerate(self.qterms):
+            heads = self._by_head.get(p[:PREFIX_MIN], ()) if len(p) >= PREFIX_MIN else ()
+            for qi, q in enumerate(self.qterms) if groups or heads else ():
                 if groups and groups & self.qgroups[qi]:
                     found.append((qi, SYN_WEIGHT))
-                elif min(len(p), len(q)) >= PREFIX_MIN and (p.startswith(q) or q.startswith(p)):
+                elif qi in heads and (p.startswith(q) or q.startswith(p)):
                     found.append((qi, PREFIX_WEIGHT))
             if not found and self.compound and len(p) >= COMPOUND_MIN:
                 found = [
