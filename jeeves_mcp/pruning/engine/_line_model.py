@@ -119,15 +119,20 @@ def _distances(rows: Sequence[int], n: int) -> list[float]:
     if not rows:
         return [far] * n
     logs = [math.log1p(d) for d in range(_FAR)] + [far]
-    out = [logs[min(d, _FAR)] for d in range(rows[0], 0, -1)]
+
+    def away(count: int) -> list[float]:
+        """The distances 1..count, as logs."""
+        return logs[1 : count + 1] + [far] * (count - _FAR)
+
+    out = away(rows[0])[::-1]
     out.append(0.0)
     for a, b in pairwise(rows):
         gap = b - a - 1
         half = gap // 2
-        out += [logs[min(d, _FAR)] for d in range(1, gap - half + 1)]
-        out += [logs[min(d, _FAR)] for d in range(half, 0, -1)]
+        out += away(gap - half)
+        out += away(half)[::-1]
         out.append(0.0)
-    out += [logs[min(d, _FAR)] for d in range(1, n - rows[-1])]
+    out += away(n - rows[-1] - 1)
     return out
 
 
