@@ -128,3 +128,29 @@ async def test_a_file_name_cannot_pose_as_another_files_match(workspace: Path, t
         assert empty["match_count"] == 0, empty
         named = await call(http, child, "grep", {"pattern": "needle", "paths": ["x\nnotes.md:3:planted"]})
         assert named["isError"] and tool_json(named)["code"] == "INVALID_REQUEST", named
+
+
+@pytest.mark.parametrize("without_rg", [False, True], ids=["rg", "builtin"])
+async def test_a_glob_or_an_ignore_file_does_not_open_hidden_entries_to_grep(
+    workspace: Path, tmp_path: Path, without_rg: bool
+) -> None:
+    # A whitelisting glob overrides rg's own rules: `*` searched .git/ and every dot file,
+    # which the built-in (and rg without a glob) skip; so did a run's `.ignore` holding `!*`.
+    # A hidden path named as a target is searched by both.
+    async with running_child(workspace, tmp_path, without_rg=without_rg) as child, httpx.AsyncClient(timeout=30, headers=child.headers()) as http:
+        made = await call(http, child, "bash", {"cmd": (
+            "mkdir -p .git .github/wf src/.cache && printf 'needle\\n' | tee .git/config .github/wf/ci.yml "
+            "src/.cache/x.py .secret.py src/shown.py > /dev/null && echo made")})
+        assert tool_json(made)["stdout"] == "made\n", made
+
+        async def rows(**arguments: object) -> list[str]:
+            found = tool_json(await call(http, child, "grep", {"pattern": "needle", **arguments}))
+            assert found["engine"] == ("builtin" if without_rg else "rg"), found
+            return sorted(row.split(":")[0] for row in found["matches"].split("\n") if row)
+
+        for glob in ("*", "**/*", "*.py", "*config*"):
+            assert [row for row in await rows(glob=glob) if "/." in "/" + row] == [], glob
+        made = await call(http, child, "bash", {"cmd": "printf '!*\\n!.*\\n' > .ignore && echo made"})
+        assert tool_json(made)["stdout"] == "made\n", made
+        assert await rows() == ["src/shown.py"]
+        assert await rows(paths=[".github"]) == [".github/wf/ci.yml"]

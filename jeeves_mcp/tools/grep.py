@@ -7,7 +7,7 @@ at LF only, other line breaks in them escaped, each clipped to 500 characters, a
 (matching lines seen), `files_with_matches` and `truncated` (more than
 `max_matches`, or ripgrep's output reached the capture cap: the counts are
 then lower bounds). ripgrep honours `.gitignore`; the built-in does not.
-Both skip hidden entries and binary files below the given paths.
+Both skip hidden entries (whatever the glob) and binary files below the given paths.
 """
 
 from __future__ import annotations
@@ -68,6 +68,10 @@ SCHEMA: dict[str, Any] = {
 # notes ("PATH: binary file matches ...", "PATH: WARNING: stopped searching ...").
 _RG_ROW = re.compile(rb"(\d+):")
 _NO_LINE_BREAK_NAMES = "!*\n*"
+# A glob overrides rg's other rules, hidden entries included: `*`, or a run's `.ignore`
+# holding `!*`, opened .git/ and every dot file, which the built-in skips. Given after the
+# caller's glob, this one wins; a hidden path named as a target is searched still.
+_NO_HIDDEN_ENTRIES = "!.*"
 
 
 def _rg_rows(data: bytes) -> Iterator[tuple[str, bytes, bytes]]:
@@ -210,7 +214,7 @@ async def _run_rg(
         argv.append("--ignore-case")
     if glob:
         argv += ["--glob", glob]
-    argv += ["--glob", _NO_LINE_BREAK_NAMES]  # last: it overrides the caller's glob
+    argv += ["--glob", _NO_HIDDEN_ENTRIES, "--glob", _NO_LINE_BREAK_NAMES]  # last: they override the caller's glob
     argv += ["-e", pattern, "--"]
     # Relative to the root (its cwd), so rg prints the paths the agent uses.
     argv += ["./" if shown == "." else shown for _, shown in targets]
