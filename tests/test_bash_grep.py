@@ -212,6 +212,23 @@ async def test_grep_glob(root, engine):
     assert [line.split(":")[0] for line in lines(out)] == ["src/pkg/util.py"] * 2
 
 
+@pytest.mark.parametrize(("glob", "files"), [
+    ("**/*.py", ["src/app.py", "src/pkg/util.py", "top.py"]),
+    ("src/*.py", ["src/app.py"]),  # a star does not cross a slash
+    ("src/**/*.py", ["src/app.py", "src/pkg/util.py"]),  # nor does ** need a directory
+    ("/top.py", ["top.py"]),  # a leading slash anchors at the root
+    ("util.py", ["src/pkg/util.py"]),  # no slash: the name, at any depth
+    ("!src", ["README.md", "top.py"]),  # a directory excluded with all beneath it
+    ("!src/pkg/**", ["README.md", "src/app.py", "top.py"]),
+])
+async def test_grep_globs_mean_what_they_mean_to_ripgrep(root, engine, glob, files):
+    """rg's `--glob` has gitignore syntax; the built-in read it with fnmatch: `**/*.py` missed
+    the top-level files, `src/*.py` crossed into src/pkg/, `/top.py` and `!src` matched nothing."""
+    (root / "top.py").write_text("greet = 1\n")
+    out = await call_grep(root, pattern="greet", glob=glob, ignore_case=True)
+    assert sorted({line.split(":")[0] for line in lines(out)}) == files
+
+
 async def test_grep_explicit_file(root, engine):
     out = await call_grep(root, pattern="import", paths=["src/app.py"])
     assert lines(out) == ["src/app.py:1:import os"]

@@ -14,14 +14,14 @@ set `stop` to make it return early.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pathspec
 import re2
 
 from jeeves_mcp.beneath import mode_permits
@@ -108,19 +108,15 @@ def row_text(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " […]"
 
 
-def glob_matcher(glob: str | None):
-    """ripgrep-like: no slash = the file name; with a slash = the path; `!` negates."""
+def glob_matcher(glob: str | None) -> Callable[[str], bool]:
+    """ripgrep's `--glob`: gitignore syntax (a name without a slash matches at any depth,
+    `**` spans directories, `*` stops at a slash, a leading `/` anchors at the root, a
+    directory takes all beneath it), matched against the path from the root; `!` negates."""
     if not glob:
         return lambda rel: True
     negate = glob.startswith("!")
-    pattern = glob[1:] if negate else glob
-    by_name = "/" not in pattern
-
-    def matches(rel: str) -> bool:
-        subject = rel.rsplit("/", 1)[-1] if by_name else rel
-        return fnmatch.fnmatchcase(subject, pattern) != negate
-
-    return matches
+    spec = pathspec.GitIgnoreSpec.from_lines([glob[1:] if negate else glob])
+    return lambda rel: spec.match_file(rel) != negate
 
 
 # Every file and directory is opened relative to its parent's descriptor, never following
