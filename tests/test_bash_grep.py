@@ -229,6 +229,17 @@ async def test_grep_globs_mean_what_they_mean_to_ripgrep(root, engine, glob, fil
     assert sorted({line.split(":")[0] for line in lines(out)}) == files
 
 
+async def test_grep_skips_a_file_with_a_nul_byte_wherever_it_is(root, engine):
+    """The built-in looked for NUL in the first 8 KiB only: a log with one later showed its
+    rows, NUL and all, where ripgrep (which reads a 64 KiB buffer first) skips the file."""
+    (root / "late.log").write_bytes(b"greet early\n" + b"x" * 20_000 + b"\ngreet\x00late\n")
+    # Past the first 64 KiB a NUL ends the search: the matches before it are shown.
+    (root / "later.log").write_bytes(b"greet early\n" + b"x" * 99_999 + b"\ngreet\x00late\ngreet after\n")
+    out = await call_grep(root, pattern="greet")
+    assert [line for line in lines(out) if line.startswith(("late", "blob.bin"))] == ["later.log:1:greet early"]
+    assert out.fields["match_count"] == 4
+
+
 async def test_grep_explicit_file(root, engine):
     out = await call_grep(root, pattern="import", paths=["src/app.py"])
     assert lines(out) == ["src/app.py:1:import os"]

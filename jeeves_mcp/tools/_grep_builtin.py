@@ -7,7 +7,8 @@ matching releases the GIL, so the event loop keeps serving meanwhile.
 
 Same result shape as the ripgrep path (`path:line:text` lines, sorted by
 path). Like ripgrep it skips hidden files and directories (so `.git`) below
-the given paths and binary files (a NUL byte in the first 8 KiB); unlike
+the given paths and binary files (a NUL byte in the first 64 KiB; one later
+ends the search there); unlike
 ripgrep it does not read `.gitignore`. Blocking: run it in a thread, and
 set `stop` to make it return early.
 """
@@ -29,7 +30,9 @@ from jeeves_mcp.tools.base import open_in_root
 
 MAX_LINE_CHARS = 500
 MAX_FILE_BYTES = 64 * 1024 * 1024  # larger files are skipped (counted in skipped_files)
-_BINARY_PROBE = 8192
+# ripgrep's first read of a file: a NUL byte in it makes the file binary, not searched; one
+# further on stops the search there (the matches before it are shown).
+_BINARY_PROBE = 64 * 1024
 
 
 @dataclass
@@ -250,8 +253,11 @@ def _search_file(
     if len(data) > MAX_FILE_BYTES:  # grew since the fstat
         result.skipped_files += 1
         return
-    if b"\0" in data[:_BINARY_PROBE]:
+    nul = data.find(b"\0")
+    if 0 <= nul < _BINARY_PROBE:
         return
+    if nul >= 0:
+        del data[data.rfind(b"\n", 0, nul) + 1 :]  # the lines before the one holding it
     text = data.decode("utf-8", "replace")
     if rx.text is not None and rx.text.search(text) is None:
         return
