@@ -240,6 +240,18 @@ async def test_grep_skips_a_file_with_a_nul_byte_wherever_it_is(root, engine):
     assert out.fields["match_count"] == 4
 
 
+async def test_grep_anchors_see_a_crlf_line_as_ripgrep_does(root, engine):
+    """ripgrep matches `$` before the CR of a CRLF line only with --crlf, which it is not
+    given: the built-in matched the line with its CR removed, so `^$` and `greet$` found
+    lines there that ripgrep does not."""
+    (root / "dos.txt").write_bytes(b"greet\r\n\r\nend\r\n")
+    for pattern in ("^$", "greet$"):
+        out = await call_grep(root, pattern=pattern, paths=["dos.txt"])
+        assert out.fields["match_count"] == 0, (pattern, lines(out))
+    out = await call_grep(root, pattern="^greet", paths=["dos.txt"])
+    assert lines(out) == ["dos.txt:1:greet"]
+
+
 async def test_grep_explicit_file(root, engine):
     out = await call_grep(root, pattern="import", paths=["src/app.py"])
     assert lines(out) == ["src/app.py:1:import os"]

@@ -264,9 +264,9 @@ def _search_file(
     # Lines end at LF (and CRLF) only, as rg and `read` count them: str.splitlines would also
     # end one at a form feed or a U+2028 and number every line after it wrong.
     for number, row in enumerate(text.removesuffix("\n").split("\n") if text else [], 1):
-        line = row.removesuffix("\r")
-        if not rx.search(line):
+        if not rx.search(row):  # its CR included: ripgrep's `$` is not before it either
             continue
+        line = row.removesuffix("\r")
         result.match_count += 1
         result.files.add(rel)
         if len(result.lines) < max_matches:
