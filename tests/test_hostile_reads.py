@@ -154,3 +154,17 @@ async def test_a_glob_or_an_ignore_file_does_not_open_hidden_entries_to_grep(
         assert tool_json(made)["stdout"] == "made\n", made
         assert await rows() == ["src/shown.py"]
         assert await rows(paths=[".github"]) == [".github/wf/ci.yml"]
+
+
+async def test_a_glob_is_matched_in_linear_time_by_the_builtin_grep(workspace: Path, tmp_path: Path) -> None:
+    # gitignore globs become regular expressions: as a backtracking one, `*a` eight times
+    # then `*b` took 50 s over a 60-character name, under the GIL (the child's event loop
+    # stood still). The built-in matches them with RE2.
+    glob = "*a" * 12 + "*b"
+    async with running_child(workspace, tmp_path, without_rg=True) as child, httpx.AsyncClient(timeout=READ_BOUND_S + 10, headers=child.headers()) as http:
+        made = await call(http, child, "bash", {"cmd": f"printf 'needle\\n' > {'a' * 200} && echo made"})
+        assert tool_json(made)["stdout"] == "made\n", made
+        with trio.fail_after(READ_BOUND_S):
+            found = tool_json(await call(http, child, "grep", {"pattern": "needle", "glob": glob}))
+        assert found["engine"] == "builtin" and found["match_count"] == 0, found
+        assert (await http.get(f"{child.base}/health")).status_code == 200

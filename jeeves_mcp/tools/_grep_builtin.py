@@ -118,7 +118,8 @@ def glob_matcher(glob: str | None) -> Callable[[str], bool]:
     if not glob:
         return lambda rel: True
     negate = glob.startswith("!")
-    spec = pathspec.GitIgnoreSpec.from_lines([glob[1:] if negate else glob])
+    # RE2, as for the pattern: as backtracking regexes, some globs take hours over one name.
+    spec = pathspec.GitIgnoreSpec.from_lines([glob[1:] if negate else glob], backend="re2")
     return lambda rel: spec.match_file(rel) != negate
 
 
