@@ -220,10 +220,15 @@ async def test_grep_glob(root, engine):
     ("util.py", ["src/pkg/util.py"]),  # no slash: the name, at any depth
     ("!src", ["README.md", "top.py"]),  # a directory excluded with all beneath it
     ("!src/pkg/**", ["README.md", "src/app.py", "top.py"]),
+    ("src", []),  # a file is picked by its own path, not by a directory above it
+    ("*g", []),  # (src/pkg/ ends in g; none of its files does)
+    ("{top,util}.py", ["src/pkg/util.py", "top.py"]),  # ripgrep's alternates
+    ("{top.py,src/app.py}", ["src/app.py", "top.py"]),  # a slash anywhere anchors them all
 ])
 async def test_grep_globs_mean_what_they_mean_to_ripgrep(root, engine, glob, files):
-    """rg's `--glob` has gitignore syntax; the built-in read it with fnmatch: `**/*.py` missed
-    the top-level files, `src/*.py` crossed into src/pkg/, `/top.py` and `!src` matched nothing."""
+    """rg's `--glob` has gitignore syntax, with alternates; the built-in read it with fnmatch:
+    `**/*.py` missed the top-level files, `src/*.py` crossed into src/pkg/, `/top.py` and
+    `!src` matched nothing, `{top,util}.py` was a name with braces."""
     (root / "top.py").write_text("greet = 1\n")
     out = await call_grep(root, pattern="greet", glob=glob, ignore_case=True)
     assert sorted({line.split(":")[0] for line in lines(out)}) == files
@@ -250,6 +255,26 @@ async def test_grep_anchors_see_a_crlf_line_as_ripgrep_does(root, engine):
         assert out.fields["match_count"] == 0, (pattern, lines(out))
     out = await call_grep(root, pattern="^greet", paths=["dos.txt"])
     assert lines(out) == ["dos.txt:1:greet"]
+
+
+@pytest.mark.parametrize(("glob", "problem"), [
+    ("a[b", "unclosed character class; missing ']'"),
+    ("[z-a]", "invalid range; 'z' > 'a'"),
+    ("a\\", "dangling '\\'"),
+    ("{a,{b,c}}", "nested alternate groups are not allowed"),
+    ("{a.py", "unclosed alternate group; missing '}'"),
+    ("!", "nothing after '!'"),
+    ("#x", "ripgrep reads a glob starting with '#' as a comment"),
+    ("a\x00b", "a glob cannot hold a NUL byte or a line break"),
+    ("{a,b}" * 11, "its alternates spell out more than 1024 globs"),
+])
+async def test_grep_refuses_a_glob_ripgrep_refuses_in_its_words(root, engine, glob, problem):
+    """ripgrep's refusal was an INTERNAL "rg failed" (a NUL raised from building its argv);
+    the built-in took `[` for a character and raised on `\\`. Both refuse now, alike."""
+    with pytest.raises(ToolError) as refused:
+        await call_grep(root, pattern="greet", glob=glob)
+    assert refused.value.code == "INVALID_REQUEST"
+    assert problem in refused.value.message, refused.value.message
 
 
 async def test_grep_explicit_file(root, engine):

@@ -18,14 +18,14 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pathspec
 import re2
 
 from jeeves_mcp.beneath import mode_permits
+from jeeves_mcp.tools._glob import glob_matcher
 from jeeves_mcp.tools.base import open_in_root
 
 MAX_LINE_CHARS = 500
@@ -109,18 +109,6 @@ def row_text(text: str) -> str:
     """A matching line as a row shows it: line breaks escaped, clipped to MAX_LINE_CHARS."""
     text = text.translate(ROW_BREAKS)
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " […]"
-
-
-def glob_matcher(glob: str | None) -> Callable[[str], bool]:
-    """ripgrep's `--glob`: gitignore syntax (a name without a slash matches at any depth,
-    `**` spans directories, `*` stops at a slash, a leading `/` anchors at the root, a
-    directory takes all beneath it), matched against the path from the root; `!` negates."""
-    if not glob:
-        return lambda rel: True
-    negate = glob.startswith("!")
-    # RE2, as for the pattern: as backtracking regexes, some globs take hours over one name.
-    spec = pathspec.GitIgnoreSpec.from_lines([glob[1:] if negate else glob], backend="re2")
-    return lambda rel: spec.match_file(rel) != negate
 
 
 # Every file and directory is opened relative to its parent's descriptor, never following

@@ -29,6 +29,7 @@ import trio
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import command_user, run_command
 from jeeves_mcp.tools import _grep_builtin
+from jeeves_mcp.tools._glob import glob_problem
 from jeeves_mcp.tools.base import (
     FOCUS_PROPERTY,
     READ_ONLY,
@@ -123,11 +124,18 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     pattern: str = args["pattern"]
     ignore_case = bool(args.get("ignore_case", False))
     glob: str | None = args.get("glob") or None
+    if glob is not None and not glob.strip():
+        glob = None  # ripgrep reads a blank glob as none
     # Out-of-range numbers are clamped (keeps the schema small, seed 003).
     max_matches = min(max(1, int(args.get("max_matches", DEFAULT_MAX_MATCHES))), MAX_MATCHES)
     timeout_ms = timeout_ms_arg(args, ctx.config.grep_timeout_ms)
     if not pattern:
         raise ToolError("INVALID_REQUEST", "pattern must not be empty")
+    if "\0" in pattern:  # nor can it reach rg; a file holding one is binary, not searched
+        raise ToolError("INVALID_REQUEST", "pattern must not hold a NUL byte")
+    if glob is not None and (problem := glob_problem(glob)) is not None:
+        raise ToolError("INVALID_REQUEST", f"invalid glob {glob[:100]!r}: {problem}",
+                        hint="ripgrep's glob syntax (gitignore's, with {a,b}); escape a literal [ { or \\ with \\")
     targets = _targets(ctx, args.get("paths") or ["."])
     rg = find_rg()
     result: _grep_builtin.GrepResult | None = None
