@@ -1114,7 +1114,8 @@ def test_a_line_number_not_of_this_text_changes_nothing(question: str) -> None:
 @pytest.mark.timeout(20)
 @pytest.mark.parametrize(
     "filler",
-    ["a." * 100_000, "x" * 200_000, 'File "' + "x" * 200_000, "a.b" * 60_000 + ":", ":1" * 100_000],
+    ["a." * 100_000, "x" * 200_000, 'File "' + "x" * 200_000, "a.b" * 60_000 + ":", ":1" * 100_000,
+     '"a\\\\":1' * 30_000, '\\"' * 100_000 + '":1', '"' * 200_000 + ":1"],
 )
 def test_a_huge_question_is_read_in_linear_time(filler: str) -> None:
     # The question is the caller's text (a prune_text goal_hint may quote anything): the line
@@ -1148,6 +1149,12 @@ _FRAMEWORK_FRAMES = "".join(
         ("the last line\n2024-05-01 12:00:01 ERROR", "app.py", []),  # not a range across lines
         ("lines 52-50", "app.py", [49, 50, 51]),
         ("lines 1-150", "app.py", list(range(100))),  # a range favours its first 100 lines
+        # grep quotes a path holding a colon, a quote or a control character, as git does
+        ('grep found "src:9:x.py":3:needle', "src:9:x.py", [2]),
+        ('"odd\\tname.py":5:x and "caf\\303\\251.py":6:y', "odd\tname.py", [4]),
+        ('"caf\\303\\251.py":6:y', "pkg/caf\u00e9.py", [5]),
+        ('{"line":3, "\\"quoted\\".py":4}', "app.py", []),  # another file's, or JSON's
+        ('{"line":3, "\\"quoted\\".py":4}', '"quoted".py', [3]),
     ],
 )
 def test_line_references_are_read_as_tools_write_them(question: str, path: str, named: list[int]) -> None:

@@ -24,6 +24,7 @@ _QUOTED_FILE = re.compile(r"""(?:File|in)[ \t]+["']([^"'\n]*)["'],[ \t]*$""")
 _COLON_NUMBER = re.compile(r":(\d{1,7})\b")
 _TOKEN_END = re.compile(r"""[\s"'(),;=`\[\]<>{}]""")
 _FILE_NAME = re.compile(r"(?:[A-Za-z]:)?[\w./\\-]*\w\.\w{1,8}")
+_EXTENSION = re.compile(r"[^/\\]\.\w{1,8}\Z")  # what a quoted name must end with: a JSON key has none
 LOOKBACK = 300  # characters before a number searched for the file it is in
 # References favoured at most: a question naming more is not about a few of them. The
 # innermost frame of a traceback comes last, so the last ones naming this text are kept.
@@ -61,10 +62,47 @@ def _references(question: str) -> list[tuple[str | None, int, int]]:
     for looked, m in enumerate(_COLON_NUMBER.finditer(question)):
         if looked >= MAX_LOOKED_AT:
             break
-        token = _TOKEN_END.split(question[max(0, m.start() - LOOKBACK) : m.start()])[-1]
-        if _FILE_NAME.fullmatch(token):
-            found.append((m.start(), token, int(m.group(1)), int(m.group(1))))
+        before = question[max(0, m.start() - LOOKBACK) : m.start()]
+        token = _git_quoted(before) if before.endswith('"') else None
+        if token is None or not _EXTENSION.search(token):
+            token = _TOKEN_END.split(before)[-1]
+            if not _FILE_NAME.fullmatch(token):
+                continue
+        found.append((m.start(), token, int(m.group(1)), int(m.group(1))))
     return [(name, a, b) for _, name, a, b in sorted(found, key=lambda r: r[0])]
+
+
+_C_ESCAPES = {"a": b"\a", "b": b"\b", "t": b"\t", "n": b"\n", "v": b"\v", "f": b"\f", "r": b"\r"}
+
+
+def _git_quoted(before: str) -> str | None:
+    """The path `before` ends with when it ends with one quoted as git (and grep) quote one,
+    `"a:b.py"`, unquoted; None if it does not."""
+    i = len(before) - 2
+    while i >= 0:
+        if before[i] == '"':  # the opening quote, unless a backslash escapes it
+            slashes = 0
+            while i - slashes > 0 and before[i - slashes - 1] == "\\":
+                slashes += 1
+            if slashes % 2 == 0:
+                break
+        i -= 1
+    else:
+        return None
+    body, out, k = before[i + 1 : -1], bytearray(), 0
+    while k < len(body):
+        if body[k] == "\\" and k + 1 < len(body):
+            octal = body[k + 1 : k + 4]
+            if len(octal) == 3 and all(c in "01234567" for c in octal):
+                out.append(int(octal, 8) & 0xFF)
+                k += 4
+                continue
+            out += _C_ESCAPES.get(body[k + 1], body[k + 1].encode("utf-8", "surrogatepass"))
+            k += 2
+            continue
+        out += body[k].encode("utf-8", "surrogatepass")
+        k += 1
+    return out.decode("utf-8", "surrogateescape")
 
 
 def named_lines(question: str, n: int, path: str | None = None) -> list[int]:
