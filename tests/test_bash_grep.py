@@ -277,6 +277,13 @@ async def test_grep_refuses_a_glob_ripgrep_refuses_in_its_words(root, engine, gl
     assert problem in refused.value.message, refused.value.message
 
 
+async def test_grep_quotes_a_path_a_bidirectional_control_would_disguise(root, engine):
+    """U+202E reverses what follows on a screen: the row read `eviltxt.py` to a person."""
+    (root / "evil\u202eyp.txt").write_text("greet\n")
+    out = await call_grep(root, pattern="greet", paths=["."], glob="evil*")
+    assert lines(out) == ['"evil\\342\\200\\256yp.txt":1:greet']
+
+
 async def test_grep_explicit_file(root, engine):
     out = await call_grep(root, pattern="import", paths=["src/app.py"])
     assert lines(out) == ["src/app.py:1:import os"]
