@@ -25,6 +25,7 @@ from pathlib import Path
 import re2
 
 from jeeves_mcp.beneath import mode_permits
+from jeeves_mcp.quoting import quoted_path
 from jeeves_mcp.tools._glob import glob_matcher
 from jeeves_mcp.tools.base import open_in_root
 
@@ -42,30 +43,6 @@ class GrepResult:
     files: set[str] = field(default_factory=set)
     truncated: bool = False
     skipped_files: int = 0
-
-
-# A path is shown as is unless it could pose as another row or break one: colons fake the
-# fields of a `path:line:text` row, a control character or a Unicode line break (U+0085,
-# U+2028, U+2029) may end it, a bidirectional control may disguise it. Such a path is quoted as git quotes one: C escapes, else the
-# octal of the character's bytes (of the byte itself for one that is not UTF-8, a surrogate
-# escape).
-# Bidirectional controls reorder what follows them on a screen: `evil\u202eyp.txt` reads as
-# `eviltxt.py` to whoever looks at a transcript (CVE-2021-42574's trick).
-_BIDI_CONTROLS = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-_C_ESCAPES = {"\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r", '"': '"', "\\": "\\"}
-_PATH_ESCAPES = {
-    **{code: "".join(f"\\{byte:03o}" for byte in chr(code).encode())
-       for code in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *_BIDI_CONTROLS]},
-    **{code: f"\\{code - 0xDC00:03o}" for code in range(0xDC80, 0xDD00)},
-    **{ord(char): "\\" + letter for char, letter in _C_ESCAPES.items()},
-}
-
-
-def quoted_path(path: str) -> str:
-    """`path` as grep shows it: as is, or quoted when it holds a colon or a character of
-    _PATH_ESCAPES."""
-    escaped = path.translate(_PATH_ESCAPES)
-    return f'"{escaped}"' if escaped != path or ":" in path else path
 
 
 class PatternError(ValueError):

@@ -28,6 +28,7 @@ import trio
 
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import command_user, run_command
+from jeeves_mcp.quoting import quoted_path
 from jeeves_mcp.tools import _grep_builtin
 from jeeves_mcp.tools._glob import glob_problem
 from jeeves_mcp.tools.base import (
@@ -264,7 +265,7 @@ async def _run_rg(
         grep.files.add(path)
         if len(grep.lines) < max_matches:
             shown = text.decode("utf-8", "replace").translate(_grep_builtin.ROW_BREAKS)  # rg clipped it
-            line = f"{_grep_builtin.quoted_path(path)}:{number.decode()}:{shown}"
+            line = f"{quoted_path(path)}:{number.decode()}:{shown}"
             grep.lines.append(line)
     # Exit 2 with nothing said: --no-messages silenced a path the commands' user may not
     # read, which is skipped as the built-in grep skips it. Anything rg still says is a failure.

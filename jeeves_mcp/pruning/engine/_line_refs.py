@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from jeeves_mcp.quoting import unquoted_path
+
 from ._rank import Scores, line_owner
 from ._units import Layout
 
@@ -72,9 +74,6 @@ def _references(question: str) -> list[tuple[str | None, int, int]]:
     return [(name, a, b) for _, name, a, b in sorted(found, key=lambda r: r[0])]
 
 
-_C_ESCAPES = {"a": b"\a", "b": b"\b", "t": b"\t", "n": b"\n", "v": b"\v", "f": b"\f", "r": b"\r"}
-
-
 def _git_quoted(before: str) -> str | None:
     """The path `before` ends with when it ends with one quoted as git (and grep) quote one,
     `"a:b.py"`, unquoted; None if it does not."""
@@ -89,20 +88,7 @@ def _git_quoted(before: str) -> str | None:
         i -= 1
     else:
         return None
-    body, out, k = before[i + 1 : -1], bytearray(), 0
-    while k < len(body):
-        if body[k] == "\\" and k + 1 < len(body):
-            octal = body[k + 1 : k + 4]
-            if len(octal) == 3 and all(c in "01234567" for c in octal):
-                out.append(int(octal, 8) & 0xFF)
-                k += 4
-                continue
-            out += _C_ESCAPES.get(body[k + 1], body[k + 1].encode("utf-8", "surrogatepass"))
-            k += 2
-            continue
-        out += body[k].encode("utf-8", "surrogatepass")
-        k += 1
-    return out.decode("utf-8", "surrogateescape")
+    return unquoted_path(before[i + 1 : -1])
 
 
 def named_lines(question: str, n: int, path: str | None = None) -> list[int]:
