@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import islice
 
-import pathspec
 import re2
 
 __all__ = ["MAX_ALTERNATIVES", "MAX_GLOB_CHARS", "glob_matcher", "glob_problem"]
@@ -108,6 +107,8 @@ def glob_matcher(glob: str | None) -> Callable[[str], bool]:
     beneath it (gitignore's reading, which pathspec gives)."""
     if not glob:
         return lambda rel: True
+    import pathspec  # here: 22 ms a child's start would pay for a grep with a glob, rarely
+
     negate = glob.startswith("!")
     body = glob.removeprefix("!")
     # ripgrep decides once for the whole glob whether it names a path (it holds a slash)
@@ -140,6 +141,8 @@ _DIRECTORY_ONLY = "(?P<ps_d>/)"
 def _own_path_regex(line: str) -> str | None:
     """The regex of a gitignore pattern matching a file by its own path, not by a directory
     above it; None if no file can match (a directory pattern, a blank)."""
+    import pathspec
+
     patterns = pathspec.GitIgnoreSpec.from_lines([line]).patterns
     regex = patterns[0].regex if patterns else None
     if regex is None:
