@@ -20,6 +20,10 @@ KINDS = {
     "loop": ("loop1/x", "too many levels of symbolic links"),
     "long_name": ("a" * 5000, "too long"),
     "long_path": ("d" + "/a" * 3000, "too long"),
+    # Longer than any path the kernel takes, though it resolves to a short one: resolving it
+    # first cost time growing with the square of its length, in the event loop (a 4 MB one
+    # held every call and health check of the child for 80 s).
+    "long_walk": ("d/../" * 100_000 + "x", "too long"),
     "surrogate": ("x/\ud800", "not valid Unicode"),
 }
 

@@ -150,6 +150,8 @@ def resolve_in_root(config: PrunerConfig, raw: str, *, what: str = "path") -> Pa
         raise ToolError("INVALID_REQUEST", f"{what} contains a NUL byte")
     if unencodable(raw):
         raise ToolError("INVALID_REQUEST", f"{what} is not valid Unicode (a lone surrogate)")
+    if _too_long(os.fsencode(raw)):  # as the kernel refuses it; resolving it first costs its length squared
+        raise path_error(OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG)), raw, what)
     try:
         expanded = Path(raw).expanduser()
     except RuntimeError as exc:  # ~user with no such user
@@ -166,10 +168,13 @@ def resolve_in_root(config: PrunerConfig, raw: str, *, what: str = "path") -> Pa
             f"{what} {raw!r} is outside the run root",
             hint=f"use a path inside {config.root}",
         )
-    encoded = os.fsencode(candidate)
-    if len(encoded) >= PATH_MAX or any(len(name) > NAME_MAX for name in encoded.split(b"/")):
+    if _too_long(os.fsencode(candidate)):
         raise path_error(OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG)), raw, what)
     return candidate
+
+
+def _too_long(path: bytes) -> bool:
+    return len(path) >= PATH_MAX or any(len(name) > NAME_MAX for name in path.split(b"/"))
 
 
 def unencodable(text: str) -> bool:
