@@ -312,9 +312,25 @@ def has_env_entry(pid: int, tag_entries: tuple[bytes, ...], deadline: float = 0.
     )
 
 
+# No exec passes a larger environment (argv and environment together get at most a quarter
+# of the stack limit, capped at 6 MiB). A process can point /proc/PID/environ at any mapping
+# of its own (prctl PR_SET_MM_MAP, unprivileged): an untouched one of gigabytes costs it
+# nothing, and a scan reading it whole cost the daemon as much memory and time.
+ENVIRON_MAX = 6 * 1024 * 1024
+
+
+def _posed_environ(stat: list[str] | None) -> bool:
+    """The environment's extent (proc(5) fields 50-51, shown to a reader allowed to trace the
+    process, else 0) is larger than any exec passes."""
+    try:
+        return stat is not None and int(stat[48]) - int(stat[47]) > ENVIRON_MAX
+    except (IndexError, ValueError):
+        return False
+
+
 def read_environ(pid: int, deadline: float = 0.0) -> bytes | None:
-    """/proc/PID/environ (b"" when gone or unreadable), or None when `pid` is still in the
-    middle of an exec at `deadline` (time.monotonic()).
+    """/proc/PID/environ (b"" when gone, unreadable or larger than ENVIRON_MAX), or None when
+    `pid` is still in the middle of an exec at `deadline` (time.monotonic()).
 
     Mid-exec the file reads empty (the new image's environment is not set up yet, or the
     read got the old image, already released), though the tag is back once the exec ends.
@@ -322,10 +338,14 @@ def read_environ(pid: int, deadline: float = 0.0) -> bytes | None:
     """
     settled = False
     while True:
+        if _posed_environ(proc_stat(pid)):
+            return b""
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
-                environ = f.read()
+                environ = f.read(ENVIRON_MAX + 1)
         except OSError:
+            return b""
+        if len(environ) > ENVIRON_MAX:
             return b""
         if environ:
             return environ
