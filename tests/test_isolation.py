@@ -467,6 +467,21 @@ async def test_what_a_command_leaves_exiting_is_reaped_with_no_further_call(tmp_
                 await trio.sleep(0.05)
 
 
+async def test_a_call_cannot_define_shell_functions_for_the_commands_wrapper(tmp_path: Path, owned_root: Path) -> None:
+    """Where /bin/sh is bash (Fedora, Arch), an `env` entry BASH_FUNC_ulimit%% became a function
+    of the /bin/sh that lowers RLIMIT_NPROC before the command: the limit was never set, and
+    a run had the pruner's (root's) instead, 4096 -> 96365 on the machine that showed it."""
+    async with running_child(owned_root, tmp_path) as child, httpx.AsyncClient(timeout=60) as http:
+        for name in ("BASH_FUNC_ulimit%%", "BASH_FUNC_cd%%", "BASH_FUNC_x"):
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": "bash", "arguments": {"cmd": "ulimit -u", "env": {name: "() { :; }"}}}}
+            error = (await http.post(f"{child.base}/rpc", json=body, headers=child.headers())).json().get("error")
+            assert error and error["data"]["code"] == "INVALID_REQUEST", (name, error)
+            assert error["data"]["errors"] == [f"env.{name}: bash reads it as a shell function definition"], error
+        ran = await child_bash(child, 'echo "$MY_FUNC"', env={"MY_FUNC": "() { :; }"})
+        assert ran["stdout"] == "() { :; }\n", ran  # a value may look like one: only bash's names are refused
+
+
 async def test_commands_of_another_user_get_a_process_limit(tmp_path: Path, owned_root: Path) -> None:
     """F3: commands had no RLIMIT_NPROC, so a run could fork until the host had no pid left."""
     hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]

@@ -40,6 +40,10 @@ SCHEMA: dict[str, Any] = {
 }
 
 
+# How bash exports a function in the environment (BASH_FUNC_name%%), and imports it back.
+BASH_FUNCTION_PREFIX = "BASH_FUNC_"
+
+
 def shell() -> str:
     return shutil.which("bash") or "/bin/sh"
 
@@ -58,6 +62,9 @@ def sanitized_env(
             raise invalid_argument("env", f"invalid variable {name!r}")
         if name in (TAG_VAR, TREE_VAR):
             raise invalid_argument(f"env.{name}", "reserved")
+        if name.startswith(BASH_FUNCTION_PREFIX):
+            # Where /bin/sh is bash, the wrapper that sets the command's limits would run it.
+            raise invalid_argument(f"env.{name}", "bash reads it as a shell function definition")
         env[name] = value
     return env
 
