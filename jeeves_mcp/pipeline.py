@@ -26,7 +26,7 @@ from jeeves_mcp.pruner_config import PrunerConfig
 from jeeves_mcp.pruning import PruneOptions, Pruner, line_scan
 from jeeves_mcp.pruning.counters import SavingsStats
 from jeeves_mcp.pruning.recovery import RecoveryStore
-from jeeves_mcp.pruning.render import Row, fit_lines, fit_rows, rows_text, text_bytes
+from jeeves_mcp.pruning.render import Row, fit_rows, fit_text, rows_text, text_bytes
 from jeeves_mcp.tools.base import (
     CallContext,
     TextOutput,
@@ -310,7 +310,7 @@ class ToolRunner:
                 kept, cut = fit_rows(scan.rows(budget), budget, prune_id or "")
                 fitted = rows_text(kept)
             elif rows is None:
-                fitted, cut = fit_lines(whole.split("\n"), text.first_line, budget, prune_id or "")
+                fitted, cut = fit_text(whole, text.first_line, budget, prune_id or "")
             else:
                 kept, cut = fit_rows(rows, budget, prune_id or "")
                 fitted = rows_text(kept)

@@ -14,6 +14,7 @@ import httpx
 import pytest
 import trio
 
+from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from tests._child import running_child, tool_json
 from tests.test_http import call
 
@@ -168,3 +169,53 @@ async def test_a_glob_is_matched_in_linear_time_by_the_builtin_grep(workspace: P
             found = tool_json(await call(http, child, "grep", {"pattern": "needle", "glob": glob}))
         assert found["engine"] == "builtin" and found["match_count"] == 0, found
         assert (await http.get(f"{child.base}/health")).status_code == 200
+
+
+# The daemon declares a child unreachable when a health ping takes longer than this.
+HEALTH_PING_S = DaemonConfig.model_fields["health_timeout_s"].default
+
+
+async def _worst_health_wait(http: httpx.AsyncClient, base: str, done: trio.Event) -> float:
+    worst = 0.0
+    while not done.is_set():
+        started = trio.current_time()
+        assert (await http.get(f"{base}/health")).status_code == 200
+        worst = max(worst, trio.current_time() - started)
+        await trio.sleep(0.05)
+    return worst
+
+
+async def test_millions_of_short_lines_neither_stall_the_child_nor_lose_their_recovery(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # A file of 20 million two-letter lines (under the read's 64 MiB) and a command printing 5
+    # million (under a stream's 16 MiB, and small enough for the recovery store to keep): each
+    # was split whole, several times over, in the event loop, to show 10 KB of it: 21 million
+    # lines held every call and health check for 12 s and took 3.4 GB.
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=READ_BOUND_S + 10, headers=child.headers()) as http:
+        made = await call(http, child, "bash", {"cmd": "yes ab | head -n 20000000 > short.txt; wc -l < short.txt"})
+        assert tool_json(made)["stdout"] == "20000000\n", made
+        for name, arguments, count in (("read", {"path": "short.txt"}, 20_000_000),
+                                       ("bash", {"cmd": "yes ab | head -n 5000000"}, 5_000_000)):
+            done, worst = trio.Event(), [0.0]
+
+            async def watch(done: trio.Event = done, worst: list[float] = worst) -> None:
+                worst[0] = await _worst_health_wait(http, child.base, done)
+
+            with trio.fail_after(READ_BOUND_S):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(watch)
+                    result = tool_json(await call(http, child, name, arguments))
+                    done.set()
+            assert worst[0] < HEALTH_PING_S, (name, worst[0])
+            field = "content" if name == "read" else "stdout"
+            shown, cut = result[field].split("\n"), result["truncated"][field]
+            marker = next(index for index, line in enumerate(shown) if line.startswith("⟦"))
+            assert set(shown[:marker] + shown[marker + 1 :]) == {"ab"}, name
+            assert cut["lines"] == [marker + 1, count - (len(shown) - marker - 1)], (name, cut)
+        # The command's output is kept for recovery (the 60 MB file's 20 million lines are not:
+        # the store's 64 MiB counts 8 bytes a line).
+        back = tool_json(await call(http, child, "recover_text", {
+            "prune_id": cut["prune_id"], "ranges": [{"start_line": 2_500_000, "end_line": 2_500_002}],
+            "include_line_numbers": False}))
+        assert back["raw_text"] == "ab\nab\nab", back

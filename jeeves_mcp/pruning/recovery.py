@@ -23,24 +23,38 @@ from dataclasses import dataclass
 from typing import overload
 
 _ENTRY_OVERHEAD = 256  # the entry object, its id, its place in the dict and the deque
+_LINE_END_BYTES = array("q").itemsize  # Lines keeps one end offset per line
 
 
 class Lines(Sequence[str]):
-    """The lines of one string ("\n"-split), each cut out only when asked for."""
+    """The lines of one string ("\n"-split), each cut out only when asked for.
 
-    __slots__ = ("_ends", "_text")
+    Where each line ends is found at the first line asked for, not when the text is stored:
+    most stored texts are never recovered, and finding the ends of millions of short lines
+    (a command's flood of output) held the event loop for a second each time."""
+
+    __slots__ = ("_count", "_found_ends", "_text")
 
     def __init__(self, text: str) -> None:
         self._text = text
+        self._count = text.count("\n") + 1
+        self._found_ends: array[int] | None = None
+
+    @property
+    def _ends(self) -> array[int]:
         # ends[i]: one past the "\n" that ends line i (len(text) + 1 for the last line)
-        self._ends = array("q", itertools.accumulate(map((1).__add__, map(len, text.split("\n")))))
+        if self._found_ends is None:
+            lengths = map(len, self._text.split("\n"))
+            self._found_ends = array("q", itertools.accumulate(map((1).__add__, lengths)))
+        return self._found_ends
 
     @property
     def nbytes(self) -> int:
-        return sys.getsizeof(self._text) + self._ends.itemsize * len(self._ends)
+        """What it takes once its line ends are found."""
+        return sys.getsizeof(self._text) + _LINE_END_BYTES * self._count
 
     def __len__(self) -> int:
-        return len(self._ends)
+        return self._count
 
     @overload
     def __getitem__(self, index: int) -> str: ...
@@ -50,8 +64,8 @@ class Lines(Sequence[str]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:
-            index += len(self._ends)
-        if not 0 <= index < len(self._ends):
+            index += self._count
+        if not 0 <= index < self._count:
             raise IndexError("line index out of range")
         start = self._ends[index - 1] if index else 0
         return self._text[start : self._ends[index] - 1]
@@ -116,8 +130,6 @@ class RecoveryStore:
         self._expire()
         if prune_id in self._entries:
             self._drop(prune_id)
-        if sys.getsizeof(text) > self._max_bytes:  # a lower bound of its size: not worth splitting
-            return prune_id
         lines = Lines(text)
         size = self.cost(lines)
         if size > self._max_bytes:

@@ -129,17 +129,55 @@ def fit_rows(
     return [*rows[:head], *opening, marker, *closing, *rows[len(rows) - tail :]], block
 
 
-def fit_lines(
-    lines: list[str], first_line: int, max_bytes: int, prune_id: str
+class _EndLines(Sequence[str]):
+    """The lines of `text` ("\n"-split) as a sequence that splits only its two ends: a cut
+    to a budget looks at the lines within `reach` characters of either end (and at most the
+    one line beyond each). A file of 21 million short lines was split whole, several times,
+    to show 10 KB of it: seconds of the event loop and gigabytes of line objects."""
+
+    def __init__(self, text: str, reach: int) -> None:
+        self._text = text
+        self._count = text.count("\n") + 1
+        self._head = text[:reach].split("\n")[:-1]  # the last part may go on past `reach`
+        self._head_end = sum(len(line) + 1 for line in self._head)  # where the next line starts
+        self._tail = text[len(text) - reach :].split("\n")[1:]
+        self._tail_start = len(text) - sum(len(line) + 1 for line in self._tail)  # its "\n"
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._count))]
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError("line index out of range")
+        if index < len(self._head):
+            return self._head[index]
+        if index >= self._count - len(self._tail):
+            return self._tail[index - (self._count - len(self._tail))]
+        if index == len(self._head):  # the line the head stops at
+            end = self._text.find("\n", self._head_end)
+            return self._text[self._head_end : end if end >= 0 else len(self._text)]
+        if index == self._count - len(self._tail) - 1:  # the one before the tail
+            return self._text[self._text.rfind("\n", 0, self._tail_start) + 1 : self._tail_start]
+        return self._text.split("\n")[index]  # not asked by a cut: whatever it costs
+
+
+def fit_text(
+    text: str, first_line: int, max_bytes: int, prune_id: str
 ) -> tuple[str, dict[str, Any] | None]:
-    """`fit_rows(raw_rows(lines, first_line), ...)` as text, without a row per line.
+    """`fit_rows(raw_rows(text.split("\n"), first_line), ...)` as text, without a row per line.
 
     For the raw output of a tool: the text comes back unchanged when it fits,
     and only the head and tail lines it keeps become rows when it does not.
     """
-    text = "\n".join(lines)
     if text_bytes(text) <= max_bytes:
         return text, None
+    # A character takes a byte or more: past max_bytes characters from an end, no line is kept.
+    reach = max_bytes + 1
+    lines: Sequence[str] = text.split("\n") if len(text) <= 4 * reach else _EndLines(text, reach)
     head, tail = _head_tail(lines, max_bytes)
     last = first_line + len(lines) - 1
     if not head and not tail:
@@ -238,7 +276,7 @@ def text_bytes(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def _head_tail(texts: list[str], max_bytes: int) -> tuple[int, int]:
+def _head_tail(texts: Sequence[str], max_bytes: int) -> tuple[int, int]:
     """How many leading and trailing lines stay when the middle is cut.
 
     Sizes are computed only for the lines looked at: a long output costs the
@@ -264,7 +302,7 @@ def _head_tail(texts: list[str], max_bytes: int) -> tuple[int, int]:
     return head, tail
 
 
-def _clip_cut(texts: list[str], head: int, tail: int, max_bytes: int) -> tuple[str, str] | None:
+def _clip_cut(texts: Sequence[str], head: int, tail: int, max_bytes: int) -> tuple[str, str] | None:
     """The parts of a long line shown around the cut's marker, when the cut starts at a line
     that did not fit whole but the room the head and tail leave holds a useful part of it
     (a 40 KiB JSON line between two short ones). A cut of that one line shows its head and

@@ -117,10 +117,8 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
                 text, replaced = await trio.to_thread.run_sync(_decode, handle)
     except OSError as exc:
         raise path_error(exc, shown) from exc
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # a final newline ends the last line, it does not start a new one
-    total = len(lines)
+    body = text.removesuffix("\n")  # a final newline ends the last line, it does not start a new one
+    total = body.count("\n") + 1 if text else 0
     offset = int(args.get("offset", 1))
     limit = int(args["limit"]) if "limit" in args else None
     if offset > max(total, 1):
@@ -130,35 +128,59 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
             total_lines=total,
             hint=f"use an offset from 1 to {max(total, 1)}",
         )
-    window = lines[offset - 1 : None if limit is None else offset - 1 + limit]
+    returned = max(0, (total if limit is None else min(total, offset - 1 + limit)) - offset + 1)
+    window = body[_line_start(body, offset - 1) : _line_start(body, offset - 1 + returned) - 1] if returned else ""
     fields: dict[str, Any] = {
         "path": shown,
         "total_lines": total,
         "offset": offset,
-        "lines_returned": len(window),
+        "lines_returned": returned,
     }
     if replaced:
         fields["encoding_note"] = "not valid UTF-8: undecodable bytes shown as U+FFFD"
     size = len(text.encode("utf-8", "surrogatepass"))
-    span = "" if len(window) == total else f" (lines {offset}-{offset + len(window) - 1})"
+    span = "" if returned == total else f" (lines {offset}-{offset + returned - 1})"
     summary = clip_summary(f"read {shown}: {plural(total, 'line')}, {human_bytes(size)}{span}")
     source_type = source_type_for(path)
-    content = TextOutput("content", "\n".join(window), source_type, shown, first_line=offset)
+    content = TextOutput("content", window, source_type, shown, first_line=offset)
     timeout_ms = ctx.config.history_timeout_ms
     if source_type == "code" and timeout_ms > 0:
 
         async def window_history() -> LineHistory | None:
             prior = await line_history(
                 path,
-                lines,
+                body.split("\n") if text else [],
                 root=ctx.config.root,
                 timeout_s=timeout_ms / 1000,
                 kill_grace_s=ctx.config.kill_grace_ms / 1000,
             )
-            return None if prior is None else prior[offset - 1 : offset - 1 + len(window)]
+            return None if prior is None else prior[offset - 1 : offset - 1 + returned]
 
         content.line_prior = window_history
     return ToolOutput(summary=summary, fields=fields, texts=[content])
+
+
+# Lines skipped by counting in blocks this long, then found one by one within the last block.
+_SCAN_BLOCK = 64 * 1024
+
+
+def _line_start(text: str, index: int) -> int:
+    """Where line `index` (0-based) of `text` starts; one past the end when it has no such line.
+    The lines before a window are counted, never split into objects."""
+    position = 0
+    while index > 0:
+        end = min(len(text), position + _SCAN_BLOCK)
+        newlines = text.count("\n", position, end)
+        if newlines >= index or end == len(text):
+            break
+        index -= newlines
+        position = end
+    for _ in range(index):
+        found = text.find("\n", position)
+        if found < 0:
+            return len(text) + 1
+        position = found + 1
+    return position
 
 
 TOOL = Tool(
