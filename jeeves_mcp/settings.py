@@ -214,16 +214,60 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """The TOML file `path` once `config_file_problem` found nothing wrong with what was read;
     else a ConfigError saying what, the words a child refusing the file would use (the daemon
     checks it with this before each start: a child's stderr goes nowhere)."""
+    info, text = _config_file_bytes(path)
     try:
-        with path.open("rb") as handle:
-            info, data = os.fstat(handle.fileno()), tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+        data = tomllib.loads(text.decode())
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
     if (problem := config_file_problem(path, info, data)) is not None:
         raise ConfigError(problem)
     return data
+
+
+CONFIG_FILE_MAX_BYTES = 1 << 20
+
+_FILE_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _config_file_bytes(path: Path) -> tuple[os.stat_result, bytes]:
+    """What `path` holds, with the fstat of what was read: a regular file of at most
+    CONFIG_FILE_MAX_BYTES, else a ConfigError. The daemon reads it in its event loop, from a
+    dir a run's user may write: a FIFO put there would block the open (and the daemon with
+    it), /dev/zero would never end. A symlink is followed (an operator's /etc link)."""
+    try:
+        # O_PATH opens no device and waits for no FIFO writer: the kind is known before a real open.
+        handle = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "something else")
+            raise ConfigError(f"config file {path} is {kind}, not a regular file: replace it with a regular file")
+        if info.st_size > CONFIG_FILE_MAX_BYTES:
+            raise ConfigError(_too_large(path))
+        # The same inode again, readable: the path may name something else by now.
+        reader = os.open(f"/proc/self/fd/{handle}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    finally:
+        os.close(handle)
+    try:
+        with open(reader, "rb") as stream:
+            text = stream.read(CONFIG_FILE_MAX_BYTES + 1)  # a file grown since the fstat stops here
+            info = os.fstat(stream.fileno())  # owner and mode as of the read, for config_file_problem
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    if len(text) > CONFIG_FILE_MAX_BYTES:
+        raise ConfigError(_too_large(path))
+    return info, text
+
+
+def _too_large(path: Path) -> str:
+    return f"config file {path} is larger than {CONFIG_FILE_MAX_BYTES >> 20} MiB: not a config file, check the path"
 
 
 def _holds(data: Any, key: tuple[str, ...]) -> bool:

@@ -21,6 +21,7 @@ from jeeves_mcp.pruner_config import ConfigError, load_config
 from jeeves_mcp.supervisor.daemon_config import load_daemon_config
 from tests._child import stop_process_group
 from tests._daemon import TEST_ENV, running_daemon, watch_events
+from tests.test_isolation import NOBODY, bash, directory_owned_by
 
 OTHER_UID = 2001  # another local user, e.g. a run's command user
 
@@ -463,6 +464,21 @@ def test_a_private_config_file_is_accepted(tmp_path: Path, text: str, mode: int)
     load_daemon_config(config_file(tmp_path, text, mode), {}, state_dir=tmp_path / "state")
 
 
+def test_a_config_file_reached_through_a_symlink_is_read(tmp_path: Path) -> None:
+    """As an operator links /etc/jeeves-mcp/jeeves.toml to a file their config tool manages."""
+    link = tmp_path / "linked.toml"
+    link.symlink_to(config_file(tmp_path, "max_slots = 3\n", 0o600))
+    assert load_daemon_config(link, {}, state_dir=tmp_path / "state").max_slots == 3
+
+
+def wake_fifo_openers(path: Path) -> None:
+    """Let whoever is blocked opening the FIFO `path` for reading go on: a writer that closes at once."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass  # no FIFO there, or nobody waiting on it
+
+
 def test_a_config_file_owned_by_another_user_is_refused(tmp_path: Path) -> None:
     needs_root()
     path = config_file(tmp_path, "max_slots = 3\n", 0o600)
@@ -516,6 +532,37 @@ async def test_a_child_the_daemon_starts_refuses_a_config_file_made_writable(tmp
         finally:
             await control.release("loosened")
             await control.release("restored")
+
+
+async def test_a_config_file_a_run_swaps_for_a_fifo_is_refused_without_freezing_the_daemon(tmp_path: Path) -> None:
+    """The config sat in a dir the run's user owns: its bash put a FIFO in the file's place.
+    The check before the next child's start opened it in the daemon's event loop and waited
+    there for a writer, the control API and every slot's health checks with it. The acquire
+    is now refused at once, saying what is wrong, and the daemon goes on answering."""
+    with directory_owned_by(NOBODY, "jeeves-run-") as attackers_root, \
+            directory_owned_by(NOBODY, "jeeves-run-") as victims_root:
+        config = config_file(attackers_root, "[pruner]\nmax_concurrent_calls = 8\n", 0o600)
+        async with running_daemon(tmp_path, {"JEEVES_MCP_CONFIG": str(config)}) as daemon, \
+                daemon.client() as control:
+            attacker = await control.acquire("attacker", attackers_root)
+            assert attacker["state"] == "running", attacker
+            swapped = await bash(attacker, f"rm -f {config.name} && mkfifo {config.name} && stat -c %F {config.name}")
+            assert swapped["stdout"] == "fifo\n", swapped
+            try:
+                with trio.fail_after(20):
+                    refused = await control.acquire("victim", victims_root)
+                    health = await control.healthz()
+                    kept = await control.get("victim")
+                    still = await control.get("attacker")
+            finally:
+                wake_fifo_openers(config)
+            why = f"start_failed: config file {config} is a FIFO, not a regular file: replace it with a regular file"
+            assert (refused["state"], refused["reason"]) == ("disabled", why), refused
+            assert health["status"] == "ok", health
+            assert kept["reason"] == why, kept
+            assert still["state"] == "running", still
+            await control.release("victim")
+            await control.release("attacker")
 
 
 @pytest.mark.parametrize("fork_server", ["true", "false"])
