@@ -145,12 +145,11 @@ class _TomlFile(TomlConfigSettingsSource):
         old_keys: Mapping[str, str] | None = None,
     ) -> None:
         self._path, self._table, self._skip, self._old_keys = path, table, skip, old_keys or {}
-        if path is not None:
-            try:
-                path.open("rb").close()  # a missing file is an error here, not an empty one
-            except OSError as exc:
-                raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
         super().__init__(settings_cls, toml_file=path)
+
+    def _read_files(self, files: Any, deep_merge: bool = False) -> dict[str, Any]:
+        # pydantic-settings skips a path that is not a regular file, a missing one too: ours are refused.
+        return {} if self._path is None else self._read_file(self._path)
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
         # The daemon and every child it points at the file read it here: each checks what it parsed.

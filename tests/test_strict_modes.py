@@ -479,6 +479,42 @@ def wake_fifo_openers(path: Path) -> None:
         pass  # no FIFO there, or nobody waiting on it
 
 
+def not_a_config_file(path: Path, kind: str) -> None:
+    if kind == "fifo":
+        os.mkfifo(path, 0o600)
+    elif kind == "device":
+        path.symlink_to("/dev/null")  # as /dev/zero, without the endless read if this regressed
+    elif kind == "directory":
+        path.mkdir(0o700)
+    else:
+        path.write_text("max_slots = 3\n" + "# padding\n" * (1 << 17))  # 1.25 MiB
+        path.chmod(0o600)
+
+
+@pytest.mark.parametrize(("kind", "problem"), [
+    ("fifo", "is a FIFO, not a regular file: replace it with a regular file"),
+    ("device", "is a character device, not a regular file: replace it with a regular file"),
+    ("directory", "is a directory, not a regular file: replace it with a regular file"),
+    ("large", "is larger than 1 MiB: not a config file, check the path"),
+])
+async def test_a_config_file_that_is_no_regular_file_or_too_large_is_refused(
+    tmp_path: Path, kind: str, problem: str
+) -> None:
+    """Neither the daemon nor a child waits on a FIFO, reads a device or a file of any size:
+    each refuses it, in the same words (a thread each, so that a wait fails the test)."""
+    path = tmp_path / "jeeves.toml"
+    not_a_config_file(path, kind)
+    env = {"JEEVES_MCP_CONFIG": str(path)}
+    try:
+        with trio.fail_after(10):
+            for load in (lambda: load_daemon_config(path, {}, state_dir=tmp_path / "state"), lambda: load_config(env)):
+                with pytest.raises(ConfigError) as refused:
+                    await trio.to_thread.run_sync(load, abandon_on_cancel=True)
+                assert str(refused.value) == f"config file {path} {problem}", refused.value
+    finally:
+        wake_fifo_openers(path)
+
+
 def test_a_config_file_owned_by_another_user_is_refused(tmp_path: Path) -> None:
     needs_root()
     path = config_file(tmp_path, "max_slots = 3\n", 0o600)
