@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -94,8 +95,9 @@ def pruner_argv(root: Path, *extra: str, without_rg: bool = False) -> list[str]:
 @asynccontextmanager
 async def running_child(
     root: Path, tmp: Path, *, token: str | None = "test-token", env: dict[str, str] | None = None,
-    without_rg: bool = False,
+    without_rg: bool = False, nofile: int | None = None,
 ) -> AsyncIterator[Child]:
+    """`nofile`: the child's soft RLIMIT_NOFILE (systemd's default is 1024), its hard one kept."""
     # A start that fails shows its traceback, not the CLI's one line (a flake is then legible).
     child_env = {**os.environ, "JEEVES_MCP_DEBUG": "1", **(env or {})}
     child_env.pop("JEEVES_MCP_TOKEN", None)
@@ -109,6 +111,7 @@ async def running_child(
             stderr=stderr,
             env=child_env,
             start_new_session=True,
+            preexec_fn=None if nofile is None else lambda: _limit_descriptors(nofile),
         )
     try:
         assert process.stdout is not None
@@ -125,6 +128,10 @@ async def running_child(
     finally:
         with trio.CancelScope(shield=True):
             await stop_process_group(process)
+
+
+def _limit_descriptors(soft: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
 
 async def stop_process_group(process: trio.Process, grace_s: float = 5.0) -> None:

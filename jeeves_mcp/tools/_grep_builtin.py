@@ -10,11 +10,13 @@ path). Like ripgrep it skips hidden files and directories (so `.git`) below
 the given paths and binary files (a NUL byte in the first 64 KiB; one later
 ends the search there); unlike
 ripgrep it does not read `.gitignore`. Blocking: run it in a thread, and
-set `stop` to make it return early.
+set `stop` to make it return early. Its walk holds a bounded number of
+descriptors at any depth; running out of them (EMFILE, ENFILE) raises.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import threading
@@ -94,6 +96,9 @@ def row_text(text: str) -> str:
 # Every file and directory is opened relative to its parent's descriptor, never following
 # a link, and checked on the descriptor (attack review F2: a run may swap a component for a
 # symlink out of the root while the pruner, possibly root, reads).
+# Directory descriptors a walk holds at most, whatever its depth (ripgrep's walker, walkdir,
+# holds 10): one a level let a run's chain of directories take every one the child had.
+MAX_OPEN_DIRS = 16
 _FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 User = tuple[int, int] | None  # the run's commands' (uid, gid); None: the pruner's own
@@ -104,58 +109,150 @@ def _may(fd: int, user: User, want: int) -> bool:
     return user is None or mode_permits(os.fstat(fd), *user, want)
 
 
+def _out_of_descriptors(exc: OSError) -> bool:
+    return exc.errno in (errno.EMFILE, errno.ENFILE)
+
+
 def _entries(dir_fd: int) -> list[tuple[str, bool]]:
     """(name, is a directory) of the files and directories in `dir_fd`, by name, hidden skipped."""
     found = []
-    try:
-        with os.scandir(dir_fd) as scan:
-            for entry in sorted(scan, key=lambda e: e.name):
-                if entry.name.startswith("."):
-                    continue
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        found.append((entry.name, True))
-                    elif entry.is_file(follow_symlinks=False):
-                        found.append((entry.name, False))
-                except OSError:
-                    continue
-    except OSError:
-        pass
+    with os.scandir(dir_fd) as scan:  # OSError: the directory cannot be listed
+        for entry in sorted(scan, key=lambda e: e.name):
+            if entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    found.append((entry.name, True))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append((entry.name, False))
+            except OSError:
+                continue
     return found
 
 
-def _files(top: int, prefix: str, user: User, stop: threading.Event) -> Iterator[tuple[int, str, str]]:
-    """(directory fd, name, path) of the files below the directory `top`, in path order;
-    a directory the run's user could not list is skipped, as ripgrep run as it would."""
-    stack: list[tuple[int, str, Iterator[tuple[str, bool]]]] = [(top, prefix, iter(_entries(top)))]
+def _open_dir(parent: int, name: str, user: User) -> tuple[int, tuple[int, int]] | None:
+    """A descriptor of the directory `name` in `parent` (a link is not followed) and its
+    (device, inode); None if it cannot be opened or the run's user could not list it.
+    Running out of descriptors raises: a walk that went on would drop what it could not open."""
     try:
-        while stack and not stop.is_set():
-            fd, base, entries = stack[-1]
-            entry = next(entries, None)
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+    except OSError as exc:
+        if _out_of_descriptors(exc):
+            raise
+        return None
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return None
+    if user is not None and not mode_permits(info, *user, os.R_OK | os.X_OK):
+        os.close(fd)
+        return None
+    return fd, (info.st_dev, info.st_ino)
+
+
+@dataclass
+class _Level:
+    """A directory the walk is in; `fd` is None while it is closed to bound the walk's count."""
+
+    name: str
+    rel: str
+    entries: Iterator[tuple[str, bool]]
+    identity: tuple[int, int]
+    fd: int | None
+
+
+def _list(fd: int, name: str, rel: str, identity: tuple[int, int]) -> _Level | None:
+    try:
+        return _Level(name, rel, iter(_entries(fd)), identity, fd)
+    except OSError as exc:
+        if _out_of_descriptors(exc):  # scandir opens one of its own
+            raise
+        return None
+
+
+def _close_shallowest(levels: list[_Level]) -> None:
+    """Past MAX_OPEN_DIRS open below the top (whose descriptor is the caller's), the shallowest
+    is closed. The open ones are always the deepest, so that is the one MAX_OPEN_DIRS above."""
+    index = len(levels) - 1 - MAX_OPEN_DIRS
+    if index >= 1 and (fd := levels[index].fd) is not None:
+        levels[index].fd = None
+        os.close(fd)
+
+
+def _reopen(levels: list[_Level], user: User) -> int | None:
+    """Reopen the closed levels from the top down, by name and never through a link, the
+    deepest MAX_OPEN_DIRS kept open; each must be the directory walked before (a run may have
+    renamed or swapped it since). The index of the first that is not, else None."""
+    keep_from = max(1, len(levels) - MAX_OPEN_DIRS)
+    for index in range(1, len(levels)):
+        level, parent = levels[index], levels[index - 1]
+        if level.fd is not None:
+            continue
+        assert parent.fd is not None
+        try:
+            opened = _open_dir(parent.fd, level.name, user)
+        finally:
+            if 1 <= index - 1 < keep_from:  # only on the way down to the kept ones
+                os.close(parent.fd)
+                parent.fd = None
+        if opened is not None and opened[1] != level.identity:
+            os.close(opened[0])
+            opened = None
+        if opened is None:
+            return index
+        level.fd = opened[0]
+    return None
+
+
+def _files(
+    top: int, prefix: str, user: User, stop: threading.Event, result: GrepResult
+) -> Iterator[tuple[int, str, str]]:
+    """(directory fd, name, path) of the files below the directory `top`, in path order,
+    holding at most MAX_OPEN_DIRS descriptors more at any depth. A directory the run's user
+    could not list is skipped, as ripgrep run as it would, and counted in skipped_files."""
+    first = _list(top, "", prefix, (0, 0))
+    if first is None:
+        result.skipped_files += 1
+        return
+    levels = [first]
+    try:
+        while levels and not stop.is_set():
+            level = levels[-1]
+            entry = next(level.entries, None)
             if entry is None:
-                stack.pop()
-                if fd != top:
-                    os.close(fd)
+                levels.pop()
+                if level.fd is not None and level.fd != top:
+                    os.close(level.fd)
                 continue
             name, is_dir = entry
             if "\n" in name:
                 continue  # its rows could pose as rows of other files (as rg is told too)
-            rel = name if base in ("", ".") else f"{base}/{name}"
+            if level.fd is None and (lost := _reopen(levels, user)) is not None:
+                result.skipped_files += 1  # the rest of a directory that cannot be reentered
+                for gone in levels[lost:]:
+                    if gone.fd is not None:
+                        os.close(gone.fd)
+                del levels[lost:]
+                continue
+            assert level.fd is not None
+            rel = name if level.rel in ("", ".") else f"{level.rel}/{name}"
             if not is_dir:
-                yield fd, name, rel
+                yield level.fd, name, rel
                 continue
-            try:
-                sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            except OSError:
+            opened = _open_dir(level.fd, name, user)
+            sub = None if opened is None else _list(opened[0], name, rel, opened[1])
+            if sub is None:
+                if opened is not None:
+                    os.close(opened[0])
+                result.skipped_files += 1
                 continue
-            if not _may(sub, user, os.R_OK | os.X_OK):
-                os.close(sub)
-                continue
-            stack.append((sub, rel, iter(_entries(sub))))
+            levels.append(sub)
+            _close_shallowest(levels)
     finally:
-        for fd, _, _ in stack:
-            if fd != top:
-                os.close(fd)
+        for level in levels:
+            if level.fd is not None and level.fd != top:
+                os.close(level.fd)
 
 
 def search(
@@ -173,7 +270,9 @@ def search(
     for target, shown in targets:
         try:
             fd = open_in_root(root, target, _FILE_FLAGS, user)
-        except OSError:
+        except OSError as exc:
+            if _out_of_descriptors(exc):
+                raise
             result.skipped_files += 1
             continue
         try:
@@ -181,16 +280,21 @@ def search(
             if stat.S_ISREG(mode):  # a file named explicitly: the glob does not apply
                 _search_file(rx, fd, shown, result, max_matches, user)
                 continue
-            if not stat.S_ISDIR(mode) or not _may(fd, user, os.R_OK | os.X_OK):
+            if not stat.S_ISDIR(mode):
                 continue
-            for dir_fd, name, rel in _files(fd, shown, user, stop):
+            if not _may(fd, user, os.R_OK | os.X_OK):
+                result.skipped_files += 1
+                continue
+            for dir_fd, name, rel in _files(fd, shown, user, stop, result):
                 if stop.is_set():
                     return result
                 if not wanted(rel):
                     continue
                 try:
                     file_fd = os.open(name, _FILE_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
-                except OSError:
+                except OSError as exc:
+                    if _out_of_descriptors(exc):
+                        raise
                     result.skipped_files += 1
                     continue
                 try:

@@ -198,6 +198,14 @@ async def _run_builtin(
                 ),
                 abandon_on_cancel=True,
             )
+    except OSError as exc:
+        if exc.errno not in (errno.EMFILE, errno.ENFILE):
+            raise
+        # Not a partial answer that reads as a whole one: what could not be opened is unknown.
+        raise ToolError(
+            "QUEUE_OVERLOADED", f"grep stopped: the child is out of file descriptors ({exc.strerror})",
+            hint="retry when fewer calls are running",
+        ) from exc
     finally:
         stop.set()  # an abandoned walk stops at its next file
     assert scope.cancelled_caught
