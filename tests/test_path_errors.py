@@ -7,13 +7,16 @@ structured INVALID_REQUEST through a real child, and the child logs no `tool.int
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from jeeves_mcp.tools.base import path_error
 from tests._child import Child, running_child, tool_json
 
 KINDS = {
@@ -72,3 +75,10 @@ async def test_a_lone_surrogate_in_a_command_or_pattern_is_invalid_request(loopi
             assert result["message"] == f"{field} is not valid Unicode (a lone surrogate)", result
         logged = [e for e in child.log_events() if e.get("event") == "tool.internal_error"]
     assert logged == []
+
+
+@pytest.mark.parametrize("code", [errno.EMFILE, errno.ENFILE])
+def test_a_child_out_of_descriptors_is_overloaded_not_a_missing_file(code: int) -> None:
+    # A read that could not open its file for want of descriptors said "no such file".
+    error = path_error(OSError(code, os.strerror(code)), "notes.md")
+    assert error.code == "QUEUE_OVERLOADED" and "out of file descriptors" in error.message, error

@@ -218,6 +218,9 @@ def path_error(exc: OSError, shown: str, what: str = "path") -> ToolError:
     if code == errno.ENAMETOOLONG:
         return ToolError("INVALID_REQUEST", f"{what} is too long",
                          hint=f"names up to {NAME_MAX} bytes, paths up to {PATH_MAX - 1}")
+    if code in (errno.EMFILE, errno.ENFILE):  # the child's state, not the path's: worth a retry
+        return ToolError("QUEUE_OVERLOADED", f"the child is out of file descriptors ({exc.strerror})",
+                         hint="retry once other calls have ended")
     return ToolError("NOT_FOUND", f"{what} {shown!r}: {exc.strerror or exc}")
 
 
