@@ -126,13 +126,11 @@ class ToolRunner:
             arguments = {}
         problems = validate(arguments, tool.input_schema)
         if problems:
+            omitted = {"errors_omitted": problems.omitted} if problems.omitted else {}
             _log.event(log, "tool.request_invalid", tool=name, request_id=request_id,
-                       validation_errors=problems)
-            raise McpError(
-                INVALID_PARAMS,
-                f"invalid arguments for {name}: {'; '.join(problems)}",
-                {"code": "INVALID_REQUEST", "errors": problems},
-            )
+                       validation_errors=problems.shown, validation_errors_omitted=problems.omitted)
+            raise McpError(INVALID_PARAMS, f"invalid arguments for {name}: {problems}",
+                           {"code": "INVALID_REQUEST", "errors": problems.shown, **omitted})
         if self.active_calls >= self.config.max_concurrent_calls:
             return self.error_result(
                 ToolError(

@@ -1,0 +1,62 @@
+"""A small request must not make a large reply or a large log, through a live child.
+
+The attacker is anyone holding the token (the run itself): each reply and each log line a
+request makes stays bounded whatever the request holds, and the child goes on serving.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+
+from tests._child import Child, running_child
+from tests.test_http import rpc
+
+BOUND_S = 60  # far above what each request costs; a request past it has no bound
+
+
+async def post(http: httpx.AsyncClient, child: Child, message: Any) -> httpx.Response:
+    body = json.dumps(message, separators=(",", ":"))
+    with trio.fail_after(BOUND_S):
+        return await http.post(f"{child.base}/rpc", content=body,
+                               headers={**child.headers(), "Content-Type": "application/json"})
+
+
+def log_size(child: Child) -> int:
+    return child.stderr_path.stat().st_size
+
+
+async def test_a_call_with_half_a_million_invalid_items_gets_ten_of_them(workspace: Path, tmp_path: Path) -> None:
+    count = 500_000
+    arguments = {"pattern": "x", "paths": [0] * count}
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=BOUND_S + 10) as http:
+        before = log_size(child)
+        reply = await post(http, child, rpc("tools/call", {"name": "grep", "arguments": arguments}))
+        grew = log_size(child) - before
+        error = reply.json()["error"]
+        assert error["code"] == -32602 and error["data"]["code"] == "INVALID_REQUEST", error
+        assert error["data"]["errors"] == [f"paths[{i}]: expected string, got number" for i in range(10)]
+        assert error["data"]["errors_omitted"] == count - 10, error["data"]
+        assert error["message"].endswith(f"(and {count - 10} more)"), error["message"]
+        assert len(reply.content) < 4096, len(reply.content)
+        logged = [e for e in child.log_events() if e.get("event") == "tool.request_invalid"]
+        assert [len(e["validation_errors"]) for e in logged] == [10], logged
+        assert logged[0]["validation_errors_omitted"] == count - 10
+        assert grew < 8192, grew
+        assert (await http.get(f"{child.base}/health")).status_code == 200
+
+
+async def test_an_unknown_argument_with_a_long_name_is_not_echoed_whole(workspace: Path, tmp_path: Path) -> None:
+    name = "k" * 1_000_000
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=BOUND_S + 10) as http:
+        before = log_size(child)
+        reply = await post(http, child, rpc("tools/call", {"name": "read", "arguments": {"path": "notes.md", name: 1}}))
+        grew = log_size(child) - before
+        error = reply.json()["error"]
+        [problem] = error["data"]["errors"]
+        assert problem.startswith("kkk") and problem.endswith("chars): unknown argument"), problem[:300]
+        assert len(reply.content) < 4096 and grew < 8192, (len(reply.content), grew)
