@@ -58,6 +58,11 @@ class JournalLineFormatter(logging.Formatter):
         return priority_prefix(record.levelno) + self.inner.format(record)
 
 
+# Characters in one line: at most 256 KiB, half of a child's log file and its rotation as
+# the supervisor sizes them by default (child_log_bytes).
+MAX_LINE_CHARS = 64 * 1024
+
+
 class JsonLineFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -71,6 +76,10 @@ class JsonLineFormatter(logging.Formatter):
         if record.exc_info:
             entry["stack"] = self.formatException(record.exc_info)
         line = json.dumps(entry, default=str, ensure_ascii=False)
+        if len(line) > MAX_LINE_CHARS:
+            # A log file is bounded by rotation, which only bounds it if no one line fills it.
+            stub = {key: entry[key] for key in ("ts", "level", "event")}
+            line = json.dumps({**stub, "line_chars_dropped": len(line)}, ensure_ascii=False)
         # translate is slow on non-ASCII text: most lines are ASCII, with no DEL to escape.
         return line if line.isascii() and "\x7f" not in line else line.translate(_UNSAFE)
 

@@ -95,9 +95,10 @@ def pruner_argv(root: Path, *extra: str, without_rg: bool = False) -> list[str]:
 @asynccontextmanager
 async def running_child(
     root: Path, tmp: Path, *, token: str | None = "test-token", env: dict[str, str] | None = None,
-    without_rg: bool = False, nofile: int | None = None,
+    without_rg: bool = False, nofile: int | None = None, extra: tuple[str, ...] = (),
 ) -> AsyncIterator[Child]:
-    """`nofile`: the child's soft RLIMIT_NOFILE (systemd's default is 1024), its hard one kept."""
+    """`nofile`: the child's soft RLIMIT_NOFILE (systemd's default is 1024), its hard one kept;
+    `extra`: more `pruner` arguments."""
     # A start that fails shows its traceback, not the CLI's one line (a flake is then legible).
     child_env = {**os.environ, "JEEVES_MCP_DEBUG": "1", **(env or {})}
     child_env.pop("JEEVES_MCP_TOKEN", None)
@@ -106,7 +107,7 @@ async def running_child(
     stderr_path = tmp / f"child-{os.urandom(3).hex()}.log"
     with stderr_path.open("wb") as stderr:
         process = await trio.lowlevel.open_process(
-            pruner_argv(root, "--port", "0", without_rg=without_rg),
+            pruner_argv(root, "--port", "0", *extra, without_rg=without_rg),
             stdout=subprocess.PIPE,
             stderr=stderr,
             env=child_env,

@@ -60,3 +60,22 @@ async def test_an_unknown_argument_with_a_long_name_is_not_echoed_whole(workspac
         [problem] = error["data"]["errors"]
         assert problem.startswith("kkk") and problem.endswith("chars): unknown argument"), problem[:300]
         assert len(reply.content) < 4096 and grew < 8192, (len(reply.content), grew)
+
+
+def lines_of(*paths: Path) -> list[dict[str, Any]]:
+    """Every line of the log files, each one a JSON object."""
+    return [json.loads(line) for path in paths if path.exists() for line in path.read_text().splitlines()]
+
+
+async def test_the_log_file_stays_within_its_bound_and_keeps_earlier_lines(workspace: Path, tmp_path: Path) -> None:
+    # As the supervisor starts a child: a log file of 1 MiB, its rotation included.
+    bound = 1024 * 1024
+    log_file = tmp_path / "child.log"
+    rotated = tmp_path / "child.log.1"
+    extra = ("--log-file", str(log_file), "--log-file-bytes", str(bound))
+    async with running_child(workspace, tmp_path, extra=extra) as child, httpx.AsyncClient(timeout=BOUND_S + 10) as http:
+        await post(http, child, rpc("tools/call", {"name": "read", "arguments": {"path": "notes.md"}}, "earlier"))
+        await post(http, child, rpc("tools/call", {"name": "y" * 3_000_000, "arguments": {}}))
+        sizes = [path.stat().st_size for path in (log_file, rotated) if path.exists()]
+        assert sum(sizes) <= bound, sizes
+        assert any(e.get("request_id") == "earlier" for e in lines_of(rotated, log_file)), sizes
