@@ -58,6 +58,12 @@ class JournalLineFormatter(logging.Formatter):
         return priority_prefix(record.levelno) + self.inner.format(record)
 
 
+# Fields often quote what a client sent (a tool name, a request id, a cancel reason): each
+# is cut to this, so a line stays readable and its log file bounded.
+MAX_FIELD_CHARS = 1000
+MAX_FIELD_ITEMS = 100
+MAX_FIELD_DEPTH = 4
+MAX_STACK_CHARS = 16 * 1024
 # Characters in one line: at most 256 KiB, half of a child's log file and its rotation as
 # the supervisor sizes them by default (child_log_bytes).
 MAX_LINE_CHARS = 64 * 1024
@@ -68,13 +74,13 @@ class JsonLineFormatter(logging.Formatter):
         entry: dict[str, Any] = {
             "ts": round(record.created, 3),
             "level": record.levelname.lower(),
-            "event": record.getMessage(),
+            "event": quoted(record.getMessage(), MAX_FIELD_CHARS),
         }
         for key, value in vars(record).items():
             if key not in _RESERVED and not key.startswith("_"):
-                entry[key] = value
+                entry[key] = bounded(value)
         if record.exc_info:
-            entry["stack"] = self.formatException(record.exc_info)
+            entry["stack"] = _head_and_tail(self.formatException(record.exc_info), MAX_STACK_CHARS)
         line = json.dumps(entry, default=str, ensure_ascii=False)
         if len(line) > MAX_LINE_CHARS:
             # A log file is bounded by rotation, which only bounds it if no one line fills it.
@@ -116,6 +122,35 @@ class Throttle:
 def quoted(value: str, limit: int = 200) -> str:
     """`value` cut to `limit` characters, saying how long it was."""
     return value if len(value) <= limit else f"{value[:limit]}... ({len(value)} chars)"
+
+
+def bounded(value: Any, depth: int = 0) -> Any:
+    """`value` with its strings cut to MAX_FIELD_CHARS, its lists and objects to
+    MAX_FIELD_ITEMS items, and no deeper than MAX_FIELD_DEPTH."""
+    if isinstance(value, str):
+        return quoted(value, MAX_FIELD_CHARS)
+    if value is None or isinstance(value, bool | float):
+        return value
+    if isinstance(value, int):  # JSON takes one of 4,000 digits
+        return value if value.bit_length() <= 64 else f"({value.bit_length()}-bit integer)"
+    if depth >= MAX_FIELD_DEPTH:
+        return "..."
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [bounded(item, depth + 1) for _, item in zip(range(MAX_FIELD_ITEMS), value, strict=False)]
+        return items if len(value) <= MAX_FIELD_ITEMS else [*items, f"... ({len(value)} items)"]
+    if isinstance(value, dict):
+        shown = {quoted(str(key), MAX_FIELD_CHARS): bounded(item, depth + 1)
+                 for _, (key, item) in zip(range(MAX_FIELD_ITEMS), value.items(), strict=False)}
+        return shown if len(value) <= MAX_FIELD_ITEMS else {**shown, "...": f"{len(value)} keys"}
+    return quoted(str(value), MAX_FIELD_CHARS)
+
+
+def _head_and_tail(text: str, limit: int) -> str:
+    """A stack's first and last lines, where its calls start and where it failed."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n... ({len(text) - 2 * half} chars) ...\n{text[-half:]}"
 
 
 class _PrivateFileHandler(RotatingFileHandler):

@@ -79,3 +79,29 @@ async def test_the_log_file_stays_within_its_bound_and_keeps_earlier_lines(works
         sizes = [path.stat().st_size for path in (log_file, rotated) if path.exists()]
         assert sum(sizes) <= bound, sizes
         assert any(e.get("request_id") == "earlier" for e in lines_of(rotated, log_file)), sizes
+
+
+def events(child: Child, name: str) -> list[dict[str, Any]]:
+    return [e for e in child.log_events() if e.get("event") == name]
+
+
+async def test_what_a_client_names_is_logged_clipped(workspace: Path, tmp_path: Path) -> None:
+    long_name, long_id, long_reason = "x" * 3_000_000, "i" * 1_000_000, "r" * 3_000_000
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=BOUND_S + 10) as http:
+        before = log_size(child)
+        await post(http, child, rpc("tools/call", {"name": long_name, "arguments": {}}))
+        await post(http, child, rpc("tools/call", {"name": "read", "arguments": {"path": "notes.md"}}, long_id))
+        for name in ("tool.request_received", "tool.request_invalid"):
+            [line] = [e for e in events(child, name) if e["tool"].startswith("xxx")]
+            assert line["tool"].endswith("(3000000 chars)") and len(line["tool"]) < 2000, (name, line["tool"][-50:])
+        sent = [e for e in events(child, "tool.respond_ok") if e["request_id"].startswith("iii")]
+        assert len(sent) == 1 and len(sent[0]["request_id"]) < 2000, sent
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(post, http, child, rpc("tools/call", {"name": "bash", "arguments": {"cmd": "sleep 30"}}, "s1"))
+            with trio.fail_after(BOUND_S):
+                while not [e for e in events(child, "tool.exec_start") if e["request_id"] == "s1"]:  # noqa: ASYNC110 - a log file
+                    await trio.sleep(0.02)
+            await post(http, child, rpc("notifications/cancelled", {"requestId": "s1", "reason": long_reason}, None))
+        [cancel] = events(child, "tool.cancel_requested")
+        assert cancel["reason"].startswith("rrr") and len(cancel["reason"]) < 2000, cancel["reason"][-50:]
+        assert log_size(child) - before < 64 * 1024, log_size(child) - before
