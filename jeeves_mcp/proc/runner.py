@@ -12,6 +12,7 @@ both a command's start and its final summary survive. Everything is counted
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import secrets
@@ -263,6 +264,11 @@ async def run_command(
         raise ToolError("NOT_FOUND", f"cannot run {argv[0]!r}: {exc.strerror}") from exc
     except PermissionError as exc:
         raise ToolError("FORBIDDEN", f"cannot run {argv[0]!r}: {exc.strerror}") from exc
+    except OSError as exc:
+        if exc.errno != errno.E2BIG:
+            raise
+        raise ToolError("INVALID_REQUEST", "the command's arguments and environment are too long "
+                        f"together: the kernel takes {os.sysconf('SC_ARG_MAX'):,} bytes") from exc
     finally:
         os.close(status_write)
         if proc is None:

@@ -36,6 +36,19 @@ def invalid_argument(field: str, problem: str) -> McpError:
     return McpError(INVALID_PARAMS, f"invalid arguments: {message}", {"code": "INVALID_REQUEST", "errors": [message]})
 
 
+# Bytes of one argv string or environment entry, its NUL included, that exec takes:
+# past it, E2BIG (the kernel's MAX_ARG_STRLEN, 32 pages).
+MAX_ARG_STRLEN = 32 * os.sysconf("SC_PAGESIZE")
+
+
+def check_arg_length(field: str, value: str) -> None:
+    """INVALID_REQUEST when `value` could not reach a process as one argument."""
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size >= MAX_ARG_STRLEN:
+        raise ToolError("INVALID_REQUEST", f"{field} is too long: {size:,} bytes, over the "
+                        f"{MAX_ARG_STRLEN - 1:,} the kernel passes to a command in one argument")
+
+
 def timeout_ms_arg(args: dict[str, Any], default: int) -> int:
     """The call's `timeout_ms` (an integer by the schema), 1 ms to a day."""
     value = int(args.get("timeout_ms", default))

@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
+from jeeves_mcp._log import quoted
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import TAG_VAR, TREE_VAR, command_user, run_command
 from jeeves_mcp.tools.base import (
@@ -17,6 +18,7 @@ from jeeves_mcp.tools.base import (
     TextOutput,
     Tool,
     ToolOutput,
+    check_arg_length,
     clip_summary,
     display_path,
     invalid_argument,
@@ -65,6 +67,7 @@ def sanitized_env(
         if name.startswith(BASH_FUNCTION_PREFIX):
             # Where /bin/sh is bash, the wrapper that sets the command's limits would run it.
             raise invalid_argument(f"env.{name}", "bash reads it as a shell function definition")
+        check_arg_length(f"env.{quoted(name, 50)}", f"{name}={value}")
         env[name] = value
     return env
 
@@ -113,6 +116,7 @@ def _quote(cmd: str, room: int) -> str:
 async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     config = ctx.config
     cmd: str = args["cmd"]
+    check_arg_length("cmd", cmd)
     user = command_user(config.root)  # first: a replaced root is refused as such
     cwd = resolve_in_root(config, args.get("cwd", "."), what="cwd")
     if not cwd.is_dir():

@@ -38,6 +38,7 @@ from jeeves_mcp.tools.base import (
     TextOutput,
     Tool,
     ToolOutput,
+    check_arg_length,
     clip_summary,
     display_path,
     plural,
@@ -132,6 +133,10 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     timeout_ms = timeout_ms_arg(args, ctx.config.grep_timeout_ms)
     if not pattern:
         raise ToolError("INVALID_REQUEST", "pattern must not be empty")
+    # rg takes both as arguments; the built-in is held to the same rule.
+    check_arg_length("pattern", pattern)
+    if glob is not None:
+        check_arg_length("glob", glob)
     if "\0" in pattern:  # nor can it reach rg; a file holding one is binary, not searched
         raise ToolError("INVALID_REQUEST", "pattern must not hold a NUL byte")
     if glob is not None and (problem := glob_problem(glob)) is not None:
