@@ -7,14 +7,15 @@ request makes stays bounded whatever the request holds, and the child goes on se
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import httpx
 import trio
 
-from tests._child import Child, running_child
-from tests.test_http import rpc
+from tests._child import Child, pruner_argv, running_child
+from tests.test_http import headers, open_session, rpc
 
 BOUND_S = 60  # far above what each request costs; a request past it has no bound
 
@@ -105,3 +106,42 @@ async def test_what_a_client_names_is_logged_clipped(workspace: Path, tmp_path: 
         [cancel] = events(child, "tool.cancel_requested")
         assert cancel["reason"].startswith("rrr") and len(cancel["reason"]) < 2000, cancel["reason"][-50:]
         assert log_size(child) - before < 64 * 1024, log_size(child) - before
+
+
+MANY = 5_000  # tools/list answers of 3 KB each: 15 MB from a 300 KB request
+
+
+def too_many(reply: Any) -> None:
+    assert isinstance(reply, dict) and reply["id"] is None, str(reply)[:300]
+    assert reply["error"]["code"] == -32600 and "at most 100" in reply["error"]["message"], reply
+
+
+async def test_a_batch_of_thousands_of_messages_gets_one_error(workspace: Path, tmp_path: Path) -> None:
+    batch = [rpc("tools/list", request_id=index) for index in range(MANY)]
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=BOUND_S + 10) as http:
+        reply = await post(http, child, batch)
+        assert len(reply.content) < 4096, len(reply.content)
+        too_many(reply.json())
+        fits = await post(http, child, batch[:100])
+        assert sorted(answer["id"] for answer in fits.json()) == list(range(100))
+        # The revision whose sessions take batches.
+        session = await open_session(http, child, "2025-03-26")
+        with trio.fail_after(BOUND_S):
+            streamable = await http.post(child.url, content=json.dumps(batch),
+                                         headers=headers(child, **{"mcp-session-id": session}))
+        assert len(streamable.content) < 4096, len(streamable.content)
+        too_many(streamable.json())
+
+
+async def test_a_batch_of_thousands_of_messages_on_stdio_gets_one_error(workspace: Path) -> None:
+    batch = [rpc("tools/list", request_id=index) for index in range(MANY)]
+    lines = (json.dumps(batch) + "\n" + json.dumps(rpc("ping", request_id="after")) + "\n").encode()
+    with trio.fail_after(BOUND_S):
+        done = await trio.run_process(
+            pruner_argv(workspace, "--stdio"), stdin=lines, capture_stdout=True, capture_stderr=True,
+            env={k: v for k, v in os.environ.items() if k != "JEEVES_MCP_TOKEN"},
+        )
+    assert len(done.stdout) < 4096, len(done.stdout)
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    too_many(next(r for r in replies if "error" in r))
+    assert {"jsonrpc": "2.0", "id": "after", "result": {}} in replies

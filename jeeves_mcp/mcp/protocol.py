@@ -57,6 +57,8 @@ CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
 # JSON-RPC batches exist in 2025-03-26 only: 2024-11-05's schema has no batch
 # message and 2025-06-18 removed them.
 BATCH_VERSIONS = frozenset({"2025-03-26"})
+# Its replies are sent together: 80,000 tools/list in a 4 MB batch made a 243 MB reply.
+MAX_BATCH_MESSAGES = 100
 
 
 @dataclass
@@ -111,6 +113,16 @@ def batches_allowed(version: str | None) -> bool:
 
 def batch_refused(version: str | None) -> McpError:
     return McpError(INVALID_REQUEST, f"JSON-RPC batches are not part of protocol {version}")
+
+
+def batch_problem(batch: list[Any]) -> McpError | None:
+    """Why `batch` is answered with one error instead of its replies, as JSON-RPC 2.0
+    answers an empty one; None when it is not."""
+    if not batch:
+        return McpError(INVALID_REQUEST, "empty batch")
+    if len(batch) > MAX_BATCH_MESSAGES:
+        return McpError(INVALID_REQUEST, f"a batch holds at most {MAX_BATCH_MESSAGES} messages, not {len(batch)}")
+    return None
 
 
 def error_response(request_id: Any, error: McpError) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from jeeves_mcp.mcp.protocol import (
     MODERN_VERSIONS,
     Dispatcher,
     Session,
+    batch_problem,
     batch_refused,
     batches_allowed,
     error_response,
@@ -258,6 +259,9 @@ class McpHttpApp:
         if isinstance(message, list) and not batches_allowed(session.protocol_version):
             await send_json(send, 400, error_response(None, batch_refused(session.protocol_version)))
             return
+        if isinstance(message, list) and (problem := batch_problem(message)) is not None:
+            await send_json(send, 400, error_response(None, problem))
+            return
         if not any(is_request(m) for m in messages):
             # Notifications and responses get 202; malformed items still get their errors.
             errors = await self._batch(message, session, None, False)
@@ -382,8 +386,8 @@ class McpHttpApp:
     ) -> Any:
         if not isinstance(message, list):
             return await self.dispatcher.handle(message, session, notify, modern=modern)
-        if not message:
-            return error_response(None, McpError(INVALID_REQUEST, "empty batch"))
+        if (problem := batch_problem(message)) is not None:
+            return error_response(None, problem)
         replies: list[Any] = [None] * len(message)
 
         async def one(index: int, item: Any) -> None:

@@ -8,11 +8,12 @@ from typing import Any
 
 import trio
 
-from jeeves_mcp.mcp.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError
+from jeeves_mcp.mcp.errors import INTERNAL_ERROR, PARSE_ERROR, McpError
 from jeeves_mcp.mcp.protocol import (
     MODERN_VERSIONS,
     Dispatcher,
     Session,
+    batch_problem,
     batch_refused,
     batches_allowed,
     error_response,
@@ -65,8 +66,8 @@ async def serve_stdio(
             request_id = request_id if is_valid_id(request_id) else None
             await write(error_response(request_id, unsupported_version(version)))
             return
-        if message == []:
-            await write(error_response(None, McpError(INVALID_REQUEST, "empty batch")))
+        if isinstance(message, list) and (problem := batch_problem(message)) is not None:
+            await write(error_response(None, problem))
             return
         if isinstance(message, list) and not batches_allowed(session.protocol_version):
             await write(error_response(None, batch_refused(session.protocol_version)))
