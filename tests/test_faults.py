@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -586,6 +587,13 @@ async def test_recovering_a_huge_output_is_bounded_and_start_line_zero_is_invali
 # -- #14, #20: every input range-checked ----------------------------------------------
 
 
+def prune_text_with(**options: Any) -> dict[str, Any]:
+    defaults = {"max_prune_ratio": 0.5, "min_keep_lines": 0, "timeout_ms": 1000, "annotate_lines": True,
+                "include_markers": True}
+    text = "\n".join(f"line {index} some words here" for index in range(200))
+    return {"text": text, "goal_hint": "line 5", "source_type": "logs", "options": {**defaults, **options}}
+
+
 async def test_tool_arguments_out_of_range_are_invalid_params(workspace: Path, tmp_path: Path) -> None:
     from tests._child import running_child
 
@@ -603,10 +611,14 @@ async def test_tool_arguments_out_of_range_are_invalid_params(workspace: Path, t
             ("grep", {"pattern": "x", "timeout_ms": 0}),
             ("bash", {"cmd": "true", "env": {"A": 1}}),
             ("bash", {"cmd": "true", "env": {"A": None}}),
+            ("prune_text", prune_text_with(timeout_ms=huge)),
+            ("prune_text", prune_text_with(timeout_ms=10**20)),
         ):
             reply = await rpc("tools/call", {"name": name, "arguments": arguments})
             assert "error" in reply, (name, arguments, reply)
             assert reply["error"]["code"] == -32602 and reply["error"]["data"]["code"] == "INVALID_REQUEST", reply
+        pruned = await rpc("tools/call", {"name": "prune_text", "arguments": prune_text_with(timeout_ms=86_400_000)})
+        assert not pruned["result"]["isError"], pruned
         fine = await rpc("tools/call", {"name": "bash", "arguments": {"cmd": "echo $A", "env": {"A": "1"}, "timeout_ms": 5000}})
         assert tool_json(fine["result"])["stdout"] == "1\n"
         bad_level = await rpc("logging/setLevel", {"level": "nope"})

@@ -49,11 +49,11 @@ def check_arg_length(field: str, value: str) -> None:
                         f"{MAX_ARG_STRLEN - 1:,} the kernel passes to a command in one argument")
 
 
-def timeout_ms_arg(args: dict[str, Any], default: int) -> int:
-    """The call's `timeout_ms` (an integer by the schema), 1 ms to a day."""
+def timeout_ms_arg(args: dict[str, Any], default: int, field: str = "timeout_ms") -> int:
+    """The call's `timeout_ms` (an integer by the schema), 1 ms to a day; `field` names it."""
     value = int(args.get("timeout_ms", default))
     if not 1 <= value <= MAX_TIMEOUT_MS:
-        raise invalid_argument("timeout_ms", f"must be 1 to {MAX_TIMEOUT_MS}")
+        raise invalid_argument(field, f"must be 1 to {MAX_TIMEOUT_MS}")
     return value
 
 

@@ -17,6 +17,7 @@ from jeeves_mcp.tools.base import (
     clip_summary,
     plural,
     text_budget,
+    timeout_ms_arg,
 )
 
 PRUNE_SCHEMA: dict[str, Any] = {
@@ -79,7 +80,7 @@ async def prune_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     options = PruneOptions(
         max_prune_ratio=float(raw_options["max_prune_ratio"]),
         min_keep_lines=int(raw_options["min_keep_lines"]),
-        timeout_ms=int(raw_options["timeout_ms"]),
+        timeout_ms=timeout_ms_arg(raw_options, ctx.config.prune_timeout_ms, "options.timeout_ms"),
         annotate_lines=raw_options["annotate_lines"],
         include_markers=raw_options["include_markers"],
         max_bytes=text_budget(ctx.config),
