@@ -8,6 +8,7 @@ too long, through a real child.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import httpx
 import pytest
 import trio
 
+from jeeves_mcp.mcp.errors import McpError, ToolError
+from jeeves_mcp.tools.bash import sanitized_env
 from tests._child import running_child
 from tests.test_path_errors import call
 
@@ -62,3 +65,11 @@ async def test_a_command_and_environment_over_arg_max_together_is_invalid_reques
         assert "together" in result["message"], result["message"]
         logged = [e for e in child.log_events() if e.get("event") == "tool.internal_error"]
     assert logged == []
+
+
+@pytest.mark.parametrize("name", ["A=" + "n" * LONG, "BASH_FUNC_" + "n" * LONG, "N" * LONG],
+                         ids=["invalid", "function", "long"])
+def test_a_long_variable_name_is_not_echoed_whole(name: str) -> None:
+    with pytest.raises((McpError, ToolError)) as refused:
+        sanitized_env((), {name: "value"})
+    assert len(json.dumps(getattr(refused.value, "data", None))) + len(str(refused.value)) < 1000, refused.value

@@ -58,16 +58,17 @@ def sanitized_env(
     env = {name: parent[name] for name in allow if name in parent}
     env.setdefault("PATH", os.defpath)
     for name, value in (extra or {}).items():
+        shown = f"env.{quoted(name, 50)}"  # a name may be megabytes: never echoed whole
         if not isinstance(value, str):
-            raise invalid_argument(f"env.{name}", "expected string")
+            raise invalid_argument(shown, "expected string")
         if not name or "=" in name or "\x00" in name or "\x00" in value:
-            raise invalid_argument("env", f"invalid variable {name!r}")
+            raise invalid_argument("env", f"invalid variable {quoted(name, 50)}")
         if name in (TAG_VAR, TREE_VAR):
-            raise invalid_argument(f"env.{name}", "reserved")
+            raise invalid_argument(shown, "reserved")
         if name.startswith(BASH_FUNCTION_PREFIX):
             # Where /bin/sh is bash, the wrapper that sets the command's limits would run it.
-            raise invalid_argument(f"env.{name}", "bash reads it as a shell function definition")
-        check_arg_length(f"env.{quoted(name, 50)}", f"{name}={value}")
+            raise invalid_argument(shown, "bash reads it as a shell function definition")
+        check_arg_length(shown, f"{name}={value}")
         env[name] = value
     return env
 
