@@ -145,3 +145,17 @@ async def test_a_batch_of_thousands_of_messages_on_stdio_gets_one_error(workspac
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     too_many(next(r for r in replies if "error" in r))
     assert {"jsonrpc": "2.0", "id": "after", "result": {}} in replies
+
+
+async def test_a_grep_over_a_hundred_thousand_paths_is_refused_before_any_is_looked_up(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # Each path was resolved and stat-ed in the event loop: 100,000 of them (a 500 KB request)
+    # held every call and health check for 4 s.
+    arguments = {"pattern": "x", "paths": ["notes.md"] * 100_000}
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=BOUND_S + 10) as http:
+        reply = (await post(http, child, rpc("tools/call", {"name": "grep", "arguments": arguments}))).json()
+        assert reply["error"]["data"]["errors"] == ["paths: at most 1000 items, got 100000"], reply
+        fine = (await post(http, child, rpc("tools/call", {"name": "grep", "arguments": {
+            "pattern": "Some", "paths": ["notes.md"] * 1000}}))).json()
+        assert not fine["result"].get("isError"), fine

@@ -41,6 +41,7 @@ from jeeves_mcp.tools.base import (
     check_arg_length,
     clip_summary,
     display_path,
+    invalid_argument,
     plural,
     resolve_in_root,
     timeout_ms_arg,
@@ -100,7 +101,13 @@ def find_rg() -> str | None:
     return shutil.which("rg")
 
 
+# Each path is looked up before the search: more than an agent names, and a bound on that work.
+MAX_PATHS = 1000
+
+
 def _targets(ctx: CallContext, raw_paths: list[str]) -> list[tuple[Path, str]]:
+    if len(raw_paths) > MAX_PATHS:
+        raise invalid_argument("paths", f"at most {MAX_PATHS} items, got {len(raw_paths)}")
     targets = []
     for raw in raw_paths or ["."]:
         path = resolve_in_root(ctx.config, raw)
