@@ -13,6 +13,8 @@ Other modes make it misbehave; switch `fake.mode` at any time in a test:
     mistyped      200 with kept_frags as strings
     out_of_range  200 with kept_frags naming line 0 and a line past the end
     cannot_prune  200 keeping every line, with error_msg set (SWE-Pruner's "query too long")
+    gzip_bomb     200 with a valid answer padded to 256 MiB of spaces, gzipped twice
+                  ("Content-Encoding: gzip, gzip"): a few KiB on the wire
 
 `refused_endpoint()` gives a loopback URL where nothing listens.
 """
@@ -23,6 +25,7 @@ import json
 import logging
 import re
 import socket
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -34,7 +37,10 @@ from hypercorn.trio import serve
 
 from jeeves_mcp.mcp.transports.asgi import Receive, Send, read_body, send_bytes, send_json
 
-MODES = ("normal", "slow", "500", "malformed", "missing", "mistyped", "out_of_range", "cannot_prune")
+MODES = (
+    "normal", "slow", "500", "malformed", "missing", "mistyped", "out_of_range", "cannot_prune", "gzip_bomb",
+)
+BOMB_BYTES = 256 * 1024 * 1024
 REQUEST_FIELDS = {
     "query": (str,),
     "code": (str,),
@@ -110,7 +116,22 @@ class FakeSwePruner:
             answer["error_msg"] = "Query too long, insufficient space for code processing."
         elif mode == "out_of_range":
             answer["kept_frags"] = [0, *answer["kept_frags"], len(request["code"].splitlines()) + 1]
+        elif mode == "gzip_bomb":
+            body = await trio.to_thread.run_sync(gzip_bomb, json.dumps(answer).encode())
+            await send_bytes(send, 200, body, "application/json", [("Content-Encoding", "gzip, gzip")])
+            return
         await send_json(send, 200, answer)
+
+
+def gzip_bomb(payload: bytes) -> bytes:
+    """`payload` and trailing spaces up to BOMB_BYTES (still the same JSON), gzipped twice."""
+    inner = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [inner.compress(payload)]
+    spaces = b" " * (1024 * 1024)
+    parts += [inner.compress(spaces) for _ in range(BOMB_BYTES // len(spaces))]
+    parts.append(inner.flush())
+    outer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return outer.compress(b"".join(parts)) + outer.flush()
 
 
 def prune_answer(query: str, code: str) -> dict[str, Any]:

@@ -43,7 +43,8 @@ Every failure is an `EngineError` whose `kind` is seed 000's `pruning.error`:
     ├── "timeout"           no complete answer within `PruneOptions.timeout_ms`
     ├── "http_error"        connection refused/reset, DNS, bad URL, or a non-2xx status
     └── "invalid_response"  not JSON, a field missing or of the wrong type,
-                            a kept_frags line number out of range, body too large
+                            a kept_frags line number out of range, body too large or
+                            compressed (only identity is asked for and accepted)
 """
 
 from __future__ import annotations
@@ -170,15 +171,23 @@ class ExternalEngine:
         with trio.move_on_after(timeout_s) as deadline:
             try:
                 async with self._http().stream(
-                    method, url, json=json_body, timeout=httpx.Timeout(timeout_s)
+                    method, url, json=json_body, timeout=httpx.Timeout(timeout_s),
+                    headers={"Accept-Encoding": "identity"},
                 ) as response:
                     if not 200 <= response.status_code < 300:
                         raise EngineError(
                             "http_error", f"{method} {url} answered HTTP {response.status_code}"
                         )
+                    # httpx would inflate each chunk whole, before `limit` is checked:
+                    # a few bytes of "gzip, gzip" become gigabytes.
+                    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+                    if encoding not in ("", "identity"):
+                        raise EngineError(
+                            "invalid_response", f"answer is compressed ({encoding[:40]!r}), asked for identity"
+                        )
                     chunks: list[bytes] = []
                     size = 0
-                    async for chunk in response.aiter_bytes():
+                    async for chunk in response.aiter_raw():
                         size += len(chunk)
                         if size > limit:
                             raise EngineError(
