@@ -85,6 +85,17 @@ def print_table(console: Console, table: Table) -> None:
     console.file.flush()
 
 
+# C0 but tab, DEL, C1 (U+009B is a CSI of its own), bidi embeddings, overrides and isolates.
+_CONTROLS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with control characters spelled out ("\\x1b"): strings of runs, runners and
+    services reach a terminal that would obey ESC, OSC 52 or a bidi override, and rich
+    passes them through."""
+    return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def settings(ctx: typer.Context) -> Settings:
     """The root callback's settings (defaults when a command runs without it, as in tests)."""
     obj = ctx.find_root().obj
@@ -93,7 +104,7 @@ def settings(ctx: typer.Context) -> Settings:
 
 def fail(command: str, message: str, code: int = EXIT_FAILURE) -> typer.Exit:
     """One line on stderr; `raise fail(...)`."""
-    typer.echo(f"jeeves-mcp {command}: {message}", err=True)
+    typer.echo(visible(f"jeeves-mcp {command}: {message}"), err=True)
     return typer.Exit(code)
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from jeeves_mcp import __version__
-from jeeves_mcp.cli._common import EXIT_FAILURE, Settings, print_table, settings
+from jeeves_mcp.cli._common import EXIT_FAILURE, Settings, print_table, settings, visible
 from jeeves_mcp.client import untrusted_socket
 from jeeves_mcp.pruning.render import plural
 from jeeves_mcp.supervisor.strictmodes import state_dir_problem
@@ -335,7 +335,7 @@ def render_checks(checks: list[Check], console: Console) -> None:
     table.add_column("status")
     table.add_column("detail", overflow="fold")
     for check in checks:
-        table.add_row(check.name, Text(check.status, style=STYLES[check.status]), check.detail)
+        table.add_row(check.name, Text(check.status, style=STYLES[check.status]), visible(check.detail))
     print_table(console, table)
 
 

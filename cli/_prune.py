@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
 
+from jeeves_mcp.cli._common import visible
 from jeeves_mcp.pruning.render import Row, annotation, human_bytes, plural
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ class SourceType(enum.StrEnum):
 
 
 def _fail(message: str) -> typer.Exit:
-    typer.echo(f"jeeves-mcp prune: {message}", err=True)
+    typer.echo(visible(f"jeeves-mcp prune: {message}"), err=True)
     return typer.Exit(2)
 
 
@@ -125,7 +126,7 @@ def print_oversized(over: Oversized, limit: int, as_json: bool, file: str) -> No
     rows, block = oversized_rows(over)
     shown = sum(1 for row in rows if not row.marker)
     line = oversized_summary(over, limit, shown)
-    typer.echo(f"jeeves-mcp prune: {file}: {line}", err=True)  # the fallback, said where it shows
+    typer.echo(visible(f"jeeves-mcp prune: {file}: {line}"), err=True)  # the fallback, said where it shows
     if as_json:
         contract = {
             "prune_id": None,
@@ -143,7 +144,7 @@ def print_oversized(over: Oversized, limit: int, as_json: bool, file: str) -> No
         if row.marker:
             console.print(Text(row.text, style=MARKER_STYLE), soft_wrap=True)
         else:
-            console.print(Text(f"{row.start:>{width}}│ ", style=NUMBER_STYLE).append(row.text), soft_wrap=True)
+            console.print(Text(f"{row.start:>{width}}│ ", style=NUMBER_STYLE).append(visible(row.text)), soft_wrap=True)
     console.print(Text(line, style="bold"), soft_wrap=True)
 
 
@@ -157,7 +158,7 @@ def render_pretty(outcome: PruneOutcome, console: Console) -> None:
             console.print(Text(row.text, style=MARKER_STYLE), soft_wrap=True)
         else:
             line = Text(f"{row.start:>{width}}│ ", style=NUMBER_STYLE)
-            line.append(row.text)
+            line.append(visible(row.text))
             console.print(line, soft_wrap=True)
     console.print(Text(summary(outcome), style="bold"), soft_wrap=True)
 

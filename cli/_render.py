@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from jeeves_mcp.cli._common import print_table
+from jeeves_mcp.cli._common import print_table, visible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -139,7 +139,7 @@ def render_slots(slots: list[dict[str, Any]], console: Console, now: datetime.da
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for slot in sorted(slots, key=lambda s: s.get("started_at") or ""):
         table.add_row(
-            slot["run_id"],
+            visible(slot["run_id"]),
             state_text(slot["state"]),
             str(slot["pid"]) if slot.get("pid") is not None else "—",
             str(slot["port"]) if slot.get("port") is not None else "—",
@@ -183,7 +183,7 @@ def render_slot(slot: dict[str, Any], console: Console, now: datetime.datetime |
     if slot.get("labels"):
         rows.append(("labels", ", ".join(f"{k}={v}" for k, v in sorted(slot["labels"].items()))))
     for key, value in rows:
-        table.add_row(key, value)
+        table.add_row(key, visible(value) if isinstance(value, str) else value)
     print_table(console, table)
 
 
@@ -193,7 +193,7 @@ def format_event(event: dict[str, Any]) -> str:
     skip = {"seq", "id", "ts", "event", "run_id"}
     rest = " ".join(f"{k}={v}" for k, v in event.items() if k not in skip and v is not None)
     run = f" {event['run_id']}" if event.get("run_id") else ""
-    return f"{moment} {event.get('event', '?')}{run}" + (f" {rest}" if rest else "")
+    return visible(f"{moment} {event.get('event', '?')}{run}" + (f" {rest}" if rest else ""))
 
 
 def new_lines(previous: list[str], current: list[str]) -> list[str]:

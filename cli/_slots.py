@@ -22,6 +22,7 @@ from jeeves_mcp.cli._common import (
     control_errors,
     fail,
     settings,
+    visible,
 )
 from jeeves_mcp.cli._render import (
     format_event,
@@ -245,7 +246,7 @@ def logs(
     with control_errors(ctx, f"cannot read the logs of {run_id}"), settings(ctx).client() as control:
         lines = control.logs(run_id, tail)["lines"]
         for line in lines:
-            typer.echo(line)
+            typer.echo(visible(line))
         if not follow:
             return
         window = lines
@@ -260,7 +261,7 @@ def logs(
                     live = False
                 current = control.logs(run_id, FOLLOW_WINDOW)["lines"]
                 for line in new_lines(window, current):
-                    typer.echo(line)
+                    typer.echo(visible(line))
                 window = current
                 if not live:
                     return

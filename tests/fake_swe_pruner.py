@@ -15,6 +15,7 @@ Other modes make it misbehave; switch `fake.mode` at any time in a test:
     cannot_prune  200 keeping every line, with error_msg set (SWE-Pruner's "query too long")
     gzip_bomb     200 with a valid answer padded to 256 MiB of spaces, gzipped twice
                   ("Content-Encoding: gzip, gzip"): a few KiB on the wire
+    escapes       GET /health answers a status holding terminal escapes (OSC 52, CSI)
 
 `refused_endpoint()` gives a loopback URL where nothing listens.
 """
@@ -39,7 +40,9 @@ from jeeves_mcp.mcp.transports.asgi import Receive, Send, read_body, send_bytes,
 
 MODES = (
     "normal", "slow", "500", "malformed", "missing", "mistyped", "out_of_range", "cannot_prune", "gzip_bomb",
+    "escapes",
 )
+ESCAPES = "\x1b]52;c;cm0gLXJmIH4K\x07\x1b[2J\x9b31m"
 BOMB_BYTES = 256 * 1024 * 1024
 REQUEST_FIELDS = {
     "query": (str,),
@@ -73,7 +76,8 @@ class FakeSwePruner:
             return
         route = (scope["method"], scope["path"])
         if route == ("GET", "/health"):
-            await send_json(send, 200, {"status": "healthy", "model_loaded": True})
+            status = ESCAPES + "healthy" if self.mode == "escapes" else "healthy"
+            await send_json(send, 200, {"status": status, "model_loaded": True})
         elif route == ("POST", "/prune"):
             await self._prune(await read_body(receive, 64 * 1024 * 1024), send)
         else:
