@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import traceback
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -94,6 +95,16 @@ def visible(text: str) -> str:
     services reach a terminal that would obey ESC, OSC 52 or a bidi override, and rich
     passes them through."""
     return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+# What json.dumps leaves raw without ensure_ascii that a terminal obeys: DEL, C1, bidi controls
+# and Unicode line breaks (it escapes C0 itself; its own newlines are indentation).
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """`value` as JSON for a terminal: readable non-ASCII text, those characters \\u-escaped."""
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False, **options))
 
 
 def settings(ctx: typer.Context) -> Settings:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
 
-from jeeves_mcp.cli._common import visible
+from jeeves_mcp.cli._common import json_text, visible
 from jeeves_mcp.pruning.render import Row, annotation, human_bytes, plural
 
 if TYPE_CHECKING:
@@ -136,7 +135,7 @@ def print_oversized(over: Oversized, limit: int, as_json: bool, file: str) -> No
                       "original_bytes": over.size, "used_fallback": True},
             "warnings": ["input_too_large"],
         }
-        typer.echo(json.dumps(contract, ensure_ascii=False, indent=2))
+        typer.echo(json_text(contract, indent=2))
         return
     console = Console(highlight=False)
     width = len(str(over.lines))
@@ -284,7 +283,7 @@ def prune(
         )
     )
     if as_json:
-        typer.echo(json.dumps(outcome.contract(), ensure_ascii=False, indent=2))
+        typer.echo(json_text(outcome.contract(), indent=2))
         return
     render_pretty(outcome, Console(highlight=False))
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import json
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from jeeves_mcp.cli._common import print_table, visible
+from jeeves_mcp.cli._common import json_text, print_table, visible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,7 +53,7 @@ def spinner(console: Console, message: str) -> Iterator[None]:
 
 
 def print_json(payload: Any) -> None:
-    typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    typer.echo(json_text(payload, indent=2))
 
 
 def parse_pairs(values: list[str] | None, option: str) -> dict[str, str] | None:

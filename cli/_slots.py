@@ -8,7 +8,6 @@ a script is exactly the JSON.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -21,6 +20,7 @@ from jeeves_mcp.cli._common import (
     EXIT_NO_DAEMON,
     control_errors,
     fail,
+    json_text,
     settings,
     visible,
 )
@@ -300,7 +300,7 @@ def events(
         last_id = event.get("id", last_id)
         if run_id is not None and event.get("run_id") != run_id:
             return False
-        typer.echo(json.dumps(event, ensure_ascii=False) if as_json else format_event(event))
+        typer.echo(json_text(event) if as_json else format_event(event))
         seen += 1
         return count is not None and seen >= count
 

@@ -4,6 +4,7 @@ control characters made visible, never as escape sequences the terminal obeys.""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -63,3 +64,18 @@ async def test_prune_prints_a_files_lines_and_name_without_their_escapes(tmp_pat
     assert raw_controls(out) == [] and "\\x1b[2J" in out, out
     assert missing.returncode == 2
     assert raw_controls(missing.stderr.decode()) == [], missing.stderr
+
+
+async def test_json_output_escapes_what_json_leaves_raw(daemon: Daemon, tmp_path: Path) -> None:
+    # JSON escapes C0 itself; a C1 CSI and a bidi override went out raw with ensure_ascii off.
+    label = "\x9b2J\u202eevil"
+    await acquired(daemon, "run-json", tmp_path, "--label", f"note={label}")
+    try:
+        with trio.fail_after(30):
+            shown = await cli(daemon.socket, "show", "run-json", "--json")
+        assert shown.code == 0, shown.err
+        assert raw_controls(shown.out) == [], shown.out
+        assert json.loads(shown.out)["labels"]["note"] == label  # the same value, escaped
+        assert "\\u009b" in shown.out
+    finally:
+        await cli(daemon.socket, "release", "run-json")
