@@ -64,14 +64,17 @@ class Lines(Sequence[str]):
             index += self._count
         if not 0 <= index < self._count:
             raise IndexError("line index out of range")
-        start = self._line_start(index)
+        start = self.start(index)
         end = self._text.find("\n", start)
         end = len(self._text) if end < 0 else end
         self._cursor = (index + 1, end + 1)
         return self._text[start:end]
 
-    def _line_start(self, index: int) -> int:
-        """Where line `index` starts: past the index-th newline."""
+    def start(self, index: int) -> int:
+        """Where line `index` (0-based) starts, past the index-th newline; one past the end
+        of the text when it has no such line."""
+        if index >= self._count:
+            return len(self._text) + 1
         done, position = self._cursor
         if not done <= index < done + _BLOCK // 8:  # far: start from the block holding it
             block = max(0, bisect.bisect_left(self._newlines_before, index) - 1)

@@ -14,6 +14,7 @@ from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import command_user
 from jeeves_mcp.pruning.contract import LineHistory
 from jeeves_mcp.pruning.history import line_history
+from jeeves_mcp.pruning.recovery import Lines
 from jeeves_mcp.tools.base import (
     FOCUS_PROPERTY,
     READ_ONLY,
@@ -118,7 +119,8 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     except OSError as exc:
         raise path_error(exc, shown) from exc
     body = text.removesuffix("\n")  # a final newline ends the last line, it does not start a new one
-    total = body.count("\n") + 1 if text else 0
+    lines = Lines(body)  # newlines counted by block: a window is found, the file never split
+    total = len(lines) if text else 0
     offset = int(args.get("offset", 1))
     limit = int(args["limit"]) if "limit" in args else None
     if offset > max(total, 1):
@@ -129,7 +131,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
             hint=f"use an offset from 1 to {max(total, 1)}",
         )
     returned = max(0, (total if limit is None else min(total, offset - 1 + limit)) - offset + 1)
-    window = body[_line_start(body, offset - 1) : _line_start(body, offset - 1 + returned) - 1] if returned else ""
+    window = body[lines.start(offset - 1) : lines.start(offset - 1 + returned) - 1] if returned else ""
     fields: dict[str, Any] = {
         "path": shown,
         "total_lines": total,
@@ -158,29 +160,6 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
 
         content.line_prior = window_history
     return ToolOutput(summary=summary, fields=fields, texts=[content])
-
-
-# Lines skipped by counting in blocks this long, then found one by one within the last block.
-_SCAN_BLOCK = 64 * 1024
-
-
-def _line_start(text: str, index: int) -> int:
-    """Where line `index` (0-based) of `text` starts; one past the end when it has no such line.
-    The lines before a window are counted, never split into objects."""
-    position = 0
-    while index > 0:
-        end = min(len(text), position + _SCAN_BLOCK)
-        newlines = text.count("\n", position, end)
-        if newlines >= index or end == len(text):
-            break
-        index -= newlines
-        position = end
-    for _ in range(index):
-        found = text.find("\n", position)
-        if found < 0:
-            return len(text) + 1
-        position = found + 1
-    return position
 
 
 TOOL = Tool(
