@@ -16,6 +16,8 @@ Other modes make it misbehave; switch `fake.mode` at any time in a test:
     gzip_bomb     200 with a valid answer padded to 256 MiB of spaces, gzipped twice
                   ("Content-Encoding: gzip, gzip"): a few KiB on the wire
     escapes       GET /health answers a status holding terminal escapes (OSC 52, CSI)
+    value_flood   200 with a valid answer whose token_scores is padded with ["", 0] pairs
+                  to just under the client's byte bound: 7 bytes on the wire, ~220 parsed
 
 `refused_endpoint()` gives a loopback URL where nothing listens.
 """
@@ -40,7 +42,7 @@ from jeeves_mcp.mcp.transports.asgi import Receive, Send, read_body, send_bytes,
 
 MODES = (
     "normal", "slow", "500", "malformed", "missing", "mistyped", "out_of_range", "cannot_prune", "gzip_bomb",
-    "escapes",
+    "escapes", "value_flood",
 )
 ESCAPES = "\x1b]52;c;cm0gLXJmIH4K\x07\x1b[2J\x9b31m"
 BOMB_BYTES = 256 * 1024 * 1024
@@ -120,6 +122,12 @@ class FakeSwePruner:
             answer["error_msg"] = "Query too long, insufficient space for code processing."
         elif mode == "out_of_range":
             answer["kept_frags"] = [0, *answer["kept_frags"], len(request["code"].splitlines()) + 1]
+        elif mode == "value_flood":
+            # The client's byte bound (jeeves_mcp.pruning.swe_client), less room for the rest.
+            room = 1024 * 1024 + 48 * len(request["code"].encode()) - len(json.dumps(answer)) - 64
+            answer["token_scores"] += [["", 0]] * (room // len('["",0],'))
+            await send_bytes(send, 200, json.dumps(answer, separators=(",", ":")).encode(), "application/json")
+            return
         elif mode == "gzip_bomb":
             body = await trio.to_thread.run_sync(gzip_bomb, json.dumps(answer).encode())
             await send_bytes(send, 200, body, "application/json", [("Content-Encoding", "gzip, gzip")])

@@ -291,6 +291,27 @@ async def test_child_refuses_a_compressed_answer_without_inflating_it(workspace:
         assert failures == ["answer is compressed ('gzip, gzip'), asked for identity"], failures
 
 
+async def test_child_refuses_an_answer_of_more_values_than_a_tokenizer_could_give(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # Within the byte bound, ["",0] pairs cost ~30 times their size to parse, in the event
+    # loop: a 0.5 MB file's answer took the child from 57 to 846 MiB and 4 s.
+    text = module_text()
+    (workspace / "mod.py").write_text(text)
+    async with running_fake("value_flood") as fake, running_child(
+        workspace, tmp_path, env={"JEEVES_PRUNER_ENDPOINT": fake.endpoint}
+    ) as child, httpx.AsyncClient(headers=child.headers()) as http:
+        with trio.fail_after(30):
+            result = tool_json(await call(http, child, "read", {
+                "path": "mod.py", "context_focus_question": "where is the config parsed"
+            }))
+        assert fake.requests, "the service was asked"
+        assert result["pruning"]["fallback"] is True
+        assert result["pruning"]["error"] == "invalid_response"
+        failures = [e["detail"] for e in child.log_events() if e.get("event") == "pruner.call_failed"]
+        assert len(failures) == 1 and "JSON values" in failures[0], failures
+
+
 async def test_child_with_no_service_listening(workspace: Path, tmp_path: Path) -> None:
     text = module_text()
     (workspace / "mod.py").write_text(text)

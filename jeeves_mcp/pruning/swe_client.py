@@ -44,7 +44,9 @@ Every failure is an `EngineError` whose `kind` is seed 000's `pruning.error`:
     ├── "http_error"        connection refused/reset, DNS, bad URL, or a non-2xx status
     └── "invalid_response"  not JSON, a field missing or of the wrong type,
                             a kept_frags line number out of range, body too large or
-                            compressed (only identity is asked for and accepted)
+                            compressed (only identity is asked for and accepted), or
+                            holding more JSON values than a tokenizer could give
+
 """
 
 from __future__ import annotations
@@ -81,6 +83,11 @@ log = logging.getLogger("jeeves_mcp.pruning.swe_client")
 
 REASON = f"{FOCUS_REASON} (swe-pruner)"
 HEALTH_TIMEOUT_S = 5.0
+# A token takes three of `[`, `{`, `,` in token_scores and real tokenizers average 3-4 bytes
+# of code a token, so a legitimate answer holds about one per byte of code. Past three (tokens
+# of a byte or less), the answer is refused before it is parsed: fail-open, as any bad answer.
+VALUES_PER_CODE_BYTE = 3
+VALUES_SLACK = 4096
 
 
 
@@ -138,9 +145,11 @@ class ExternalEngine:
             chunk_overlap_tokens=self.chunk_overlap_tokens,
         ).model_dump()
         # token_scores repeats the text token by token: allow for it, but bound it.
-        limit = 1024 * 1024 + 48 * len(code.encode("utf-8", "surrogatepass"))
+        code_bytes = len(code.encode("utf-8", "surrogatepass"))
+        limit = 1024 * 1024 + 48 * code_bytes
         payload = await self._exchange(
-            "POST", "/prune", options.timeout_ms / 1000, limit, json_body=request
+            "POST", "/prune", options.timeout_ms / 1000, limit, json_body=request,
+            max_values=VALUES_SLACK + VALUES_PER_CODE_BYTE * code_bytes,
         )
         answer = parse_prune_response(payload, len(code.splitlines()))
         if answer.error_msg:
@@ -164,8 +173,11 @@ class ExternalEngine:
         limit: int,
         *,
         json_body: dict[str, Any] | None = None,
+        max_values: int | None = None,
     ) -> dict[str, Any]:
-        """One request, its JSON object answer; every failure mapped to an `EngineError` once."""
+        """One request, its JSON object answer; every failure mapped to an `EngineError` once.
+        `max_values` bounds the answer's `[`, `{` and `,` (counted in strings too) before it is
+        parsed: a parsed value costs ~30 times the bytes of `["",0],`."""
         url = self.endpoint + route
         body = b""
         with trio.move_on_after(timeout_s) as deadline:
@@ -203,6 +215,13 @@ class ExternalEngine:
                 raise EngineError("http_error", f"{method} {url}: {type(exc).__name__}: {exc}") from exc
         if deadline.cancelled_caught:
             raise EngineError("timeout", f"{method} {url}: no answer within {timeout_s:g} s")
+        if max_values is not None:
+            values = body.count(b"[") + body.count(b"{") + body.count(b",")
+            if values > max_values:
+                raise EngineError(
+                    "invalid_response", f"answer holds up to {values} JSON values ('[', '{{' and ','), "
+                    f"over the {max_values} a tokenizer's answer could need"
+                )
         try:
             payload = json.loads(body)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
