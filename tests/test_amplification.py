@@ -63,6 +63,21 @@ async def test_an_unknown_argument_with_a_long_name_is_not_echoed_whole(workspac
         assert len(reply.content) < 4096 and grew < 8192, (len(reply.content), grew)
 
 
+async def test_an_unknown_method_or_tool_with_a_long_name_is_not_echoed_whole(
+    workspace: Path, tmp_path: Path
+) -> None:
+    name = "m" * 1_000_000
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=BOUND_S + 10) as http:
+        before = log_size(child)
+        method = await post(http, child, rpc(name, {}))
+        tool = await post(http, child, rpc("tools/call", {"name": name, "arguments": {}}))
+        grew = log_size(child) - before
+        assert method.json()["error"]["code"] == -32601, method.content[:300]
+        assert tool.json().get("error") or tool.json()["result"]["isError"], tool.content[:300]
+        assert len(method.content) < 4096 and len(tool.content) < 4096, (len(method.content), len(tool.content))
+        assert grew < 8192, grew
+
+
 def lines_of(*paths: Path) -> list[dict[str, Any]]:
     """Every line of the log files, each one a JSON object."""
     return [json.loads(line) for path in paths if path.exists() for line in path.read_text().splitlines()]

@@ -252,7 +252,8 @@ class Dispatcher:
             return {}
         if method == "health":
             return health_payload()
-        raise McpError(METHOD_NOT_FOUND, f"method not found: {method}", {"method": method})
+        shown = _log.quoted(method)  # echoed twice: a long name must not double into the reply
+        raise McpError(METHOD_NOT_FOUND, f"method not found: {shown}", {"method": shown})
 
     def _initialize(self, params: Any, session: Session) -> dict[str, Any]:
         if not isinstance(params, dict):
