@@ -31,6 +31,7 @@ import trio
 import jeeves_mcp
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import COMMAND_MAX_PROCESSES, command_user
+from jeeves_mcp.proc.procfs import own_group, user_name
 from jeeves_mcp.supervisor.cgroups import SlotCgroups
 from tests._child import Child, kill_all, running_child, stop_process_group, tool_json, with_cmdline
 from tests._daemon import running_daemon
@@ -100,13 +101,14 @@ async def test_escaped_descendants_die_with_the_slot(tmp_path: Path, run_root: P
 
 
 @contextmanager
-def directory_owned_by(uid: int, prefix: str) -> Iterator[Path]:
-    """A fresh 0755 directory owned by `uid`, outside the 0700 pytest dirs; removed after."""
+def directory_owned_by(uid: int, prefix: str, gid: int | None = None) -> Iterator[Path]:
+    """A fresh 0755 directory owned by `uid` (and `gid`, else `uid`), outside the 0700 pytest
+    dirs; removed after."""
     if os.geteuid() != 0:
         pytest.skip("giving a directory to another user, and switching users, need root")
     path = Path(tempfile.mkdtemp(prefix=prefix))
     path.chmod(0o755)
-    os.chown(path, uid, uid)
+    os.chown(path, uid, uid if gid is None else gid)
     try:
         yield path
     finally:
@@ -115,27 +117,31 @@ def directory_owned_by(uid: int, prefix: str) -> Iterator[Path]:
 
 @pytest.fixture
 def owned_root() -> Iterator[Path]:
-    """A run root owned by an unprivileged user (nobody)."""
-    with directory_owned_by(NOBODY, "jeeves-run-") as root:
+    """A run root owned by an unprivileged user (nobody), in group root, as `install -d -o
+    nobody` run by root makes it: the group is the directory's, not its owner's."""
+    with directory_owned_by(NOBODY, "jeeves-run-", gid=0) as root:
         (root / "hello.py").write_text("x = 1\n")
         yield root
 
 
 # What a run's bash could reach of the daemon's or another run's, one word each.
 LEAKS = {"DB_READ", "TOKEN_FOUND", "ENVIRON_READ", "MEM_OPENED", "SIGNALLED", "CONTROL_REACHED", "HEALTH_REACHED"}
+# The owner's uid and its own group alone: never the group of the root directory (root, when
+# made by `install -d -o USER`), nor the daemon's.
+OWNER_IDS = [str(NOBODY), str(pwd.getpwuid(NOBODY).pw_gid), str(pwd.getpwuid(NOBODY).pw_gid)]
 # CapInh too: a file with inheritable capabilities would get them back at exec (N6).
 NO_CAPABILITIES = [f"{kind}:0000000000000000" for kind in ("CapInh", "CapPrm", "CapEff", "CapAmb")]
 
 
 async def attack_the_other_run(daemon: Any, mine: dict[str, Any], other: dict[str, Any]) -> list[str]:
-    """From `mine`'s bash: its uid and capability sets, then a word of LEAKS for each thing it
+    """From `mine`'s bash: its uid, gid, groups and capability sets, then a word of LEAKS for each thing it
     reached (the state DB, `other`'s token, its child's environ, memory or signals, the control
     socket, the socket `other`'s child answers the daemon's health checks on); "done" last."""
     token = other["mcp"]["headers"]["Authorization"].removeprefix("Bearer ")
     state, pid = daemon.state_dir, other["pid"]
     health = state / "health" / f"{hashlib.sha256(other['run_id'].encode()).hexdigest()[:16]}.sock"
     assert health.is_socket()  # the daemon pings there: a flood of the TCP port cannot delay it
-    probe = (f"id -u; grep -E '^Cap(Inh|Prm|Eff|Amb):' /proc/self/status | tr -d '\\t'; "
+    probe = (f"id -u; id -g; id -G; grep -E '^Cap(Inh|Prm|Eff|Amb):' /proc/self/status | tr -d '\\t'; "
              f"cat {state}/slots.sqlite3 > /dev/null 2>&1 && echo DB_READ; "
              f"grep -rl {token} {state} 2>/dev/null && echo TOKEN_FOUND; "
              f"head -c1 /proc/{pid}/environ > /dev/null 2>&1 && echo ENVIRON_READ; "
@@ -154,12 +160,37 @@ async def test_commands_run_as_the_roots_owner_and_reach_no_token(tmp_path: Path
         mine = await control.acquire("attacker", owned_root)
         other = await control.acquire("victim", owned_root)
         lines = await attack_the_other_run(daemon, mine, other)
-        assert lines[:5] == [str(NOBODY), *NO_CAPABILITIES], lines
+        assert lines[:7] == [*OWNER_IDS, *NO_CAPABILITIES], lines
         assert lines[-1] == "done" and not LEAKS & set(lines), lines
         wrote = await bash(mine, "echo made > made.txt && stat -c %u made.txt")
         assert wrote["stdout"] == f"{NOBODY}\n"  # the workspace stays the owner's to write
         await control.release("attacker")
         await control.release("victim")
+
+
+async def test_commands_do_not_get_the_group_of_a_root_made_by_root(tmp_path: Path, owned_root: Path) -> None:
+    # `install -d -o nobody` leaves the root in group root: commands ran as nobody:root, read
+    # root:root 0640 files and could leave a setgid-root copy of a program behind.
+    with directory_owned_by(0, "jeeves-secret-", gid=0) as private:
+        secret = private / "secret.txt"
+        secret.write_text("SECRET\n")
+        secret.chmod(0o640)
+        async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+            mine = await control.acquire("attacker", owned_root)
+            ran = await bash(mine, f"id -g; cat {secret} 2>/dev/null; cp /bin/true kept && chmod 2755 kept; "
+                                   "stat -c %g kept")
+            owner_gid = pwd.getpwuid(NOBODY).pw_gid
+            assert ran["stdout"] == f"{owner_gid}\n{owner_gid}\n", ran
+            await control.release("attacker")
+
+
+def test_an_owner_with_no_passwd_entry_gets_no_privileged_group() -> None:
+    unknown = next(uid for uid in range(54_321, 60_000) if user_name(uid) is None)
+    overflow = int(Path("/proc/sys/kernel/overflowgid").read_text())
+    assert own_group(NOBODY, 0) == pwd.getpwuid(NOBODY).pw_gid  # a passwd entry: its group
+    assert own_group(unknown, 0) == overflow  # never root's group
+    assert own_group(unknown, os.getegid()) == overflow  # nor the pruner's own
+    assert own_group(unknown, unknown) == unknown  # a container's uid:gid workspace keeps its group
 
 
 async def test_commands_get_the_dumpable_bit_the_pruner_gave_up(tmp_path: Path, run_root: Path) -> None:
@@ -276,7 +307,7 @@ async def test_a_service_user_with_capabilities_isolates_runs(service_home: Path
             mine = await control.acquire("attacker", owned_root, env={"HOME": str(own_home)})
             other = await control.acquire("victim", owned_root)
             lines = await attack_the_other_run(daemon, mine, other)
-            assert lines[:5] == [str(NOBODY), *NO_CAPABILITIES], lines  # no CAP_SETUID kept from the daemon
+            assert lines[:7] == [*OWNER_IDS, *NO_CAPABILITIES], lines  # no CAP_SETUID kept from the daemon
             assert lines[-1] == "done" and not LEAKS & set(lines), lines
             wrote = await bash(mine, "echo made > made.txt && stat -c %u made.txt")
             assert wrote["stdout"] == f"{NOBODY}\n", wrote

@@ -29,7 +29,7 @@ import trio
 
 from jeeves_mcp.mcp.errors import ToolError
 
-from .procfs import can_switch_users
+from .procfs import can_switch_users, own_group
 from .reaper import awaiting, spawning
 from .tree import KILL_WAIT_S, TAG_VAR, TREE_VAR, kill_tree
 
@@ -97,7 +97,8 @@ def _open_pin(root: Path) -> _RootPin:
     info = os.fstat(fd)
     user = None
     if can_switch_users() and info.st_uid not in (0, os.geteuid()):
-        user = (info.st_uid, info.st_gid)
+        # Never the directory's group: `install -d -o USER`, run by root, leaves it root's.
+        user = (info.st_uid, own_group(info.st_uid, info.st_gid))
     return _RootPin(fd, info.st_dev, info.st_ino, user)
 
 
@@ -126,7 +127,8 @@ def command_user(root: Path) -> tuple[int, int] | None:
     """(uid, gid) to run a root's commands as, or None for the pruner's own user.
 
     A pruner that may switch users (root, or a service user with CAP_SETUID and
-    CAP_SETGID) runs commands as the owner of the run root when that owner is
+    CAP_SETGID) runs commands as the owner of the run root, in that owner's own group
+    (`own_group`, never the directory's) and no other, when that owner is
     neither root nor the pruner's own user: they can then read and write the
     workspace but neither the daemon's state dir (0700, tokens) nor another run's
     child (other uid, non-dumpable). A root-owned workspace, or a pruner that may
