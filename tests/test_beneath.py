@@ -231,10 +231,11 @@ def nobodys_root() -> Iterator[Path]:
     root = Path(tempfile.mkdtemp(prefix="jeeves-beneath-"))
     try:
         root.chmod(0o755)
-        os.chown(root, NOBODY, NOBODY)
-        for name, mode, owner in (("private.txt", 0o600, 0), ("shared.txt", 0o644, 0),
+        os.chown(root, NOBODY, 0)  # group root, as `install -d -o nobody` leaves it
+        for name, mode, owner in (("private.txt", 0o600, 0), ("group.txt", 0o640, 0), ("shared.txt", 0o644, 0),
                                   ("mine.txt", 0o600, NOBODY)):
-            (root / name).write_text(f"{SECRET} {name}\n" if name == "private.txt" else f"{name}\n")
+            secret = name in ("private.txt", "group.txt")
+            (root / name).write_text(f"{SECRET} {name}\n" if secret else f"{name}\n")
             (root / name).chmod(mode)
             os.chown(root / name, owner, owner)
         (root / "locked").mkdir(mode=0o700)  # root's: nobody may not cross it
@@ -268,7 +269,7 @@ async def test_a_file_the_runs_user_may_not_read_is_refused(nobodys_root: Path, 
     expected = engine if engine == "builtin" or runnable_by_nobody(find_rg()) else "builtin"
     async with running_child(nobodys_root, tmp_path, without_rg=engine == "builtin") as child, \
             httpx.AsyncClient(timeout=20) as http:
-        for path in ("private.txt", "locked/inside.txt"):
+        for path in ("private.txt", "group.txt", "locked/inside.txt"):
             result = await call(http, child, "read", {"path": path})
             assert result["isError"] and result["code"] == "FORBIDDEN", (path, result)
             assert SECRET not in json.dumps(result)
