@@ -17,10 +17,12 @@ The `export VAR=...` line goes to stderr (or alone to stdout with --export).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import shlex
+import stat
 import tempfile
 import tomllib
 from pathlib import Path
@@ -74,8 +76,46 @@ def export_line(token_env: str, token: str) -> str:
 # -- writing files -------------------------------------------------------------
 
 
-def write_atomically(path: Path, text: str, *, private: bool = False, command: str = "config") -> None:
-    """Replace `path` in one step; keeps an existing file's mode, new private files are 0600.
+# A client's configuration file; more is not one, and reading it whole would be the writer's choice.
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def read_existing(path: Path, command: str) -> tuple[str, os.stat_result] | None:
+    """The text and status of the file --write names, or None when there is none.
+
+    The directory may be a run's workspace, whose user could put anything there for an
+    operator (often root) to read: a link is not followed, a FIFO not waited on, a device or a
+    file over MAX_CONFIG_BYTES not read."""
+    path = path.expanduser()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise fail(command, f"cannot write {path}: it is a symbolic link; name the file it "
+                                "points to instead [USAGE]", EXIT_USAGE) from None
+        raise fail(command, f"cannot read {path}: {exc.strerror or exc} [FAILED]") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise fail(command, f"cannot write {path}: not a regular file [USAGE]", EXIT_USAGE)
+        data = handle.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise fail(command, f"cannot write {path}: larger than {MAX_CONFIG_BYTES} bytes, "
+                            "not a client's configuration [USAGE]", EXIT_USAGE)
+    try:
+        return data.decode("utf-8"), info
+    except UnicodeDecodeError:
+        raise fail(command, f"cannot write {path}: not UTF-8 text; fix or remove it [USAGE]", EXIT_USAGE) from None
+
+
+def write_atomically(
+    path: Path, text: str, *, private: bool = False, command: str = "config",
+    existing: os.stat_result | None = None,
+) -> None:
+    """Replace `path` in one step. The file it replaces (`existing`, from `read_existing`)
+    lends its mode only if the caller owns it; new private files are 0600.
 
     A missing directory is an error, not created: a typo in --write should not
     leave a tree of directories behind."""
@@ -83,24 +123,25 @@ def write_atomically(path: Path, text: str, *, private: bool = False, command: s
     if not path.parent.is_dir():
         raise fail(command, f"cannot write {path}: no directory {path.parent} (create it first) [USAGE]",
                    EXIT_USAGE)
+    if existing is not None and existing.st_uid == os.geteuid():
+        mode = existing.st_mode & 0o777
+    else:
+        mode = 0o600 if private else 0o666 & ~_umask()
+    if private:
+        mode &= 0o600
     try:
-        _replace(path, text, private)
+        _replace(path, text, mode)
     except OSError as exc:
         raise fail(command, f"cannot write {path}: {exc.strerror or exc} [FAILED]") from None
 
 
-def _replace(path: Path, text: str, private: bool) -> None:
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o600 if private else 0o666 & ~_umask()
-    if private:
-        mode &= 0o600
+def _replace(path: Path, text: str, mode: int) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
-        os.chmod(temporary, mode)
+            # By descriptor: in a directory others may write, the name may be a link by now.
+            os.fchmod(out.fileno(), mode)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -113,12 +154,14 @@ def _umask() -> int:
     return current
 
 
-def merge_json(path: Path, key_path: list[str], value: dict[str, Any]) -> str:
-    """The JSON file at `path` with `value` set under `key_path` (other servers kept)."""
+def merge_json(path: Path, existing: tuple[str, os.stat_result] | None, key_path: list[str],
+               value: dict[str, Any]) -> str:
+    """The JSON file at `path` (its text in `existing`) with `value` set under `key_path`
+    (other servers kept)."""
     document: dict[str, Any] = {}
-    if path.expanduser().exists():
+    if existing is not None:
         try:
-            document = json.loads(path.expanduser().read_text(encoding="utf-8") or "{}")
+            document = json.loads(existing[0] or "{}")
         except ValueError as exc:
             raise fail("config", f"{path} is not valid JSON ({exc}); fix or remove it") from None
         if not isinstance(document, dict):
@@ -223,7 +266,9 @@ def claude(
         return
     config = claude_config(url, name, token_env)
     if write is not None:
-        write_atomically(write, merge_json(write, ["mcpServers"], config["mcpServers"]), command="config claude")
+        existing = read_existing(write, "config claude")
+        write_atomically(write, merge_json(write, existing, ["mcpServers"], config["mcpServers"]),
+                         command="config claude", existing=existing[1] if existing else None)
         typer.echo(f"# wrote server {name!r} into {write} (no token in it); "
                    f"start Claude Code with {token_env} set:", err=True)
     else:
@@ -260,8 +305,8 @@ def codex(
         return
     table = codex_table(url, name, token_env)
     if write is not None:
-        target = write.expanduser()
-        existing = target.read_text(encoding="utf-8") if target.exists() else ""
+        found = read_existing(write, "config codex")
+        existing = found[0] if found else ""
         try:
             tomllib.loads(existing)
         except tomllib.TOMLDecodeError as exc:
@@ -269,7 +314,7 @@ def codex(
         merged = merge_codex_toml(existing, name, table)
         parsed = tomllib.loads(merged)  # never write a file Codex cannot read
         assert parsed["mcp_servers"][name] == {"url": url, "bearer_token_env_var": token_env}
-        write_atomically(write, merged, command="config codex")
+        write_atomically(write, merged, command="config codex", existing=found[1] if found else None)
         typer.echo(f"# wrote [mcp_servers.{name}] into {write} (no token in it); "
                    f"start codex with {token_env} set:", err=True)
     else:
@@ -297,7 +342,9 @@ def agent_sdk(
     url, token = slot_endpoint(ctx, run_id)
     config = agent_sdk_config(url, token, name)
     if write is not None:
-        write_atomically(write, merge_json(write, [], config), private=True, command="config agent-sdk")
+        existing = read_existing(write, "config agent-sdk")
+        write_atomically(write, merge_json(write, existing, [], config), private=True,
+                         command="config agent-sdk", existing=existing[1] if existing else None)
         typer.echo(f"# wrote server {name!r} into {write} (mode 0600: it holds the slot's token)", err=True)
     else:
         typer.echo(json.dumps(config, indent=2))
