@@ -270,12 +270,20 @@ async def test_child_falls_back_to_raw_output(workspace: Path, tmp_path: Path) -
         assert [e["reason"] for e in failures] == list(modes.values())
 
 
-async def test_child_refuses_a_compressed_answer_without_inflating_it(workspace: Path, tmp_path: Path) -> None:
-    # 586 bytes of "gzip, gzip" on the wire are 256 MiB once decoded: the child must not
-    # decode them to find out the answer is too large.
+@pytest.mark.parametrize(("mode", "refused_for"), [
+    # 586 bytes of "gzip, gzip" on the wire are 256 MiB once decoded: refused for what it is,
+    # not found too large once inflated (513 MiB of the child's peak).
+    ("gzip_bomb", "answer is compressed ('gzip, gzip'), asked for identity"),
+    # Within the byte bound, ["",0] pairs cost ~30 times their size to parse, in the event
+    # loop: a 0.5 MB file's answer took the child from 57 to 846 MiB and 4 s.
+    ("value_flood", "JSON values"),
+])
+async def test_child_refuses_an_answer_that_would_cost_far_more_than_its_size(
+    workspace: Path, tmp_path: Path, mode: str, refused_for: str
+) -> None:
     text = module_text()
     (workspace / "mod.py").write_text(text)
-    async with running_fake("gzip_bomb") as fake, running_child(
+    async with running_fake(mode) as fake, running_child(
         workspace, tmp_path, env={"JEEVES_PRUNER_ENDPOINT": fake.endpoint}
     ) as child, httpx.AsyncClient(headers=child.headers()) as http:
         with trio.fail_after(30):
@@ -286,30 +294,8 @@ async def test_child_refuses_a_compressed_answer_without_inflating_it(workspace:
         assert result["content"] == text.removesuffix("\n")
         assert result["pruning"]["fallback"] is True
         assert result["pruning"]["error"] == "invalid_response"
-        # Refused for what it is, not found too large once inflated (513 MiB of the child's peak).
         failures = [e["detail"] for e in child.log_events() if e.get("event") == "pruner.call_failed"]
-        assert failures == ["answer is compressed ('gzip, gzip'), asked for identity"], failures
-
-
-async def test_child_refuses_an_answer_of_more_values_than_a_tokenizer_could_give(
-    workspace: Path, tmp_path: Path
-) -> None:
-    # Within the byte bound, ["",0] pairs cost ~30 times their size to parse, in the event
-    # loop: a 0.5 MB file's answer took the child from 57 to 846 MiB and 4 s.
-    text = module_text()
-    (workspace / "mod.py").write_text(text)
-    async with running_fake("value_flood") as fake, running_child(
-        workspace, tmp_path, env={"JEEVES_PRUNER_ENDPOINT": fake.endpoint}
-    ) as child, httpx.AsyncClient(headers=child.headers()) as http:
-        with trio.fail_after(30):
-            result = tool_json(await call(http, child, "read", {
-                "path": "mod.py", "context_focus_question": "where is the config parsed"
-            }))
-        assert fake.requests, "the service was asked"
-        assert result["pruning"]["fallback"] is True
-        assert result["pruning"]["error"] == "invalid_response"
-        failures = [e["detail"] for e in child.log_events() if e.get("event") == "pruner.call_failed"]
-        assert len(failures) == 1 and "JSON values" in failures[0], failures
+        assert len(failures) == 1 and refused_for in failures[0], failures
 
 
 async def test_child_with_no_service_listening(workspace: Path, tmp_path: Path) -> None:
