@@ -13,11 +13,16 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from jeeves_mcp.pruning import EngineError, PruneOptions, PruneOutcome
-from jeeves_mcp.pruning.swe_client import ExternalEngine, parse_prune_response, service_line_owners
+from jeeves_mcp.pruning.swe_client import (
+    ExternalEngine,
+    answer_values_bound,
+    parse_prune_response,
+    service_line_owners,
+)
 from jeeves_mcp.pruning.swe_models import PruneRequest
 from jeeves_mcp.pruning.swe_server import parse_request, prune_response
 from tests._child import Child, running_child, tool_json
@@ -268,6 +273,21 @@ async def test_child_falls_back_to_raw_output(workspace: Path, tmp_path: Path) -
             assert pruning["fallback"] is True and pruning["error"] == kind, mode
         failures = [e for e in child.log_events() if e.get("event") == "pruner.call_failed"]
         assert [e["reason"] for e in failures] == list(modes.values())
+
+
+@settings(max_examples=100, deadline=None)
+@given(code=st.text(alphabet=st.sampled_from(list(",[]{}()\n x1é€\"\\")), max_size=3000),
+       query=st.text(max_size=40))
+@example(code="," * 3000, query="")  # what three per byte of code refused
+def test_no_tokenizers_answer_holds_more_values_than_the_bound(code: str, query: str) -> None:
+    # The costliest legitimate answer: a token per byte of code and of the query (a byte-level
+    # tokenizer's least), every line kept, the code again as pruned_code.
+    tokens = [bytes([b]).decode("utf-8", "replace") for b in (code + query).encode("utf-8")]
+    answer = {"score": 0.5, "pruned_code": code, "token_scores": [[t, 0.123456789] for t in tokens],
+              "kept_frags": list(range(1, len(code.splitlines()) + 1)), "origin_token_cnt": len(tokens),
+              "left_token_cnt": len(tokens), "model_input_token_cnt": len(tokens), "error_msg": None}
+    body = json.dumps(answer).encode()
+    assert body.count(b"[") + body.count(b"{") + body.count(b",") <= answer_values_bound(code, query)
 
 
 @pytest.mark.parametrize(("mode", "refused_for"), [

@@ -46,7 +46,6 @@ Every failure is an `EngineError` whose `kind` is seed 000's `pruning.error`:
                             a kept_frags line number out of range, body too large or
                             compressed (only identity is asked for and accepted), or
                             holding more JSON values than a tokenizer could give
-
 """
 
 from __future__ import annotations
@@ -83,10 +82,7 @@ log = logging.getLogger("jeeves_mcp.pruning.swe_client")
 
 REASON = f"{FOCUS_REASON} (swe-pruner)"
 HEALTH_TIMEOUT_S = 5.0
-# A token takes three of `[`, `{`, `,` in token_scores and real tokenizers average 3-4 bytes
-# of code a token, so a legitimate answer holds about one per byte of code. Past three (tokens
-# of a byte or less), the answer is refused before it is parsed: fail-open, as any bad answer.
-VALUES_PER_CODE_BYTE = 3
+# Slack for the answer's own fields and any special tokens, in `[`, `{` and `,`.
 VALUES_SLACK = 4096
 
 
@@ -145,11 +141,10 @@ class ExternalEngine:
             chunk_overlap_tokens=self.chunk_overlap_tokens,
         ).model_dump()
         # token_scores repeats the text token by token: allow for it, but bound it.
-        code_bytes = len(code.encode("utf-8", "surrogatepass"))
-        limit = 1024 * 1024 + 48 * code_bytes
+        limit = 1024 * 1024 + 48 * len(code.encode("utf-8", "surrogatepass"))
         payload = await self._exchange(
             "POST", "/prune", options.timeout_ms / 1000, limit, json_body=request,
-            max_values=VALUES_SLACK + VALUES_PER_CODE_BYTE * code_bytes,
+            max_values=answer_values_bound(code, question),
         )
         answer = parse_prune_response(payload, len(code.splitlines()))
         if answer.error_msg:
@@ -229,6 +224,17 @@ class ExternalEngine:
         if not isinstance(payload, dict):
             raise EngineError("invalid_response", "answer is not a JSON object")
         return payload
+
+
+def answer_values_bound(code: str, query: str) -> int:
+    """The most `[`, `{` and `,` a tokenizer's answer to `code` and `query` can hold: three per
+    token of token_scores (a token is a byte of text or more; the model's windows overlap by
+    about 1 %), the code's own in the tokens' texts and again in pruned_code, one per kept
+    line. A real answer holds about a third of it (tokens of 3-4 bytes); `["",0]` pairs up to
+    the byte bound hold seven times it, and cost ~30 times their size to parse."""
+    tokens = math.ceil(len((code + query).encode("utf-8", "surrogatepass")) * 1.02) + 256
+    punctuation = code.count(",") + code.count("[") + code.count("{")
+    return VALUES_SLACK + 3 * tokens + math.ceil(2.04 * punctuation) + code.count("\n") + 1
 
 
 def parse_prune_response(payload: dict[str, Any], line_count: int) -> PruneResponse:
