@@ -27,6 +27,7 @@ from jeeves_mcp.proc import can_switch_users, user_name
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from jeeves_mcp.supervisor.slots import RUN_ID, AcquireRequest, SlotError, SlotManager
+from jeeves_mcp.supervisor.strictmodes import root_problem
 
 log = logging.getLogger("jeeves_mcp.supervisor.api")
 
@@ -86,6 +87,8 @@ class AcquireBody(BaseModel):
             raise ValueError(problem)
         if resolved == Path("/") or any(resolved.is_relative_to(top) for top in FORBIDDEN_ROOTS):
             raise ValueError(f"{resolved} cannot be a run root")
+        if (problem := root_problem(resolved)) is not None:
+            raise ValueError(problem)
         return str(resolved)
 
     @field_validator("pruner_endpoint")

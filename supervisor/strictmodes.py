@@ -27,7 +27,8 @@ from jeeves_mcp.supervisor.reserve import RESERVE_NAME
 from jeeves_mcp.supervisor.unsaved import UNSAVED_NAME
 
 __all__ = [
-    "ancestor_problem", "dir_problem", "entry_problem", "spawn_problem", "state_dir_problem", "writable_by",
+    "ancestor_problem", "dir_problem", "entry_problem", "root_problem", "spawn_problem", "state_dir_problem",
+    "writable_by",
 ]
 
 # What the daemon opens in its state dir at start (store.py, reserve.py, unsaved.py, child_start.py).
@@ -35,14 +36,14 @@ STATE_ENTRIES = ("daemon.lock", "slots.sqlite3", "slots.sqlite3-wal", "slots.sql
                  "logs")
 
 
-def ancestor_problem(path: Path, what: str, option: str) -> str | None:
+def ancestor_problem(path: Path, what: str, option: str, owners: tuple[int, ...] = ()) -> str | None:
     """Why a dir on the way to `path` is not to be trusted, or None: as OpenSSH's StrictModes,
     every dir the kernel looks a name up in while resolving `path` (from `/`, through any
-    symlink, up to but not including `path` itself) is root's or ours, and writable by
-    nobody else unless sticky; a symlink passed is root's or ours. A part that does not
+    symlink, up to but not including `path` itself) is root's, ours or one of `owners`', and
+    writable by nobody else unless sticky; a symlink passed likewise. A part that does not
     exist ends the walk: `dir_problem` reports what is wrong with the dir itself."""
     euid = os.geteuid()
-    trusted = (0, euid)
+    trusted = (0, euid, *owners)
     checked: set[Path] = set()
     for look in lookups(path.absolute()):
         here = look.parent
@@ -86,6 +87,17 @@ def dir_problem(path: Path, what: str, option: str) -> str | None:
     return None
 
 
+def root_problem(root: Path) -> str | None:
+    """Why a run root's path is not stable, or None: a user who may rename entries in a dir on
+    the way to it (another run's, a group's) could put a dir of its choice in its place before
+    a child starts: its own tree, or a root-owned one, whose commands run as the daemon's user."""
+    try:
+        owner = root.stat().st_uid
+    except OSError as exc:
+        return f"run root {root} cannot be used: {exc.strerror}"
+    return ancestor_problem(root, "run root", "run root", owners=(owner,))
+
+
 def entry_problem(path: Path, where: str) -> str | None:
     """Why the entry `path` (if any) is not the daemon's own: a symlink (never followed), or
     another user's. `where` names it in the message ("state dir X holds")."""
@@ -121,7 +133,10 @@ def spawn_problem(log_file: Path, env: Mapping[str, str], root: Path) -> str | N
     """Why a child with the environment `env` is not to be started, or None: the log it appends
     to and rotates as the daemon's user, following symlinks, is a symlink or another user's
     (attack review F5); or the config file it reads (from `root`, its cwd) is one it would
-    refuse (N4), in its words: refused there, they went to its stderr, which is nowhere."""
+    refuse (N4), in its words: refused there, they went to its stderr, which is nowhere; or its
+    root's path could have been swapped (`root_problem`)."""
+    if (problem := root_problem(root)) is not None:
+        return problem
     for path in (log_file, log_file.with_name(log_file.name + ".1")):
         if (problem := entry_problem(path, f"log dir {path.parent} holds")) is not None:
             return problem

@@ -187,10 +187,8 @@ async def test_commands_do_not_get_the_group_of_a_root_made_by_root(tmp_path: Pa
 def test_an_owner_with_no_passwd_entry_gets_no_privileged_group() -> None:
     unknown = next(uid for uid in range(54_321, 60_000) if user_name(uid) is None)
     overflow = int(Path("/proc/sys/kernel/overflowgid").read_text())
-    assert own_group(NOBODY, 0) == pwd.getpwuid(NOBODY).pw_gid  # a passwd entry: its group
-    assert own_group(unknown, 0) == overflow  # never root's group
-    assert own_group(unknown, os.getegid()) == overflow  # nor the pruner's own
-    assert own_group(unknown, unknown) == unknown  # a container's uid:gid workspace keeps its group
+    assert own_group(NOBODY) == pwd.getpwuid(NOBODY).pw_gid  # a passwd entry: its group
+    assert own_group(unknown) == overflow  # none: no group anyone is given
 
 
 async def test_commands_get_the_dumpable_bit_the_pruner_gave_up(tmp_path: Path, run_root: Path) -> None:

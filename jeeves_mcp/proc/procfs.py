@@ -94,16 +94,14 @@ def can_switch_users() -> bool:
     return capabilities() & needed == needed
 
 
-def own_group(uid: int, directory_gid: int) -> int:
+def own_group(uid: int) -> int:
     """The group `uid`'s commands run in: its passwd entry's. An owner with no entry (a
-    container's uid) gets the directory's group, unless that is root's or one of this
-    process's groups, which the owner was never given: then the kernel's overflow group."""
+    container's uid) gets the kernel's overflow group: not the run root's group, which other
+    runs may share and which may write the dir holding their roots."""
     try:
         return pwd.getpwuid(uid).pw_gid
     except KeyError:
         pass
-    if directory_gid != 0 and directory_gid not in {os.getegid(), *os.getgroups()}:
-        return directory_gid
     try:
         with open("/proc/sys/kernel/overflowgid") as overflow:
             return int(overflow.read())

@@ -98,7 +98,7 @@ def _open_pin(root: Path) -> _RootPin:
     user = None
     if can_switch_users() and info.st_uid not in (0, os.geteuid()):
         # Never the directory's group: `install -d -o USER`, run by root, leaves it root's.
-        user = (info.st_uid, own_group(info.st_uid, info.st_gid))
+        user = (info.st_uid, own_group(info.st_uid))
     return _RootPin(fd, info.st_dev, info.st_ino, user)
 
 
