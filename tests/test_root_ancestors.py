@@ -49,13 +49,13 @@ def run_root(runs: Path, name: str, uid: int) -> Path:
 
 async def test_a_root_below_a_dir_a_group_may_write_is_refused_at_acquire(tmp_path: Path, runs_dir: Path) -> None:
     os.chown(runs_dir, 0, RUNS_GROUP)
-    runs_dir.chmod(0o2775)  # setgid, group-writable, not sticky
+    os.chmod(runs_dir, 0o2775)  # setgid, group-writable, not sticky
     root = run_root(runs_dir, "run-b", NOBODY)
     async with running_daemon(tmp_path) as daemon:
         transport = httpx.AsyncHTTPTransport(uds=str(daemon.socket))
         async with httpx.AsyncClient(transport=transport, base_url="http://d") as http:
             refused = await http.post("/v1/slots", json={"run_id": "run-b", "root": str(root)})
-            runs_dir.chmod(0o3775)  # sticky: only an entry's owner may rename it
+            os.chmod(runs_dir, 0o3775)  # sticky: only an entry's owner may rename it
             accepted = await http.post("/v1/slots", json={"run_id": "run-b", "root": str(root)})
             await http.delete("/v1/slots/run-b")
     assert refused.status_code == 400, refused.text
@@ -84,7 +84,7 @@ async def test_a_restarted_child_does_not_start_in_a_root_swapped_by_another_run
         slot = await control.acquire("run-b", victims)
         # Opened to a group later (as an operator might); the run's commands swap the root.
         os.chown(runs_dir, 0, RUNS_GROUP)
-        runs_dir.chmod(0o2775)
+        os.chmod(runs_dir, 0o2775)
         victims.rename(runs_dir / ".run-b-hidden")
         planted = runs_dir / "run-b"
         planted.mkdir()  # root's: commands in it would run as the daemon's user
