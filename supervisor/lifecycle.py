@@ -13,6 +13,7 @@ it re-adopts (see reconcile.py).
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import random
@@ -43,6 +44,8 @@ from jeeves_mcp.supervisor.store import SlotStore
 
 log = logging.getLogger("jeeves_mcp.supervisor")
 
+# bind(127.0.0.1:0) with every ephemeral port held, or no loopback address to bind.
+PORT_ERRNOS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL)
 STATS_EVERY_PINGS = 6  # savings are collected on release anyway; this bounds a crash's loss
 
 
@@ -172,11 +175,15 @@ class SlotLifecycle:
             self.hold_port(slot, 0)
             slot.child = await self.starter.start(slot.record, port=0, listener=slot.listener)
         except OSError as exc:
-            if exc.errno not in DESCRIPTOR_ERRNOS:
+            if exc.errno in DESCRIPTOR_ERRNOS:
+                full = "out of file descriptors"
+            elif exc.errno in PORT_ERRNOS:  # every ephemeral port held: a run's bash can do it
+                full = "no free port on 127.0.0.1"
+            else:
                 raise
-            # Out of file descriptors: the daemon is full, not this run broken. The
-            # acquirer gets 429 (as past max_slots) and the slot ends at once.
-            slot.overloaded = f"out of file descriptors ({os.strerror(exc.errno)})"
+            # The daemon is full, not this run broken. The acquirer gets 429 (as past
+            # max_slots) and the slot ends at once.
+            slot.overloaded = f"{full} ({os.strerror(exc.errno)})"
             slot.record.reason = slot.overloaded
             self.events.publish("mcp_pruner.overloaded", logging.WARNING, run_id=slot.run_id, error=slot.overloaded)
             report()
