@@ -112,7 +112,7 @@ def read_existing(path: Path, command: str) -> tuple[str, os.stat_result] | None
 
 def write_atomically(
     path: Path, text: str, *, private: bool = False, command: str = "config",
-    existing: os.stat_result | None = None,
+    existing: tuple[str, os.stat_result] | None = None,
 ) -> None:
     """Replace `path` in one step. The file it replaces (`existing`, from `read_existing`)
     lends its mode only if the caller owns it; new private files are 0600.
@@ -123,8 +123,8 @@ def write_atomically(
     if not path.parent.is_dir():
         raise fail(command, f"cannot write {path}: no directory {path.parent} (create it first) [USAGE]",
                    EXIT_USAGE)
-    if existing is not None and existing.st_uid == os.geteuid():
-        mode = existing.st_mode & 0o777
+    if existing is not None and existing[1].st_uid == os.geteuid():
+        mode = existing[1].st_mode & 0o777
     else:
         mode = 0o600 if private else 0o666 & ~_umask()
     if private:
@@ -268,7 +268,7 @@ def claude(
     if write is not None:
         existing = read_existing(write, "config claude")
         write_atomically(write, merge_json(write, existing, ["mcpServers"], config["mcpServers"]),
-                         command="config claude", existing=existing[1] if existing else None)
+                         command="config claude", existing=existing)
         typer.echo(f"# wrote server {name!r} into {write} (no token in it); "
                    f"start Claude Code with {token_env} set:", err=True)
     else:
@@ -314,7 +314,7 @@ def codex(
         merged = merge_codex_toml(existing, name, table)
         parsed = tomllib.loads(merged)  # never write a file Codex cannot read
         assert parsed["mcp_servers"][name] == {"url": url, "bearer_token_env_var": token_env}
-        write_atomically(write, merged, command="config codex", existing=found[1] if found else None)
+        write_atomically(write, merged, command="config codex", existing=found)
         typer.echo(f"# wrote [mcp_servers.{name}] into {write} (no token in it); "
                    f"start codex with {token_env} set:", err=True)
     else:
@@ -344,7 +344,7 @@ def agent_sdk(
     if write is not None:
         existing = read_existing(write, "config agent-sdk")
         write_atomically(write, merge_json(write, existing, [], config), private=True,
-                         command="config agent-sdk", existing=existing[1] if existing else None)
+                         command="config agent-sdk", existing=existing)
         typer.echo(f"# wrote server {name!r} into {write} (mode 0600: it holds the slot's token)", err=True)
     else:
         typer.echo(json.dumps(config, indent=2))

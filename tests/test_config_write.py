@@ -67,7 +67,7 @@ def test_a_file_another_user_owns_lends_no_mode_to_what_is_written(nobodys_works
     os.chown(target, NOBODY, NOBODY)
     found = _config.read_existing(target, "config")
     assert found is not None
-    _config.write_atomically(target, _config.merge_json(target, found, ["mcpServers"], {}), existing=found[1])
+    _config.write_atomically(target, _config.merge_json(target, found, ["mcpServers"], {}), existing=found)
     written = target.stat()
     assert written.st_uid == os.geteuid()
     assert stat.S_IMODE(written.st_mode) & 0o022 == 0, oct(written.st_mode)  # not 0777

@@ -141,10 +141,11 @@ class ExternalEngine:
             chunk_overlap_tokens=self.chunk_overlap_tokens,
         ).model_dump()
         # token_scores repeats the text token by token: allow for it, but bound it.
-        limit = 1024 * 1024 + 48 * len(code.encode("utf-8", "surrogatepass"))
+        code_bytes = len(code.encode("utf-8", "surrogatepass"))
+        limit = 1024 * 1024 + 48 * code_bytes
         payload = await self._exchange(
             "POST", "/prune", options.timeout_ms / 1000, limit, json_body=request,
-            max_values=answer_values_bound(code, question),
+            max_values=answer_values_bound(code, code_bytes + len(question.encode("utf-8", "surrogatepass"))),
         )
         answer = parse_prune_response(payload, len(code.splitlines()))
         if answer.error_msg:
@@ -226,13 +227,14 @@ class ExternalEngine:
         return payload
 
 
-def answer_values_bound(code: str, query: str) -> int:
-    """The most `[`, `{` and `,` a tokenizer's answer to `code` and `query` can hold: three per
+def answer_values_bound(code: str, text_bytes: int) -> int:
+    """The most `[`, `{` and `,` a tokenizer's answer to `code` (with its query, `text_bytes`
+    bytes of UTF-8 together) can hold: three per
     token of token_scores (a token is a byte of text or more; the model's windows overlap by
     about 1 %), the code's own in the tokens' texts and again in pruned_code, one per kept
     line. A real answer holds about a third of it (tokens of 3-4 bytes); `["",0]` pairs up to
     the byte bound hold seven times it, and cost ~30 times their size to parse."""
-    tokens = math.ceil(len((code + query).encode("utf-8", "surrogatepass")) * 1.02) + 256
+    tokens = math.ceil(text_bytes * 1.02) + 256
     punctuation = code.count(",") + code.count("[") + code.count("{")
     return VALUES_SLACK + 3 * tokens + math.ceil(2.04 * punctuation) + code.count("\n") + 1
 
