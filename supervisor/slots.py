@@ -208,6 +208,10 @@ class SlotManager:
         finally:
             slot.ready.set()
         self.metrics.acquire.observe(time.monotonic() - started)
+        if slot.install_problem is not None or slot.overloaded is not None:
+            # The refused slot's task is still recording its end: answer once it has left the
+            # registry, so that no list or acquire after the refusal finds it holding a place.
+            await slot.done.wait()
         if slot.install_problem is not None:
             raise SlotError(
                 "INSTALL_BROKEN", f"no pruner child can start: {slot.install_problem}; "
