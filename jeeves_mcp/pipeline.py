@@ -363,7 +363,13 @@ def result_bytes(result: dict[str, Any]) -> int:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_BREAKS_JSON_LEAVES_RAW)
+
+
+# JSON escapes every control character but these, which a reader may take for line breaks:
+# a line of a file could then pose as a numbered line of its own in what the agent reads.
+# Escaped, the JSON parses back to the same text.
+_BREAKS_JSON_LEAVES_RAW = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
 def fit_result(
