@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 
 from jeeves_mcp import _log
 from jeeves_mcp.paths import foreign_symlink
+from jeeves_mcp.proc.runner import COMMAND_MAX_PROCESSES
 from jeeves_mcp.settings import ConfigError, OldName, Settings, build
 
 __all__ = [
@@ -64,6 +65,10 @@ class PrunerConfig(Settings):
     grep_timeout_ms: int = Field(30_000, ge=1, description="Default timeout of a grep.")
     kill_grace_ms: int = Field(2000, ge=0, description="SIGTERM to SIGKILL grace for tool processes.")
     max_output_bytes: int = Field(16 * 1024 * 1024, ge=1024, description="Output captured per command stream; the rest is drained and counted.")
+    command_max_processes: int = Field(
+        COMMAND_MAX_PROCESSES, ge=16, le=4_194_304, description="RLIMIT_NPROC of bash and grep commands run as the root's "
+        "owner: processes and threads that user may have, its other runs' included. Runs of different owners share the "
+        "daemon's TasksMax: size this so a few runs cannot take it all.")
     env_allow: tuple[str, ...] = Field(
         ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME", "SHELL", "TMPDIR"),
         description="Environment variables a bash command inherits; the rest are dropped.",

@@ -518,3 +518,12 @@ async def test_commands_of_another_user_get_a_process_limit(tmp_path: Path, owne
     async with running_child(owned_root, tmp_path) as child:
         ran = await child_bash(child, f"ulimit -u; ulimit -Hu; ulimit -u {limit + 1} 2>/dev/null || echo kept")
         assert ran["stdout"] == f"{limit}\n{limit}\nkept\n", ran
+
+
+async def test_the_commands_process_limit_is_the_operators_to_set(tmp_path: Path, owned_root: Path) -> None:
+    """Runs of different owners share the unit's TasksMax (8192): at 4096 each, two hostile runs
+    took 8,180 of it. An operator sizes the limit to the runs the host should hold."""
+    env = {"JEEVES_MCP_COMMAND_MAX_PROCESSES": "64"}
+    async with running_child(owned_root, tmp_path, env=env) as child:
+        ran = await child_bash(child, "ulimit -u; ulimit -Hu; ulimit -u 65 2>/dev/null || echo kept")
+        assert ran["stdout"] == "64\n64\nkept\n", ran

@@ -48,7 +48,7 @@ _ENTER = (
 )
 # Processes (threads included) a command run as another user may have: RLIMIT_NPROC, which
 # counts every process of that uid, the run's and any other. Without it a run could fill the
-# host's pid table (attack review F3). A constant until it can be a PrunerConfig field.
+# host's pid table (attack review F3). The default of PrunerConfig.command_max_processes.
 COMMAND_MAX_PROCESSES = 4096
 # After the command's leader exited and its tree was killed, how long the
 # readers may still drain pipes (held open only by a tag-scrubbed escapee).

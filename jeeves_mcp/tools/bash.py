@@ -133,6 +133,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         timeout_s=timeout_ms / 1000,
         max_output_bytes=config.max_output_bytes,
         user=user,
+        max_processes=config.command_max_processes,
         kill_grace_s=config.kill_grace_ms / 1000,
         on_output=ctx.progress.report,
     )

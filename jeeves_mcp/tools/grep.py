@@ -255,6 +255,7 @@ async def _run_rg(
         timeout_s=timeout_ms / 1000,
         max_output_bytes=cap,
         user=command_user(ctx.config.root),
+        max_processes=ctx.config.command_max_processes,
         kill_grace_s=ctx.config.kill_grace_ms / 1000,
         keep_tail=False,
     )
