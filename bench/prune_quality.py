@@ -385,6 +385,10 @@ never used, 793 cases, engine 0.801 / 0.786. Engine: commits-fresh4 0.801, fresh
   level (0.854); sharper temperatures lose recall (0.863 at 0.1). The known curve, about one
   point of recall for two of reduction, which crosses 0.70 before the held-out sets could gain
   the 1.7 to 2.6 points they lack.
+- line costs as the result serializes them (a view's text is JSON inside JSON: a newline costs
+  3 bytes, a quote or backslash 4), in the planner and the budget's trim alike: views +0.8 to
+  +0.9 points smaller, recall -0.7 (commits-dev), -0.3, +0.1, needles-h -0.4; at VIEW_PRICE 0.35
+  the same. The trim after the plan costs nothing measurable.
 """
 
 from __future__ import annotations
