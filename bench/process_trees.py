@@ -4,10 +4,10 @@
 
 Each case runs through the child's /rpc endpoint with a probe variable in its
 `env` (inherited by every descendant): a fork bomb bounded by RLIMIT_NPROC (as
-the unprivileged user nobody via setpriv, since root ignores the limit), a
+an unprivileged uid of its own via setpriv, since root ignores the limit), a
 double-forked `setsid` daemon, a command ignoring SIGTERM, and one writing
 `--gigabytes` GB to stdout. Printed: how the call ended, its duration, the
-processes left with the probe (or run as nobody), and the pruner child's peak
+processes left with the probe (or run as the bomb's uid), and the pruner child's peak
 RSS (VmHWM) after each case. `tests/test_process_trees.py` asserts the same.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pwd
 import secrets
 import shutil
 import sys
@@ -32,8 +33,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from jeeves_mcp.proc import process_alive
 from tests._child import kill_all, running_child
 
-NOBODY = 65534
 NPROC_LIMIT = 64
+
+
+def unused_uid() -> int:
+    """A uid no process runs as and no passwd entry names: RLIMIT_NPROC counts every process
+    of a uid on the machine, so the bomb must not share one with another run's commands."""
+    busy = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                busy.add(os.stat(f"/proc/{name}").st_uid)
+            except OSError:
+                continue
+    while True:
+        uid = secrets.randbelow(100_000) + 200_000
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            if uid not in busy:
+                return uid
+
+
+BOMB_UID = unused_uid()
 
 
 @dataclass
@@ -49,7 +71,7 @@ def cases(gigabytes: float = 1.0) -> list[Case]:
     size = int(gigabytes * 1_000_000_000)
     return [
         Case("fork bomb (RLIMIT_NPROC)",
-             f"setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups "
+             f"setpriv --reuid={BOMB_UID} --regid={BOMB_UID} --clear-groups "
              f"bash -c 'ulimit -u {NPROC_LIMIT}; b() {{ b | b & }}; b; sleep 600' 2>/dev/null",
              2000, "TOOL_TIMEOUT", needs_setpriv=True),
         Case("double-forked setsid daemon",
@@ -73,7 +95,7 @@ def vm_hwm_mib(pid: int) -> float:
 
 
 def probed(probe: str) -> list[int]:
-    """Live processes carrying the probe, or run by nobody (a fork bomb's)."""
+    """Live processes carrying the probe, or run as the fork bomb's uid."""
     wanted = f"JEEVES_PROBE={probe}".encode()
     found = []
     for name in os.listdir("/proc"):
@@ -88,7 +110,7 @@ def probed(probe: str) -> list[int]:
             uid = os.stat(f"/proc/{pid}").st_uid
         except OSError:
             continue
-        if wanted in env or uid == NOBODY:
+        if wanted in env or uid == BOMB_UID:
             found.append(pid)
     return found
 

@@ -29,7 +29,7 @@ async def child(tmp_path: Path) -> AsyncIterator[Child]:
 @pytest.mark.parametrize("case", cases(1.0), ids=lambda case: case.name)
 async def test_hostile_command_leaves_nothing_and_memory_stays_bounded(child: Child, case) -> None:
     if case.needs_setpriv and not setpriv_works():
-        pytest.skip("RLIMIT_NPROC binds only an unprivileged user: needs root and setpriv to become nobody")
+        pytest.skip("RLIMIT_NPROC binds only an unprivileged user: needs root and setpriv to drop to another uid")
     async with httpx.AsyncClient() as http:
         with trio.fail_after(case.timeout_ms / 1000 + 60):
             outcome = await run_case(http, child.base, child.headers(), case)
