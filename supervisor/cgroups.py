@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import logging
 import os
+import signal
 from pathlib import Path
 
 import trio
@@ -26,6 +28,8 @@ __all__ = ["SlotCgroups", "cgroup_base", "own_cgroup"]
 
 # How long a killed cgroup may take to empty before it is left for the next kill.
 EMPTY_WAIT_S = 2.0
+# Polls (10 ms each) between signals to each process still in a killed cgroup.
+MEMBER_KILL_EVERY = 5
 
 
 def own_cgroup() -> Path | None:
@@ -105,17 +109,52 @@ class SlotCgroups:
             log.warning("cgroups.kill_failed", extra={"run_id": run_id, "error": str(exc)})
             return
         with trio.move_on_after(EMPTY_WAIT_S):
-            while _populated(path):  # noqa: ASYNC110 - cgroup.events has no wakeup for us here
+            for round_ in itertools.count():
+                if not _populated(path):
+                    break
+                if round_ % MEMBER_KILL_EVERY == MEMBER_KILL_EVERY - 1:
+                    _kill_members(path)
                 await trio.sleep(0.01)
+        if _populated(path):
+            log.warning("cgroups.not_empty", extra={"run_id": run_id, "pids": _members(path)[:20]})
         if remove:
-            with contextlib.suppress(OSError):
+            try:
                 path.rmdir()
+            except OSError as exc:
+                log.warning("cgroups.remove_failed", extra={"run_id": run_id, "error": str(exc)})
 
     def close(self) -> None:
         """Remove the daemon's own cgroup directory if no slot is left in it."""
         if self.base is not None:
             with contextlib.suppress(OSError):
                 self.base.rmdir()
+
+
+def _members(path: Path) -> list[int]:
+    try:
+        return [int(pid) for pid in (path / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _kill_members(path: Path) -> None:
+    """SIGKILL each process still in the cgroup through a pidfd. `cgroup.kill` signals a
+    process through its main thread, and the signal is lost when that thread has ended alone
+    (raw SYS_exit) while others run on (attack review 7, H1); a pidfd's signal reaches the
+    whole process."""
+    opened = {}
+    for pid in _members(path):
+        with contextlib.suppress(OSError):
+            opened[pid] = os.pidfd_open(pid)
+    still_in = set(_members(path))  # not a pid recycled between the first read and the open
+    for pid, fd in opened.items():
+        try:
+            if pid in still_in:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _populated(path: Path) -> bool:

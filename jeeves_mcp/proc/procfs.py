@@ -202,8 +202,31 @@ def proc_stat(pid: int) -> list[str] | None:
 
 def process_alive(pid: int) -> bool:
     """Running: not gone, and not a zombie waiting for its parent to reap it."""
-    fields = proc_stat(pid)
-    return fields is not None and fields[0] not in ("Z", "X")
+    return live_task(pid) is not None
+
+
+def live_task(pid: int) -> int | None:
+    """A thread of `pid` that is neither gone nor dead: `pid` itself, or another when its
+    main thread ended alone (raw SYS_exit), which makes /proc/PID/stat read Z and
+    /proc/PID/environ fail while the process runs on; None when the whole process is dead."""
+    stat = proc_stat(pid)
+    if stat is None:
+        return None
+    if stat[0] not in ("Z", "X"):
+        return pid
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task") if t != str(pid)]
+    except (OSError, ValueError):
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        if raw[raw.rfind(b")") + 2 : raw.rfind(b")") + 3] not in (b"Z", b"X"):
+            return tid
+    return None
 
 
 def list_pids() -> list[int]:
@@ -237,16 +260,9 @@ def _task_children(pid: int) -> tuple[list[int], bool]:
     return children, ok
 
 
-def _dead_process(pid: int) -> bool:
+def dead_process(pid: int) -> bool:
     """Every thread of `pid` is gone or dead (its children went to its reaper)."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return True
-    if tids != [str(pid)]:
-        return False
-    stat = proc_stat(pid)
-    return stat is None or stat[0] in ("Z", "X")
+    return live_task(pid) is None
 
 
 def descendants(me: int) -> list[int] | None:
@@ -274,7 +290,7 @@ def descendants(me: int) -> list[int] | None:
                 continue
             found.add(pid)
             children, ok = _task_children(pid)
-            if not ok and not (pid in direct and _dead_process(pid)):
+            if not ok and not (pid in direct and dead_process(pid)):
                 return None
             stack.extend(children)
         if not found:
@@ -351,12 +367,15 @@ def read_environ(pid: int, deadline: float = 0.0) -> bytes | None:
     read got the old image, already released), though the tag is back once the exec ends.
     The exec sets the image's end_code last, after the environment: until then, re-read.
     """
+    task = live_task(pid)  # the main thread's files fail once it has ended alone
+    if task is None:
+        return b""
     settled = False
     while True:
-        if _posed_environ(proc_stat(pid)):
+        if _posed_environ(proc_stat(task)):
             return b""
         try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
+            with open(f"/proc/{task}/environ", "rb") as f:
                 environ = f.read(ENVIRON_MAX + 1)
         except OSError:
             return b""
@@ -364,7 +383,7 @@ def read_environ(pid: int, deadline: float = 0.0) -> bytes | None:
             return b""
         if environ:
             return environ
-        stat = proc_stat(pid)
+        stat = proc_stat(task)
         if stat is None or len(stat) < 25 or stat[0] in ("Z", "X") or int(stat[6]) & _PF_KTHREAD:
             return b""
         if stat[24] != "0":  # end_code: no exec under way; read once more in case one just ended

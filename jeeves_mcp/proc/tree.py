@@ -51,6 +51,7 @@ import trio
 
 from .procfs import (
     HAVE_CHILDREN,
+    dead_process,
     descendants,
     descends_from,
     has_env_entry,
@@ -252,7 +253,7 @@ def _scan_and_open_sync(
         stat = proc_stat(pid)
         if stat is None:
             continue
-        if stat[0] == "Z":
+        if stat[0] == "Z" and dead_process(pid):  # (not a main thread that ended alone)
             if stat[1] == str(me):
                 zombie_seen = True  # the sweep reaps it unless it is held or a spawn's in flight
             # A member of the group that died before we saw it alive (the
@@ -275,7 +276,7 @@ def _scan_and_open_sync(
         # died in between, it is kept to be reaped when it is our child.
         recheck = proc_stat(pid)
         keep: bool | None
-        if recheck is not None and recheck[0] == "Z":
+        if recheck is not None and recheck[0] == "Z" and dead_process(pid):
             keep = recheck[1] == str(me)
         else:
             keep = _belongs(pid, pgid, tag_entries, exec_deadline)
@@ -291,7 +292,7 @@ def _belongs(pid: int, pgid: int | None, tag_entries: tuple[bytes, ...], deadlin
     """In the group or tagged; None when its tag cannot be read before `deadline`
     (time.monotonic()) because it is in the middle of an exec."""
     stat = proc_stat(pid)
-    if stat is None or stat[0] in ("Z", "X"):
+    if stat is None or (stat[0] in ("Z", "X") and dead_process(pid)):
         return False
     if pgid is not None and stat[2] == str(pgid):
         return True
@@ -322,7 +323,9 @@ def kill_descendants(*, reap: bool = True) -> int:
         found = descendants(me)
         if found is None:
             found = [pid for pid in list_pids() if descends_from(pid, me)]
-        alive = [pid for pid in found if (stat := proc_stat(pid)) is not None and stat[0] not in ("Z", "X")]
+        # Not proc_stat's state alone: a process whose main thread ended with SYS_exit shows Z
+        # while its other threads run (attack review 7, H1).
+        alive = [pid for pid in found if not dead_process(pid)]
         if not alive:
             break
         for pid in alive:
