@@ -116,8 +116,13 @@ async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
         set_dumpable,
         set_process_name,
     )
+    from jeeves_mcp.proc.namespaces import private_ipc
 
     become_subreaper()
+    # Before any command or worker thread: what the commands share dies with us (review 7, M2).
+    shared = private_ipc()
+    if shared is not None:
+        _log.event(log, "pruner.ipc_shared", reason=shared)
     set_dumpable(False)  # our memory holds the token: not for processes of our user to read
     clear_ambient_capabilities()  # what lets us run commands as their owner is not theirs to keep
     set_process_name("jeeves-pruner")  # forked children would otherwise look like their zygote

@@ -1,0 +1,89 @@
+"""What a run shares through IPC dies with its slot (attack review 7, M2).
+
+SysV shared memory lives until removed, not until its maker exits, and /dev/shm files
+until unlinked: a run left a touched 1 GiB segment on the host past its release. Its
+child now has an IPC namespace and a /dev/shm of its own, which its commands share with
+each other and the kernel frees with the last of them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests._daemon import running_daemon
+from tests.test_isolation import bash, directory_owned_by
+
+UNLISTED_UID = 61_235
+IPC_RMID = 0
+
+MAKE_SEGMENT = (
+    "import ctypes, sys\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "shmid = libc.shmget(int(sys.argv[1]), ctypes.c_size_t(1 << 20), 0o1600)\n"
+    "print(shmid)\n"
+)
+
+
+def host_keys() -> set[int]:
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return {int(line.split()[0]) for line in lines}
+
+
+def holders_of(namespace: str) -> list[int]:
+    """Processes in the IPC namespace `namespace` (an ns link's target)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.readlink(f"/proc/{name}/ns/ipc") == namespace:
+                    found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+@contextmanager
+def left_on_the_host(key: int, name: str) -> Iterator[None]:
+    """Remove what a failing run left on the host, once the test has looked."""
+    try:
+        yield
+    finally:
+        libc = ctypes.CDLL(None, use_errno=True)
+        shmid = libc.shmget(key, ctypes.c_size_t(0), 0)
+        if shmid >= 0:
+            libc.shmctl(shmid, IPC_RMID, None)
+        Path(f"/dev/shm/{name}").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("fork_server", ["true", "false"], ids=["forked", "cold"])
+async def test_shared_memory_and_dev_shm_die_with_the_slot(tmp_path: Path, fork_server: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("namespaces of the child's own need CAP_SYS_ADMIN (a root daemon)")
+    key = secrets.randbelow(2**30) + 1
+    name = f"jeeves-ipc-{secrets.token_hex(4)}"
+    with directory_owned_by(UNLISTED_UID, "jeeves-ipc-") as run_root, left_on_the_host(key, name):
+        (run_root / "segment.py").write_text(MAKE_SEGMENT)
+        async with running_daemon(tmp_path, {"JEEVES_MCP_FORK_SERVER": fork_server}) as daemon, \
+                daemon.client() as control:
+            slot = await control.acquire("ipc", run_root)
+            made = await bash(slot, f"python3 segment.py {key} && head -c 4096 /dev/zero > /dev/shm/{name} && echo made")
+            assert made["stdout"].endswith("made\n") and int(made["stdout"].split()[0]) >= 0, made
+            # The run's commands share both with each other...
+            seen = await bash(slot, f"awk '$1 == {key}' /proc/sysvipc/shm | wc -l; ls /dev/shm")
+            assert seen["stdout"].split()[0] == "1" and name in seen["stdout"].split()[1:], seen
+            # ...the host sees neither...
+            assert key not in host_keys()
+            assert name not in os.listdir("/dev/shm")
+            namespace = os.readlink(f"/proc/{slot['pid']}/ns/ipc")
+            assert namespace != os.readlink("/proc/self/ns/ipc")
+            await control.release("ipc")
+            # ...and nothing holds them once the slot is gone.
+            assert holders_of(namespace) == []
+    assert key not in host_keys()
