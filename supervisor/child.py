@@ -302,3 +302,42 @@ async def ping(http: httpx.AsyncClient, child: Child, token: str, timeout_s: flo
     except ValueError:
         return "invalid json"
     return None if isinstance(body, dict) and "result" in body else "no result"
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    """From /proc/PID/schedstat (0 where unreadable), in nanoseconds: the child's main
+    thread's time on a CPU and waiting for one, and the daemon's main thread's wait."""
+
+    child_ran: int
+    child_waited: int
+    daemon_waited: int
+
+
+def cpu_times(pid: int) -> CpuTimes:
+    child = _schedstat(pid)
+    return CpuTimes(child[0], child[1], _schedstat(os.getpid())[1])
+
+
+def starved(pid: int, since: CpuTimes, timeout_s: float, share: float) -> dict[str, float] | None:
+    """Whether a ping that failed was starved of CPU (attack review 7, M1), with the figures;
+    None when the failure counts. Starved: the daemon, or the child, waited runnable for a
+    CPU `share` of `timeout_s`, or the child is runnable now yet ran less than that share.
+    (The kernel adds a wait to schedstat only once the waiting thread runs.) A child stopped,
+    deadlocked or stuck on I/O is not runnable; one spinning runs: both still count."""
+    now = cpu_times(pid)
+    ran = (now.child_ran - since.child_ran) / 1e9
+    waited = max(now.child_waited - since.child_waited, now.daemon_waited - since.daemon_waited) / 1e9
+    runnable = (proc_stat(pid) or ["?"])[0] == "R"
+    if waited >= timeout_s * share or (runnable and ran < timeout_s * share):
+        return {"cpu_wait_s": round(waited, 3), "ran_s": round(ran, 3)}
+    return None
+
+
+def _schedstat(pid: int) -> tuple[int, int]:
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            ran, waited = f.read().split()[:2]
+        return int(ran), int(waited)
+    except (OSError, ValueError):
+        return 0, 0

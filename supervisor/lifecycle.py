@@ -47,6 +47,9 @@ log = logging.getLogger("jeeves_mcp.supervisor")
 # bind(127.0.0.1:0) with every ephemeral port held, or no loopback address to bind.
 PORT_ERRNOS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL)
 STATS_EVERY_PINGS = 6  # savings are collected on release anyway; this bounds a crash's loss
+# A failed ping does not count when the child or the daemon was runnable but off a CPU for
+# this share of its timeout (child.starved): the host was short of CPU, not the child sick.
+STARVED_SHARE = 0.5
 
 
 class SlotLifecycle:
@@ -288,6 +291,7 @@ class SlotLifecycle:
                 failures = pings = starved = 0
                 while True:
                     await trio.sleep(self.config.health_interval_s)
+                    times = children.cpu_times(child.pid)
                     try:
                         problem = await children.ping(self.http, child, slot.record.token, self.config.health_timeout_s)
                     except OSError as exc:  # the daemon's own EMFILE: nothing learnt of the child
@@ -302,6 +306,11 @@ class SlotLifecycle:
                         self.metrics.health_passes.inc()
                         if pings % STATS_EVERY_PINGS == 0:
                             await self.refresh_stats(slot)
+                        continue
+                    cpu = children.starved(child.pid, times, self.config.health_timeout_s, STARVED_SHARE)
+                    if cpu is not None:  # neither a crash nor health: the host's CPU was short
+                        self.events.publish("mcp_pruner.health_starved", logging.INFO, run_id=slot.run_id,
+                                            error=problem, **cpu)
                         continue
                     failures += 1
                     self.metrics.health_failures.inc()

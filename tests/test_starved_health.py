@@ -1,0 +1,67 @@
+"""A child starved of CPU by other processes is not declared dead (attack review 7, M1).
+
+A run's commands spinning in sessions of their own (autogroup gives each an equal share)
+starved the host: another owner's child answered its health pings too late, was declared
+unreachable and restarted until degraded. A ping that failed while the child (or the
+daemon) was waiting for a CPU, runnable, says nothing about its health: it does not
+count. A child that does not run at all (stopped, deadlocked) still does
+(`tests/test_daemon.py::test_a_hung_child_is_detected`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests._daemon import running_daemon, watch_events
+
+SPINNERS = 3
+SPIN = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
+
+
+@contextmanager
+def starved(pid: int) -> Iterator[None]:
+    """`pid` and spinners on one CPU; the spinners each in a session of their own and the
+    child's session niced to 19 (autogroup: sessions share a CPU by their nice, whatever
+    their processes')."""
+    cpu = min(os.sched_getaffinity(0))
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN, str(cpu)], start_new_session=True)
+                for _ in range(SPINNERS)]
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            os.sched_setaffinity(int(tid), {cpu})
+        Path(f"/proc/{pid}/autogroup").write_text("19")
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+@pytest.fixture
+def run_root(tmp_path: Path) -> Path:
+    root = tmp_path / "run"
+    root.mkdir()
+    (root / "hello.py").write_text("x = 1\n")
+    return root
+
+
+async def test_a_starved_child_is_not_restarted(tmp_path: Path, run_root: Path) -> None:
+    async with running_daemon(tmp_path, {"JEEVES_MCP_HEALTH_TIMEOUT_S": "0.2"}) as daemon, \
+            daemon.client() as control, watch_events(daemon) as log:
+        slot = await control.acquire("starved", run_root)
+        with starved(slot["pid"]):
+            for _ in range(4):  # twice the failures that would count as a crash
+                await log.wait_for("mcp_pruner.health_starved", "starved", after=len(log.events))
+        failed = [e["event"] for e in log.events if e.get("run_id") == "starved" and e["event"] in (
+            "mcp_pruner.health_failed", "mcp_pruner.unreachable", "mcp_pruner.restarting")]
+        assert failed == []
+        now = await control.get("starved")
+        assert (now["pid"], now["restarts"], now["state"]) == (slot["pid"], 0, "running")
+        await control.release("starved")
