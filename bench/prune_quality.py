@@ -389,6 +389,17 @@ never used, 793 cases, engine 0.801 / 0.786. Engine: commits-fresh4 0.801, fresh
   3 bytes, a quote or backslash 4), in the planner and the budget's trim alike: views +0.8 to
   +0.9 points smaller, recall -0.7 (commits-dev), -0.3, +0.1, needles-h -0.4; at VIEW_PRICE 0.35
   the same. The trim after the plan costs nothing measurable.
+(2026-11-28, third session; same engine:)
+- the view's size, once more, now that the learned line model sets the line values: VIEW_PRICE
+  0.35 / 0.3 (now 0.4) and CODE_SHARE 0.3 (now 0.25), recall / reduction on commits-fresh2,
+  judge, fresh3, fresh4, fresh5: 0.840 / 0.834 / 0.830 / 0.799 / 0.833 at 0.774 / 0.757 / 0.783 /
+  0.784 / 0.766 (price 0.35), 0.842 / 0.837 / 0.832 / 0.799 / 0.836 at 0.771 / 0.754 / 0.780 /
+  0.778 / 0.763 (0.3), 0.842 / 0.834 / 0.829 / 0.802 / 0.833 (CODE_SHARE 0.3); needles level,
+  needles-dev reduction 0.747 at price 0.3. Half a point of reduction for a few tenths of recall
+  at most: the bytes the reduction target leaves no longer buy recall. Where the loss is, by the
+  file's size (fresh2 / judge / fresh3 / fresh4 / fresh5): files of 10-25 KB hold 29-32 % of it
+  (recall 0.83-0.90), 25-60 KB 34-43 % (0.79-0.84), over 60 KB 26-34 % (0.71-0.78), where the
+  10,240-byte response budget binds. Not adopted.
 """
 
 from __future__ import annotations
