@@ -17,8 +17,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
 from tests._daemon import running_daemon, watch_events
 
 SPINNERS = 3
@@ -42,14 +40,6 @@ def starved(pid: int) -> Iterator[None]:
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
-
-
-@pytest.fixture
-def run_root(tmp_path: Path) -> Path:
-    root = tmp_path / "run"
-    root.mkdir()
-    (root / "hello.py").write_text("x = 1\n")
-    return root
 
 
 async def test_a_starved_child_is_not_restarted(tmp_path: Path, run_root: Path) -> None:
