@@ -121,8 +121,11 @@ def unix_listening_socket(path: Path, backlog: int) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 
     def bind() -> None:
-        with unix_socket_name(path) as name:
-            sock.bind(name)
+        try:
+            with unix_socket_name(path) as name:
+                sock.bind(name)
+        except OSError as exc:  # bind names no path: the reason a slot shows should
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         path.chmod(0o600)
 
     return _listening(sock, bind, backlog)

@@ -7,6 +7,7 @@ which wins over the file (`jeeves_mcp.settings`).
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 from collections.abc import Mapping
@@ -129,6 +130,9 @@ def failed_line(exc: ConfigError, *, log_it: bool) -> str:
     return json.dumps({"event": "failed", "error": str(exc)})
 
 
+# A child that cannot make its files for these is the host's shortage, not its run's fault.
+SHORT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
 # Whether this process printed its ready line: past it, stdout is no longer where the daemon waits.
 _ready_sent = False
 
@@ -149,7 +153,8 @@ def start_failure_line(exc: BaseException) -> str | None:
     while pending:  # trio raises what failed inside a nursery as a group
         found = pending.pop(0)
         if isinstance(found, OSError):
-            return json.dumps({"event": "failed", "error": f"cannot start: {found}"})
+            short = " (no space or no inode left there)" if found.errno in SHORT_OF_SPACE else ""
+            return json.dumps({"event": "failed", "error": f"cannot start: {found}{short}", "errno": found.errno})
         if isinstance(found, BaseExceptionGroup):
             pending.extend(found.exceptions)
         elif found.__cause__ is not None:

@@ -27,6 +27,7 @@ import trio
 
 from jeeves_mcp.paths import unix_socket_name
 from jeeves_mcp.proc import kill_tree, proc_stat, spawning
+from jeeves_mcp.pruner_config import SHORT_OF_SPACE
 from jeeves_mcp.supervisor.descriptors import out_of_descriptors, restore_for_child
 
 PING = {
@@ -51,6 +52,11 @@ class SpawnError(Exception):
 
 class SpawnRefused(SpawnError):
     """The daemon would not start the child (`strictmodes.spawn_problem`): nothing ran."""
+
+
+class SpawnShort(SpawnError):
+    """The child could not make its files for want of space or inodes (a run can use up a
+    filesystem it shares with the state dir): the host is short, the run not broken."""
 
 
 def process_start_ticks(pid: int) -> int | None:
@@ -259,7 +265,8 @@ async def read_ready(stream: trio.abc.ReceiveStream, child: Child) -> dict[str, 
     try:
         ready = json.loads(buffer.split(b"\n", 1)[0])
         if ready.get("event") == "failed" and isinstance(ready.get("error"), str):
-            raise SpawnError(f"child refused to start: {ready['error'][:500]}")
+            kind = SpawnShort if ready.get("errno") in SHORT_OF_SPACE else SpawnError
+            raise kind(f"child refused to start: {ready['error'][:500]}")
         if ready.get("event") != "ready" or not isinstance(ready.get("port"), int):
             raise ValueError(ready)
     except ValueError as exc:

@@ -31,7 +31,7 @@ from jeeves_mcp.proc import kill_tree
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.cgroups import SlotCgroups
-from jeeves_mcp.supervisor.child import SpawnError, SpawnRefused
+from jeeves_mcp.supervisor.child import SpawnError, SpawnRefused, SpawnShort
 from jeeves_mcp.supervisor.child_start import ChildStarter
 from jeeves_mcp.supervisor.daemon_config import DaemonConfig
 from jeeves_mcp.supervisor.descriptors import DESCRIPTOR_ERRNOS
@@ -177,16 +177,16 @@ class SlotLifecycle:
         try:
             self.hold_port(slot, 0)
             slot.child = await self.starter.start(slot.record, port=0, listener=slot.listener)
-        except OSError as exc:
-            if exc.errno in DESCRIPTOR_ERRNOS:
-                full = "out of file descriptors"
+        except (OSError, SpawnShort) as exc:
+            if isinstance(exc, SpawnShort):  # no inode or space for its files: a run can use them up
+                slot.overloaded = str(exc)
+            elif exc.errno in DESCRIPTOR_ERRNOS:
+                slot.overloaded = f"out of file descriptors ({os.strerror(exc.errno)})"
             elif exc.errno in PORT_ERRNOS:  # every ephemeral port held: a run's bash can do it
-                full = "no free port on 127.0.0.1"
+                slot.overloaded = f"no free port on 127.0.0.1 ({os.strerror(exc.errno)})"
             else:
                 raise
-            # The daemon is full, not this run broken. The acquirer gets 429 (as past
-            # max_slots) and the slot ends at once.
-            slot.overloaded = f"{full} ({os.strerror(exc.errno)})"
+            # The host is short, not the run broken: 429 (as past max_slots), the slot ends at once.
             slot.record.reason = slot.overloaded
             self.events.publish("mcp_pruner.overloaded", logging.WARNING, run_id=slot.run_id, error=slot.overloaded)
             report()
@@ -241,6 +241,7 @@ class SlotLifecycle:
                 self.hold_port(slot, slot.record.port)
         await self.cgroups.kill(slot.run_id, remove=False)  # what a killed child could not stop
         slot.record.stats = savings.fold_current(slot.record.stats)
+        short = 0  # restarts the host's want of space or inodes failed: not counted
         while True:
             if slot.record.restarts >= self.config.max_restarts:
                 slot.child = None
@@ -253,7 +254,7 @@ class SlotLifecycle:
             self.metrics.restarts.inc()
             delay = min(
                 self.config.restart_backoff_max_s,
-                self.config.restart_backoff_s * 2 ** (slot.record.restarts - 1),
+                self.config.restart_backoff_s * 2 ** (slot.record.restarts - 1 + short),
             ) * random.uniform(0.5, 1.0)
             await self._transition(
                 slot, SlotState.STARTING, "mcp_pruner.restarting",
@@ -267,6 +268,10 @@ class SlotLifecycle:
                 continue
             try:
                 slot.child = await self.starter.start(slot.record, port=slot.record.port or 0, listener=slot.listener)
+            except SpawnShort as exc:  # retried until the host has room again, never degraded for it
+                short, slot.record.restarts = short + 1, slot.record.restarts - 1
+                self.events.publish("mcp_pruner.overloaded", logging.WARNING, run_id=slot.run_id, error=str(exc))
+                continue
             except (SpawnError, OSError) as exc:  # OSError: the daemon out of descriptors, memory, ...
                 reason = f"restart failed: {exc}"  # retried as any other, not a task crash (T1)
                 continue

@@ -218,7 +218,8 @@ class SlotManager:
                 "the installation is broken (jeeves-mcp doctor)", 503,
             )
         if slot.overloaded is not None:
-            raise SlotError("QUEUE_OVERLOADED", f"{slot.overloaded}; release slots or raise the limit", 429)
+            remedy = "free space or inodes there" if "no inode" in slot.overloaded else "release slots or raise the limit"
+            raise SlotError("QUEUE_OVERLOADED", f"{slot.overloaded}; {remedy}", 429)
         if slot.state == SlotState.SHUTDOWN:
             raise SlotError("RELEASED", f"run {request.run_id!r} was released while its slot was starting", 409)
         return slot.view(), True

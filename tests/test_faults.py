@@ -129,28 +129,56 @@ async def test_a_child_that_cannot_start_for_want_of_inodes_says_so(
     tmp_path: Path, run_root: Path, fork_server: str
 ) -> None:
     """Attack-seventh I1: with no inode left under the state dir a child cannot create its
-    files. The slot's reason used to be "child exited before it was ready", which tells the
-    operator nothing; it names the error the child met, forked or started cold."""
+    files. The reason names the error and the file, forked or started cold. Attack review 8:
+    a run can use up the inodes of a filesystem it shares with the state dir, so the acquire
+    is refused as the host's shortage (429, no slot held, as with no free port), not given a
+    slot disabled for good; once there are inodes again the same run starts."""
     with small_tmpfs(tmp_path / "state", options=",nr_inodes=400"):
         async with running_daemon(tmp_path, {"JEEVES_MCP_FORK_SERVER": fork_server}) as daemon, \
                 daemon.client() as control:
             first = await control.acquire("inodes-a", run_root)
             made = use_every_inode(daemon.state_dir)
             try:
-                try:
-                    second = await control.acquire("inodes-b", run_root)
-                except ControlError as exc:
-                    reason = exc.message
-                else:
-                    assert second["state"] == "disabled", second  # a start that failed
-                    reason = second["reason"] or ""
-                assert "No space left on device" in reason, reason
+                with pytest.raises(ControlError) as refused:
+                    await control.acquire("inodes-b", run_root)
+                assert (refused.value.status, refused.value.code) == (429, "QUEUE_OVERLOADED"), refused.value
+                reason = refused.value.message
+                assert "No space left on device" in reason and "no inode" in reason, reason
+                assert str(daemon.state_dir) in reason, reason  # what could not be made
+                assert [slot["run_id"] for slot in (await control.list())["slots"]] == ["inodes-a"]
                 assert daemon.process.poll() is None and await child_answers(first)
             finally:
                 for path in made:
                     path.unlink()
-            third = await control.acquire("inodes-c", run_root)  # inodes again: children start
-            assert third["state"] == "running" and await child_answers(third)
+            again = await control.acquire("inodes-b", run_root)  # inodes again: it starts
+            assert again["state"] == "running" and await child_answers(again)
+
+
+async def test_a_restart_short_of_inodes_waits_for_them_and_is_never_degraded(
+    tmp_path: Path, run_root: Path
+) -> None:
+    """Attack review 8: another run held every inode while a child restarted; its restarts
+    were spent in half a second and the slot degraded for the rest of its run."""
+    with small_tmpfs(tmp_path / "state", options=",nr_inodes=400"):
+        async with running_daemon(tmp_path) as daemon, daemon.client() as control, watch_events(daemon) as log:
+            slot = await control.acquire("victim", run_root)
+            socket_file = next((daemon.state_dir / "health").glob("*.sock"))
+            # Moved, its inode kept: its pings fail, so it is restarted, and its new socket needs one.
+            socket_file.rename(socket_file.with_suffix(".moved"))
+            made = use_every_inode(daemon.state_dir)
+            try:
+                await log.wait_for("mcp_pruner.unreachable", "victim")
+                for _ in range(4):  # twice the restarts that would degrade it
+                    short = await log.wait_for("mcp_pruner.overloaded", "victim", after=len(log.events))
+                    assert "no inode" in short["error"], short
+                assert (await control.get("victim"))["state"] == "starting"
+            finally:
+                for path in made:
+                    path.unlink()
+            await log.wait_for("mcp_pruner.restarted", "victim")
+            now = await control.get("victim")
+            assert (now["state"], now["mcp"]) == ("running", slot["mcp"]) and await child_answers(now)
+            assert "mcp_pruner.degraded" not in [event["event"] for event in log.events]
 
 
 # -- attack T2: a run fills the disk the state dir is on, then the daemon restarts ----------
