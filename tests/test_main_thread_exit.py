@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -111,14 +113,34 @@ async def left_behind(slot: dict[str, Any], command: str, pid_file: Path) -> int
     return pid
 
 
+def python_without_cgroups(tmp_path: Path) -> str:
+    """An interpreter wrapper whose daemon sees the cgroup v2 hierarchy read-only, so its slots
+    get no cgroup and the child's own sweep is all there is (a host without delegation)."""
+    mounts = [line.split() for line in Path("/proc/self/mountinfo").read_text().splitlines() if " - cgroup2 " in line]
+    if not mounts:
+        return sys.executable  # no cgroup v2 here: no slot cgroups anyway
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare(1) is not installed")
+    wrapper = tmp_path / "python-no-cgroups"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f"exec unshare -m --propagation private sh -c 'mount -o remount,bind,ro {mounts[0][4]} "
+        f"&& exec \"$0\" \"$@\"' {sys.executable} \"$@\"\n"
+    )
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+@pytest.mark.parametrize("cgroups", [True, False], ids=["cgroups", "no-cgroups"])
 @pytest.mark.parametrize("ending", ["release", "sigterm"])
-async def test_it_dies_with_the_slot(tmp_path: Path, ending: str) -> None:
+async def test_it_dies_with_the_slot(tmp_path: Path, ending: str, cgroups: bool) -> None:
     """Out of its command's group and environment: the child's last sweep of its
-    descendants takes it."""
+    descendants takes it, with or without the slot's cgroup behind it."""
+    python = sys.executable if cgroups else python_without_cgroups(tmp_path)
     with directory_owned_by(UNLISTED_UID, "jeeves-main-exit-") as run_root:
         command, pid_file = leave_one(run_root, scrubbed=True)
         try:
-            async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+            async with running_daemon(tmp_path, python=python) as daemon, daemon.client() as control:
                 pid = await left_behind(await control.acquire("leftover", run_root), command, pid_file)
                 if ending == "release":
                     await control.release("leftover")
