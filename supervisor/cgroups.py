@@ -30,6 +30,7 @@ __all__ = ["SlotCgroups", "cgroup_base", "own_cgroup"]
 EMPTY_WAIT_S = 2.0
 # Polls (10 ms each) between signals to each process still in a killed cgroup.
 MEMBER_KILL_EVERY = 5
+MEMBER_BATCH = 256  # pidfds open at once while doing so
 
 
 def own_cgroup() -> Path | None:
@@ -142,19 +143,21 @@ def _kill_members(path: Path) -> None:
     process through its main thread, and the signal is lost when that thread has ended alone
     (raw SYS_exit) while others run on (attack review 7, H1); a pidfd's signal reaches the
     whole process."""
-    opened = {}
-    for pid in _members(path):
-        with contextlib.suppress(OSError):
-            opened[pid] = os.pidfd_open(pid)
-    still_in = set(_members(path))  # not a pid recycled between the first read and the open
-    for pid, fd in opened.items():
-        try:
-            if pid in still_in:
-                signal.pidfd_send_signal(fd, signal.SIGKILL)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+    members = _members(path)
+    for start in range(0, len(members), MEMBER_BATCH):  # a fork bomb's thousands: few fds at once
+        opened = {}
+        for pid in members[start : start + MEMBER_BATCH]:
+            with contextlib.suppress(OSError):
+                opened[pid] = os.pidfd_open(pid)
+        still_in = set(_members(path))  # not a pid recycled between the first read and the open
+        for pid, fd in opened.items():
+            try:
+                if pid in still_in:
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
 
 
 def _populated(path: Path) -> bool:

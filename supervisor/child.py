@@ -18,7 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,10 @@ class SpawnRefused(SpawnError):
 class SpawnShort(SpawnError):
     """The child could not make its files for want of space or inodes (a run can use up a
     filesystem it shares with the state dir): the host is short, the run not broken."""
+
+
+# Restarts refused so are retried until there is room, never faster than this.
+SHORT_RETRY_S = 1.0
 
 
 def process_start_ticks(pid: int) -> int | None:
@@ -313,38 +317,48 @@ async def ping(http: httpx.AsyncClient, child: Child, token: str, timeout_s: flo
 
 @dataclass(frozen=True)
 class CpuTimes:
-    """From /proc/PID/schedstat (0 where unreadable), in nanoseconds: the child's main
-    thread's time on a CPU and waiting for one, and the daemon's main thread's wait."""
+    """From /proc/PID/schedstat, in nanoseconds: the child's main thread's time on a CPU and
+    waiting for one, and the daemon's main thread's wait; None where it cannot be read (a
+    kernel without schedstat)."""
 
-    child_ran: int
-    child_waited: int
-    daemon_waited: int
+    child_ran: int | None
+    child_waited: int | None
+    daemon_waited: int | None
 
 
 def cpu_times(pid: int) -> CpuTimes:
     child = _schedstat(pid)
-    return CpuTimes(child[0], child[1], _schedstat(os.getpid())[1])
+    return CpuTimes(*child, _schedstat(os.getpid())[1])
 
 
-def starved(pid: int, since: CpuTimes, timeout_s: float, share: float) -> dict[str, float] | None:
-    """Whether a ping that failed was starved of CPU (attack review 7, M1), with the figures;
+def starved(pid: int, since: CpuTimes, problem: str, timeout_s: float, share: float) -> dict[str, float] | None:
+    """Whether a ping that timed out was starved of CPU (attack review 7, M1), with the figures;
     None when the failure counts. Starved: the daemon, or the child, waited runnable for a
     CPU `share` of `timeout_s`, or the child is runnable now yet ran less than that share.
     (The kernel adds a wait to schedstat only once the waiting thread runs.) A child stopped,
-    deadlocked or stuck on I/O is not runnable; one spinning runs: both still count."""
+    deadlocked or stuck on I/O is not runnable; one spinning runs; a refused connection is no
+    timeout; without schedstat nothing is known: all of those count."""
     now = cpu_times(pid)
-    ran = (now.child_ran - since.child_ran) / 1e9
-    waited = max(now.child_waited - since.child_waited, now.daemon_waited - since.daemon_waited) / 1e9
+    if problem != "timeout":
+        return None
+    ran, waited, daemon_waited = (_delta_s(a, b) for a, b in zip(astuple(now), astuple(since), strict=True))
+    if ran is None or waited is None:
+        return None
+    waits = [waited] if daemon_waited is None else [waited, daemon_waited]
     runnable = (proc_stat(pid) or ["?"])[0] == "R"
-    if waited >= timeout_s * share or (runnable and ran < timeout_s * share):
-        return {"cpu_wait_s": round(waited, 3), "ran_s": round(ran, 3)}
+    if max(waits) >= timeout_s * share or (runnable and ran < timeout_s * share):
+        return {"cpu_wait_s": round(max(waits), 3), "ran_s": round(ran, 3)}
     return None
 
 
-def _schedstat(pid: int) -> tuple[int, int]:
+def _delta_s(now: int | None, since: int | None) -> float | None:
+    return None if now is None or since is None else (now - since) / 1e9
+
+
+def _schedstat(pid: int) -> tuple[int | None, int | None]:
     try:
         with open(f"/proc/{pid}/schedstat", "rb") as f:
             ran, waited = f.read().split()[:2]
         return int(ran), int(waited)
     except (OSError, ValueError):
-        return 0, 0
+        return None, None

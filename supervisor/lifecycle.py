@@ -252,10 +252,9 @@ class SlotLifecycle:
                 await refuse_connections(slot.listener)  # unavailable for the rest of the run
             slot.record.restarts += 1
             self.metrics.restarts.inc()
-            delay = min(
-                self.config.restart_backoff_max_s,
-                self.config.restart_backoff_s * 2 ** (slot.record.restarts - 1 + short),
-            ) * random.uniform(0.5, 1.0)
+            exponent = min(slot.record.restarts - 1 + short, 30)  # short of space: retried for hours
+            delay = min(self.config.restart_backoff_max_s, self.config.restart_backoff_s * 2**exponent)
+            delay = max(delay, children.SHORT_RETRY_S if short else 0) * random.uniform(0.5, 1.0)
             await self._transition(
                 slot, SlotState.STARTING, "mcp_pruner.restarting",
                 error=reason, attempt=slot.record.restarts, delay_s=round(delay, 3),
@@ -312,7 +311,7 @@ class SlotLifecycle:
                         if pings % STATS_EVERY_PINGS == 0:
                             await self.refresh_stats(slot)
                         continue
-                    cpu = children.starved(child.pid, times, self.config.health_timeout_s, STARVED_SHARE)
+                    cpu = children.starved(child.pid, times, problem, self.config.health_timeout_s, STARVED_SHARE)
                     if cpu is not None:  # neither a crash nor health: the host's CPU was short
                         self.events.publish("mcp_pruner.health_starved", logging.INFO, run_id=slot.run_id,
                                             error=problem, **cpu)

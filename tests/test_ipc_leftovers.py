@@ -8,17 +8,20 @@ each other and the kernel frees with the last of them.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import secrets
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests._child import running_child
 from tests._daemon import running_daemon
-from tests.test_isolation import bash, directory_owned_by
+from tests.test_isolation import bash, child_bash, directory_owned_by
 
 UNLISTED_UID = 61_235
 IPC_RMID = 0
@@ -87,3 +90,23 @@ async def test_shared_memory_and_dev_shm_die_with_the_slot(tmp_path: Path, fork_
             # ...and nothing holds them once the slot is gone.
             assert holders_of(namespace) == []
     assert key not in host_keys()
+
+
+async def test_a_health_socket_below_dev_shm_stays_reachable(tmp_path: Path) -> None:
+    """A state dir on a RAM disk under /dev/shm: the child's health socket would be bound in
+    its own /dev/shm, out of the daemon's reach, and the child restarted until degraded. The
+    host's /dev/shm is then left to it (a code review's finding)."""
+    if os.geteuid() != 0:
+        pytest.skip("namespaces of the child's own need CAP_SYS_ADMIN (a root daemon)")
+    root = tmp_path / "ws"
+    root.mkdir()
+    health = Path(f"/dev/shm/jeeves-health-{secrets.token_hex(4)}.sock")
+    try:
+        async with running_child(root, tmp_path, env={"JEEVES_MCP_HEALTH_SOCKET": str(health)}) as child:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.connect(str(health))  # the host's /dev/shm holds it
+            ran = await child_bash(child, "echo ok")
+            assert ran["stdout"] == "ok\n", ran
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(health)

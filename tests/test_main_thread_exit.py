@@ -79,7 +79,11 @@ def leave_one(run_root: Path, *, scrubbed: bool = False) -> tuple[str, Path]:
     script.write_text(MAIN_THREAD_EXITS)
     script.chmod(0o644)
     python = 'env -i "$(command -v python3)"' if scrubbed else "python3"
-    return f"{python} {script} {run_root / 'leftover.pid'}; sleep 0.5; echo started", run_root / "leftover.pid"
+    pid_file = run_root / "leftover.pid"
+    # "started" once its main thread has ended (the trick took), not after a guessed while.
+    wait = (f"for i in $(seq 400); do s=$(awk '{{print $3}}' /proc/$(cat {pid_file} 2>/dev/null)/stat 2>/dev/null); "
+            '[ "$s" = Z ] && break; sleep 0.025; done; [ "$s" = Z ] && echo started')
+    return f"{python} {script} {pid_file}; {wait}", pid_file
 
 
 def read_pid(pid_file: Path) -> int:

@@ -120,7 +120,12 @@ async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
 
     become_subreaper()
     # Before any command or worker thread: what the commands share dies with us (review 7, M2).
-    shared = private_ipc()
+    logs = [handler.baseFilename for handler in logging.getLogger("jeeves_mcp").handlers
+            if isinstance(handler, logging.FileHandler)]
+    in_use: list[str | os.PathLike[str]] = [config.root, *logs]
+    if config.health_socket is not None:
+        in_use.append(config.health_socket)
+    shared = private_ipc(in_use)
     if shared is not None:
         _log.event(log, "pruner.ipc_shared", reason=shared)
     set_dumpable(False)  # our memory holds the token: not for processes of our user to read

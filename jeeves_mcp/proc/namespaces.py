@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Iterable
 
 __all__ = ["private_ipc"]
 
@@ -25,9 +26,11 @@ _MS_SLAVE = 1 << 19
 SHM = "/dev/shm"
 
 
-def private_ipc() -> str | None:
+def private_ipc(in_use: Iterable[str | os.PathLike[str]] = ()) -> str | None:
     """Give this process, and every process it starts from now on, IPC objects and a /dev/shm
-    of its own; None when done, else what could not be made private and why.
+    of its own; None when done, else what could not be made private and why. `in_use`: paths
+    this process must go on reaching (its root, health socket, log file); /dev/shm stays the
+    host's when one is below it.
 
     Call it from the thread that starts commands, before it starts any: namespaces are a
     thread's, and are inherited at fork and thread creation."""
@@ -39,6 +42,9 @@ def private_ipc() -> str | None:
         return f"IPC namespace: {os.strerror(ctypes.get_errno())}"
     if not os.path.isdir(SHM):
         return None
+    below = [str(path) for path in in_use if os.path.realpath(path).startswith(SHM + "/")]
+    if below:
+        return f"{SHM} left the host's: {below[0]} is below it"
     try:
         shm = os.statvfs(SHM)
     except OSError as exc:

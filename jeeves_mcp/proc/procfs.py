@@ -192,8 +192,13 @@ def proc_stat(pid: int) -> list[str] | None:
     (field 0 is the state, 1 the ppid, 19 the start time in clock ticks); None
     when the process is gone.
     """
+    return _stat_at(f"/proc/{pid}")
+
+
+def _stat_at(where: str) -> list[str] | None:
+    """proc_stat of the process or task directory `where`."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
+        with open(f"{where}/stat", "rb") as f:
             raw = f.read()
     except OSError:
         return None
@@ -370,12 +375,14 @@ def read_environ(pid: int, deadline: float = 0.0) -> bytes | None:
     task = live_task(pid)  # the main thread's files fail once it has ended alone
     if task is None:
         return b""
+    # Through the process's own task directory: a bare /proc/TID could be a recycled number.
+    where = f"/proc/{pid}" if task == pid else f"/proc/{pid}/task/{task}"
     settled = False
     while True:
-        if _posed_environ(proc_stat(task)):
+        if _posed_environ(_stat_at(where)):
             return b""
         try:
-            with open(f"/proc/{task}/environ", "rb") as f:
+            with open(f"{where}/environ", "rb") as f:
                 environ = f.read(ENVIRON_MAX + 1)
         except OSError:
             return b""
@@ -383,7 +390,7 @@ def read_environ(pid: int, deadline: float = 0.0) -> bytes | None:
             return b""
         if environ:
             return environ
-        stat = proc_stat(task)
+        stat = _stat_at(where)
         if stat is None or len(stat) < 25 or stat[0] in ("Z", "X") or int(stat[6]) & _PF_KTHREAD:
             return b""
         if stat[24] != "0":  # end_code: no exec under way; read once more in case one just ended
