@@ -224,12 +224,8 @@ def live_task(pid: int) -> int | None:
     except (OSError, ValueError):
         return None
     for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
-                raw = f.read()
-        except OSError:
-            continue
-        if raw[raw.rfind(b")") + 2 : raw.rfind(b")") + 3] not in (b"Z", b"X"):
+        stat = _stat_at(f"/proc/{pid}/task/{tid}")
+        if stat is not None and stat[0] not in ("Z", "X"):
             return tid
     return None
 
