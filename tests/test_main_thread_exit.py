@@ -15,6 +15,7 @@ import platform
 import shutil
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +92,12 @@ def read_pid(pid_file: Path) -> int:
 
 
 def kill_left(pid_file: Path) -> None:
+    """What a failure left, gone before the daemon removes the slot's cgroup."""
     if pid_file.exists() and threads_alive(pid := int(pid_file.read_text())):
         os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while threads_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 async def test_it_dies_when_its_command_ends(tmp_path: Path) -> None:
@@ -143,16 +148,17 @@ async def test_it_dies_with_the_slot(tmp_path: Path, ending: str, cgroups: bool)
     python = sys.executable if cgroups else python_without_cgroups(tmp_path)
     with directory_owned_by(UNLISTED_UID, "jeeves-main-exit-") as run_root:
         command, pid_file = leave_one(run_root, scrubbed=True)
-        try:
-            async with running_daemon(tmp_path, python=python) as daemon, daemon.client() as control:
+        # Killed (when a failure left it) before the daemon goes, which then removes its cgroups.
+        async with running_daemon(tmp_path, python=python) as daemon, daemon.client() as control:
+            try:
                 pid = await left_behind(await control.acquire("leftover", run_root), command, pid_file)
                 if ending == "release":
                     await control.release("leftover")
                 else:
                     await stop_process_group(daemon.process)
                 await until_dead(pid)
-        finally:
-            kill_left(pid_file)
+            finally:
+                kill_left(pid_file)
 
 
 async def test_it_dies_with_its_killed_childs_cgroup(tmp_path: Path) -> None:
@@ -164,12 +170,12 @@ async def test_it_dies_with_its_killed_childs_cgroup(tmp_path: Path) -> None:
         pytest.skip("no writable cgroup v2 with cgroup.kill (Linux 5.14+) here")
     with directory_owned_by(UNLISTED_UID, "jeeves-main-exit-") as run_root:
         command, pid_file = leave_one(run_root, scrubbed=True)
-        try:
-            async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+        async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+            try:
                 slot = await control.acquire("crashy", run_root)
                 pid = await left_behind(slot, command, pid_file)
                 os.kill(slot["pid"], signal.SIGKILL)
                 await running_pid(control, "crashy", other_than=slot["pid"])
                 assert not threads_alive(pid)  # gone before the new child started
-        finally:
-            kill_left(pid_file)
+            finally:
+                kill_left(pid_file)
