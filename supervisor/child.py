@@ -338,9 +338,9 @@ def starved(pid: int, since: CpuTimes, problem: str, timeout_s: float, share: fl
     (The kernel adds a wait to schedstat only once the waiting thread runs.) A child stopped,
     deadlocked or stuck on I/O is not runnable; one spinning runs; a refused connection is no
     timeout; without schedstat nothing is known: all of those count."""
-    now = cpu_times(pid)
     if problem != "timeout":
         return None
+    now = cpu_times(pid)
     ran, waited, daemon_waited = (_delta_s(a, b) for a, b in zip(astuple(now), astuple(since), strict=True))
     if ran is None or waited is None:
         return None

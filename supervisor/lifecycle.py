@@ -178,17 +178,18 @@ class SlotLifecycle:
             self.hold_port(slot, 0)
             slot.child = await self.starter.start(slot.record, port=0, listener=slot.listener)
         except (OSError, SpawnShort) as exc:
+            remedy = "release slots or raise the limit"
             if isinstance(exc, SpawnShort):  # no inode or space for its files: a run can use them up
-                slot.overloaded = str(exc)
+                reason, remedy = str(exc), "free space or inodes there"
             elif exc.errno in DESCRIPTOR_ERRNOS:
-                slot.overloaded = f"out of file descriptors ({os.strerror(exc.errno)})"
+                reason = f"out of file descriptors ({os.strerror(exc.errno)})"
             elif exc.errno in PORT_ERRNOS:  # every ephemeral port held: a run's bash can do it
-                slot.overloaded = f"no free port on 127.0.0.1 ({os.strerror(exc.errno)})"
+                reason = f"no free port on 127.0.0.1 ({os.strerror(exc.errno)})"
             else:
                 raise
             # The host is short, not the run broken: 429 (as past max_slots), the slot ends at once.
-            slot.record.reason = slot.overloaded
-            self.events.publish("mcp_pruner.overloaded", logging.WARNING, run_id=slot.run_id, error=slot.overloaded)
+            slot.record.reason, slot.overloaded = reason, f"{reason}; {remedy}"
+            self.events.publish("mcp_pruner.overloaded", logging.WARNING, run_id=slot.run_id, error=reason)
             report()
             return
         except SpawnError as exc:

@@ -48,7 +48,7 @@ class Slot:
         self.lease_changed = trio.Event()
         self.detach = False  # live restore: leave the child running at daemon exit
         self.install_problem: str | None = None  # no child of this installation can start
-        self.overloaded: str | None = None  # the host was short (descriptors, ports, inodes) starting it
+        self.overloaded: str | None = None  # why and what to do: the host was short starting it (429)
 
     @property
     def state(self) -> SlotState:

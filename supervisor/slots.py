@@ -218,8 +218,7 @@ class SlotManager:
                 "the installation is broken (jeeves-mcp doctor)", 503,
             )
         if slot.overloaded is not None:
-            remedy = "free space or inodes there" if "no inode" in slot.overloaded else "release slots or raise the limit"
-            raise SlotError("QUEUE_OVERLOADED", f"{slot.overloaded}; {remedy}", 429)
+            raise SlotError("QUEUE_OVERLOADED", slot.overloaded, 429)
         if slot.state == SlotState.SHUTDOWN:
             raise SlotError("RELEASED", f"run {request.run_id!r} was released while its slot was starting", 409)
         return slot.view(), True
