@@ -400,6 +400,26 @@ never used, 793 cases, engine 0.801 / 0.786. Engine: commits-fresh4 0.801, fresh
   file's size (fresh2 / judge / fresh3 / fresh4 / fresh5): files of 10-25 KB hold 29-32 % of it
   (recall 0.83-0.90), 25-60 KB 34-43 % (0.79-0.84), over 60 KB 26-34 % (0.71-0.78), where the
   10,240-byte response budget binds. Not adopted.
+(2026-11-28, fourth session; same engine; data rebuilt with make_commits.py, same cases:)
+- where the loss is, commits-fresh5 (742 cases): the fixed function ranked 5th or lower by its
+  chance, no question term in it and no history prior on the fix: 48 cases, recall 0.10, 35 % of
+  the loss (so a lexical view tops out near 0.94 there); ranked 5th or lower with a question term
+  on a fixed line: 51 cases, 0.53, 19 %; with one elsewhere in the function: 29 cases, 0.41, 14 %.
+  The second group's fixed lines rank 34th by their own evidence (median) among 100 to 250
+  matching lines.
+- six more line-model features (the line's rank by its own evidence; a top-10 evidence line in a
+  unit ranked 5th or lower; the unit's rank by its best line; the unit holds an on-topic or a
+  recent line; a module-level assignment), fitted on commits-dev, fresh4, fresh5 and needles-dev
+  and judged on fresh3 / judge: held-out log-likelihood -4.575 / -4.544 against -4.592 / -4.552
+  for the same fit without them and -4.547 / -4.515 for the shipped weights; views 0.829 / 0.831
+  against 0.827 / 0.831 shipped. Not adopted.
+- the subjects of the commits among the file's last 300 that changed a function (git's Python
+  hunk headers name it), matched against the question: in commits-fresh5 the fixed function's
+  past subjects share two question terms with it in 17 of the 116 cases the view misses, 4 of
+  them with no other function doing as well, against 171 of the 626 it keeps. Not built.
+- the fitted result filled to the byte (a search between the last text budget that fit and the
+  first that did not; results over 25 KB of source were 9,689 of 9,983 bytes on average): recall
+  unchanged on commits-fresh5, fresh4 and judge.
 """
 
 from __future__ import annotations
