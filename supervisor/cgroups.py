@@ -22,6 +22,8 @@ from pathlib import Path
 
 import trio
 
+from jeeves_mcp.proc.fuse import abort_private_fuse
+
 log = logging.getLogger(__name__)
 
 __all__ = ["SlotCgroups", "cgroup_base", "own_cgroup"]
@@ -109,13 +111,11 @@ class SlotCgroups:
         except OSError as exc:
             log.warning("cgroups.kill_failed", extra={"run_id": run_id, "error": str(exc)})
             return
-        with trio.move_on_after(EMPTY_WAIT_S):
-            for round_ in itertools.count():
-                if not _populated(path):
-                    break
-                if round_ % MEMBER_KILL_EVERY == MEMBER_KILL_EVERY - 1:
-                    _kill_members(path)
-                await trio.sleep(0.01)
+        await _emptied(path)
+        if _populated(path) and (aborted := abort_private_fuse(_members(path))):
+            # Waiting on a FUSE mount of its own (attack review 9, H1): now it can die.
+            log.warning("cgroups.fuse_aborted", extra={"run_id": run_id, "connections": aborted})
+            await _emptied(path)
         if _populated(path):
             log.warning("cgroups.not_empty", extra={"run_id": run_id, "pids": _members(path)[:20]})
         if remove:
@@ -129,6 +129,17 @@ class SlotCgroups:
         if self.base is not None:
             with contextlib.suppress(OSError):
                 self.base.rmdir()
+
+
+async def _emptied(path: Path) -> None:
+    """Wait up to EMPTY_WAIT_S for a killed cgroup to empty, signalling what stays in it."""
+    with trio.move_on_after(EMPTY_WAIT_S):
+        for round_ in itertools.count():
+            if not _populated(path):
+                return
+            if round_ % MEMBER_KILL_EVERY == MEMBER_KILL_EVERY - 1:
+                _kill_members(path)
+            await trio.sleep(0.01)
 
 
 def _members(path: Path) -> list[int]:

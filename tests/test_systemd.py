@@ -73,6 +73,7 @@ def test_service_unit_settings() -> None:
     # What runs share through IPC and /dev/shm stays the unit's (attack review 7, M2).
     assert (service["PrivateIPC"], service["RemoveIPC"]) == ("yes", "yes")
     assert service["TemporaryFileSystem"].split(":")[0] == "/dev/shm"
+    assert "-/dev/mqueue" in service["InaccessiblePaths"].split()
     # soft:hard (one value would set both). The daemon raises its soft limit to the hard one:
     # systemd's 1024 is what a run's connections to the TCP control port used up (attack T1).
     # Its children get the soft one back, no more than select()'s FD_SETSIZE (1024).

@@ -116,7 +116,7 @@ async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
         set_dumpable,
         set_process_name,
     )
-    from jeeves_mcp.proc.namespaces import private_ipc
+    from jeeves_mcp.proc.namespaces import private_ipc_and_devices
 
     become_subreaper()
     # Before any command or worker thread: what the commands share dies with us (review 7, M2).
@@ -125,7 +125,7 @@ async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
     in_use: list[str | os.PathLike[str]] = [config.root, *logs]
     if config.health_socket is not None:
         in_use.append(config.health_socket)
-    shared = private_ipc(in_use)
+    shared = private_ipc_and_devices(in_use)
     if shared is not None:
         _log.event(log, "pruner.ipc_shared", reason=shared)
     set_dumpable(False)  # our memory holds the token: not for processes of our user to read

@@ -49,6 +49,7 @@ from collections.abc import Iterable
 
 import trio
 
+from .fuse import abort_private_fuse
 from .procfs import (
     HAVE_CHILDREN,
     dead_process,
@@ -319,6 +320,7 @@ def kill_descendants(*, reap: bool = True) -> int:
     """
     me = os.getpid()
     killed: set[int] = set()
+    alive: list[int] = []
     for _ in range(_KILL_ROUNDS):
         found = descendants(me)
         if found is None:
@@ -343,6 +345,8 @@ def kill_descendants(*, reap: bool = True) -> int:
                 os.close(fd)
         if reap:
             reap_children()
+    if alive:  # killed yet alive: waiting on a FUSE mount of their own (attack review 9, H1)
+        abort_private_fuse(alive)
     if reap:
         reap_children()
     return len(killed)
