@@ -216,3 +216,42 @@ async def test_a_fuse_mount_reached_through_another_process_is_aborted(tmp_path:
             finally:  # what a failure left, gone before the daemon, which removes its cgroups
                 abort_self_served_fuse(UNLISTED_UID)
                 await none_left(UNLISTED_UID)
+
+
+@contextlib.contextmanager
+def filesystem_of_its_own() -> Iterator[Path]:
+    """A tmpfs mounted for the test, holding a run root owned by the unlisted user; unmounted
+    after (lazily, if a failure left it busy)."""
+    with directory_owned_by(0, "jeeves-volume-") as mount_point:
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "jeeves-volume", str(mount_point)],
+                          capture_output=True).returncode != 0:
+            pytest.skip("cannot mount a tmpfs here")
+        try:
+            run_root = mount_point / "run"
+            run_root.mkdir(mode=0o755)
+            os.chown(run_root, UNLISTED_UID, UNLISTED_UID)
+            yield run_root
+        finally:
+            subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
+
+
+def unmount(mount_point: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["umount", str(mount_point)], capture_output=True, text=True)
+
+
+async def test_the_host_cannot_unmount_a_run_s_filesystem_under_it(tmp_path: Path) -> None:
+    """The child's mount namespace held its own copy of the run root's mount: the host's
+    `umount` succeeded while the run went on writing to a filesystem nobody else saw (attack
+    review 9, L3). The child pins the root before it makes its namespace."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting needs root")
+    with filesystem_of_its_own() as run_root:
+        async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+            slot = await control.acquire("volume", run_root)
+            wrote = await bash(slot, "echo kept > f && cat f")
+            assert wrote["stdout"] == "kept\n", wrote
+            busy = unmount(run_root.parent)
+            assert busy.returncode != 0 and "busy" in busy.stderr, busy
+            await control.release("volume")
+        done = unmount(run_root.parent)
+        assert done.returncode == 0, done

@@ -125,16 +125,18 @@ async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
     in_use: list[str | os.PathLike[str]] = [config.root, *logs]
     if config.health_socket is not None:
         in_use.append(config.health_socket)
+    # Whom commands run as is decided now, from the root directory itself (attack review F1).
+    # Pinned before our mount namespace is made, so the handle holds the host's mount: the host
+    # cannot unmount the run's filesystem while the run uses it (review 9, L3).
+    unusable = pin_root(config.root)
+    if unusable is not None:
+        _log.event(log, "pruner.root_unusable", level=logging.ERROR, root=str(config.root), reason=unusable)
     shared = private_ipc_and_devices(in_use)
     if shared is not None:
         _log.event(log, "pruner.ipc_shared", reason=shared)
     set_dumpable(False)  # our memory holds the token: not for processes of our user to read
     clear_ambient_capabilities()  # what lets us run commands as their owner is not theirs to keep
     set_process_name("jeeves-pruner")  # forked children would otherwise look like their zygote
-    # Whom commands run as is decided now, from the root directory itself (attack review F1).
-    unusable = pin_root(config.root)
-    if unusable is not None:
-        _log.event(log, "pruner.root_unusable", level=logging.ERROR, root=str(config.root), reason=unusable)
     server = build_server(config)
     shutdown = trio.Event()
     try:
