@@ -1203,3 +1203,28 @@ def test_a_long_name_over_many_members_is_labelled_in_bounded_memory(path):
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
     subprocess.run([sys.executable, "-c", call], check=True, timeout=60, preexec_fn=limit_memory)
+
+
+def _module_with_many_imports() -> list[str]:
+    """Thirty-five import lines (1.7 KB, past the 5 % of a view that lets imports lead it),
+    one naming cgi among others, and 800 functions, a few of which warn or use cgi."""
+    imports = [f"from package.sub{k} import name{k}, other{k}, third{k}, fourth{k}" for k in range(34)]
+    imports.insert(17, "import base64, calendar, cgi, email.utils, functools, hmac, itertools")
+    body = []
+    for k in range(800):
+        call = "warnings.warn('cgi form', DeprecationWarning)" if k % 97 == 0 else f"name{k % 34}(value)"
+        body += [f"def handler_{k}(request):", f"    value = request.get('field{k}')", f"    return {call}", ""]
+    return ['"""Request handlers."""', "", *imports, "", *body]
+
+
+def test_a_question_about_an_import_keeps_the_imports_of_a_large_file() -> None:
+    """Imports lead a view only while cheap (5 % of it), and their lines are not scored: a
+    question about one is about them ("Remove unused cgi import and warning" lost its line in
+    a file of 4,600 lines)."""
+    lines = _module_with_many_imports()
+    imports = range(2, 37)
+    asked = select_lines(lines, "Remove unused cgi import and warning", "code", max_bytes=10_240)
+    assert all(asked.keep[i] for i in imports)
+    # The same imports, not asked about, are too dear to lead the view.
+    other = select_lines(lines, "handler of the field 7 in a request", "code", max_bytes=10_240)
+    assert not all(other.keep[i] for i in imports)
