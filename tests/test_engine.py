@@ -1228,3 +1228,20 @@ def test_a_question_about_an_import_keeps_the_imports_of_a_large_file() -> None:
     # The same imports, not asked about, are too dear to lead the view.
     other = select_lines(lines, "handler of the field 7 in a request", "code", max_bytes=10_240)
     assert not all(other.keep[i] for i in imports)
+
+
+def test_a_question_about_the_module_docstring_finds_it() -> None:
+    """The module docstring belonged to no unit, so none of its lines was scored: "Use https
+    instead of http for link" lost the link it asked about in a 2,000-line module."""
+    docstring = ['"""Check a project against its style guide.', "",
+                 *[f"Rule group {k} covers the checks numbered {k}00 to {k}99." for k in range(12)], "",
+                 "This program and its test suite live here:", "http://github.com/example/styleguard", "",
+                 *[f"Group {k}: see the check list." for k in range(12)], '"""']
+    body = []
+    for k in range(400):
+        body += [f"def check_{k}(logical_line, tokens):", f"    if 'E{k:03d}' in logical_line:",
+                 f"        yield 0, 'E{k:03d} message {k}'", "", ""]
+    lines = [*docstring, "", "import os", "", *body]
+    link = lines.index("http://github.com/example/styleguard")
+    kept = select_lines(lines, "Use https instead of http for the project link", "code", max_bytes=10_240)
+    assert kept.keep[link]

@@ -88,6 +88,10 @@ def _python_layout(lines: list[str]) -> Layout | None:
     body = tree.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         always.add(body[0].lineno - 1)  # first line of the module docstring
+        # A unit of its own, so that its lines are scored like any other docstring's (a link,
+        # a note): held-out commit tasks 16 cases up and 3 down over four sets (+0.3 to +0.6
+        # points), function needles level.
+        units.append(Unit(body[0].lineno - 1, body[0].end_lineno - 1, GENERIC))  # type: ignore[operator]
         body = body[1:]
     imports: set[int] = set()
     _python_body(lines, body, [], units, imports, top=True, owner="")
