@@ -22,7 +22,7 @@ from pathlib import Path
 
 import trio
 
-from jeeves_mcp.proc.fuse import abort_private_fuse
+from jeeves_mcp.proc.fuse import abort_stuck_fuse
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class SlotCgroups:
             log.warning("cgroups.kill_failed", extra={"run_id": run_id, "error": str(exc)})
             return
         await _emptied(path)
-        if _populated(path) and (aborted := abort_private_fuse(_members(path))):
+        if _populated(path) and (aborted := abort_stuck_fuse(_members(path))):
             # Waiting on a FUSE mount of its own (attack review 9, H1): now it can die.
             log.warning("cgroups.fuse_aborted", extra={"run_id": run_id, "connections": aborted})
             await _emptied(path)

@@ -11,9 +11,9 @@ descriptor would have to give, so it never exits, and it held the slot's cgroup 
 from __future__ import annotations
 
 import contextlib
-import grp
 import os
 import secrets
+import shutil
 import stat
 import subprocess
 import sys
@@ -34,16 +34,30 @@ FUSE = Path("/dev/fuse")
 FUSE_CONNECTIONS = Path("/sys/fs/fuse/connections")
 
 # Mounts a FUSE file system answered by a thread of its own, then blocks on a lookup that
-# thread reads and never answers (run in `unshare -Urm`, where the mount is allowed).
+# thread reads and never answers (run in `unshare -Urm`, where the mount is allowed). argv: the
+# mount point, the device, and "detached" to make the mount with fsopen/fsmount and never attach
+# it, so that no mount table lists it (review 10, F1).
 SELF_SERVED_FUSE = r"""
 import ctypes, os, struct, sys, threading, time
 libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
 mnt = sys.argv[1]
 os.makedirs(mnt, exist_ok=True)
 fd = os.open(sys.argv[2] if len(sys.argv) > 2 else "/dev/fuse", os.O_RDWR)
-opts = f"fd={fd},rootmode=40000,user_id=0,group_id=0".encode()
-if libc.mount(b"jeeves-selfserved", mnt.encode(), b"fuse", 0, opts) != 0:
-    sys.exit(f"mount refused: {os.strerror(ctypes.get_errno())}")
+if sys.argv[3:] == ["detached"]:
+    fs = libc.syscall(430, b"fuse", 0)  # fsopen, fsconfig, fsmount: the same numbers everywhere
+    for key, value in ((b"fd", str(fd).encode()), (b"rootmode", b"40000"), (b"user_id", b"0"), (b"group_id", b"0")):
+        libc.syscall(431, fs, 1, key, value, 0)
+    libc.syscall(431, fs, 6, None, None, 0)
+    where = libc.syscall(432, fs, 0, 0)
+    if where < 0:
+        sys.exit(f"mount refused: {os.strerror(ctypes.get_errno())}")
+    look = lambda: os.stat("x", dir_fd=where)
+else:
+    opts = f"fd={fd},rootmode=40000,user_id=0,group_id=0".encode()
+    if libc.mount(b"jeeves-selfserved", mnt.encode(), b"fuse", 0, opts) != 0:
+        sys.exit(f"mount refused: {os.strerror(ctypes.get_errno())}")
+    look = lambda: os.stat(os.path.join(mnt, "x"))
 def serve():
     while True:
         request = os.read(fd, 1 << 20)
@@ -55,7 +69,7 @@ def serve():
 threading.Thread(target=serve, daemon=True).start()
 time.sleep(0.3)
 print("blocking", flush=True)
-os.stat(os.path.join(mnt, "x"))
+look()
 """
 
 
@@ -77,19 +91,19 @@ async def none_left(uid: int, within_s: float = 10.0) -> list[int]:
     return pids_of(uid)
 
 
-def abort_self_served_fuse(uid: int) -> None:
-    """What a failing test left: abort the FUSE connections of `uid`'s own mounts, so that
-    its stuck processes exit (the connection number is the mount's device minor)."""
+def fuse_connections() -> set[str]:
+    """The FUSE connections open now (fusectl mounted first where it is not)."""
     if not FUSE_CONNECTIONS.is_dir() or not any(FUSE_CONNECTIONS.iterdir()):
         subprocess.run(["mount", "-t", "fusectl", "fusectl", str(FUSE_CONNECTIONS)], check=False)
-    for pid in pids_of(uid):
+    return set(os.listdir(FUSE_CONNECTIONS)) if FUSE_CONNECTIONS.is_dir() else set()
+
+
+def abort_connections_since(before: set[str]) -> None:
+    """What a failing test left: abort the FUSE connections made since `before`, so that the
+    processes stuck on them exit."""
+    for name in fuse_connections() - before:
         with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines():
-                fields = line.split(" - ")
-                if len(fields) == 2 and fields[1].startswith("fuse ") and "jeeves-selfserved" in fields[1]:
-                    minor = line.split()[2].split(":")[1]
-                    with contextlib.suppress(OSError):
-                        (FUSE_CONNECTIONS / minor / "abort").write_text("1")
+            (FUSE_CONNECTIONS / name / "abort").write_text("1")
 
 
 @contextlib.contextmanager
@@ -138,83 +152,78 @@ def user_namespaces_allowed() -> bool:
 
 
 @contextlib.contextmanager
-def fuse_run_root() -> Iterator[Path]:
-    """A run root holding the self-served FUSE program, /dev/fuse usable by all meanwhile (as
-    most distributions ship it)."""
+def fuse_run_root() -> Iterator[tuple[Path, set[str]]]:
+    """A run root holding the self-served FUSE program, and the FUSE connections open before."""
     if os.geteuid() != 0 or not FUSE.exists():
         pytest.skip("needs root and a /dev/fuse")
     if not user_namespaces_allowed():
         pytest.skip("unprivileged user namespaces are not allowed here")
-    mode = stat.S_IMODE(FUSE.stat().st_mode)
-    FUSE.chmod(0o666)
-    try:
-        with directory_owned_by(UNLISTED_UID, "jeeves-fuse-") as run_root:
-            (run_root / "selfserved.py").write_text(SELF_SERVED_FUSE)
-            yield run_root
-    finally:
-        FUSE.chmod(mode)
+    with directory_owned_by(UNLISTED_UID, "jeeves-fuse-") as run_root:
+        (run_root / "selfserved.py").write_text(SELF_SERVED_FUSE)
+        yield run_root, fuse_connections()
 
 
 @contextlib.contextmanager
-def process_outside_the_run() -> Iterator[subprocess.Popen[bytes]]:
-    """A process of the run's owner, run as its commands run (a uid with no passwd entry gets
-    the group nogroup), outside the run."""
-    outside = subprocess.Popen(["setpriv", f"--reuid={UNLISTED_UID}", f"--regid={grp.getgrnam('nogroup').gr_gid}",
-                                "--clear-groups", "sleep", "600"])
-    try:
-        yield outside
-    finally:
-        outside.kill()
-        outside.wait()
+def fuse_device_elsewhere() -> Iterator[Path]:
+    """A FUSE device anyone may open, outside /dev: what a run gets through another process's
+    /proc/PID/root or a descriptor passed over a socket (reviews 9 and 10), without making the
+    host's /dev/fuse usable by all while tests run."""
+    with directory_owned_by(0, "jeeves-fusedev-") as where:
+        device = where / "fuse"
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(10, 229))
+        device.chmod(0o666)
+        yield device
 
 
-def hang_on_fuse(device: str = "") -> str:
+def hang_on_fuse(device: str = "", how: str = "") -> str:
     """The command that starts the program in a user and mount namespace of its own (the
-    FUSE device given as fd 3 when `device`), and shows what it said first."""
-    fd3 = f"/dev/fd/3 3<>{device} " if device else ""
+    FUSE device given as fd 3 when `device`; `how`: "detached" or not), and shows what it said
+    first."""
+    fd3 = f"/dev/fd/3 {how} 3<>{device} " if device else ""
     return (f"setsid unshare -Urm python3 selfserved.py /tmp/jeeves-fuse-mnt {fd3}</dev/null >out 2>&1 & "
             "for i in $(seq 100); do [ -s out ] && break; sleep 0.1; done; cat out")
 
 
-async def test_a_run_cannot_hang_itself_on_its_own_fuse_mount(tmp_path: Path) -> None:
-    with fuse_run_root() as run_root:
+async def test_a_run_s_dev_fuse_is_dev_null(tmp_path: Path) -> None:
+    with fuse_run_root() as (run_root, before):
         async with running_daemon(tmp_path) as daemon, daemon.client() as control:
             try:
                 slot = await control.acquire("fuse", run_root)
+                device = await bash(slot, "stat -L -c %t:%T /dev/fuse")
+                assert device["stdout"] == "1:3\n", device  # /dev/null's numbers, not FUSE's (a:e5)
                 started = await bash(slot, hang_on_fuse())
-                # /dev/fuse is /dev/null there: the kernel takes no FUSE mount on it.
-                assert "mount refused" in started["stdout"], started
+                assert "mount refused" in started["stdout"], started  # no FUSE mount on /dev/null
                 await control.release("fuse")
                 assert await none_left(UNLISTED_UID) == []
             finally:  # what a failure left, gone before the daemon, which removes its cgroups
-                abort_self_served_fuse(UNLISTED_UID)
+                abort_connections_since(before)
                 await none_left(UNLISTED_UID)
 
 
+@pytest.mark.parametrize("how", ["attached", "detached"])
 @pytest.mark.parametrize("cgroups", [True, False], ids=["cgroups", "no-cgroups"])
-async def test_a_fuse_mount_reached_through_another_process_is_aborted(tmp_path: Path, cgroups: bool) -> None:
-    """The run's owner has a process outside the run: through its /proc/PID/root the run
-    reaches the host's /dev/fuse. What then hangs is aborted when the slot is killed, by the
-    daemon through the slot's cgroup or by the child's own sweep where there is none."""
+async def test_a_run_hung_on_its_own_fuse_mount_is_freed(tmp_path: Path, cgroups: bool, how: str) -> None:
+    """A FUSE device reached elsewhere than /dev/fuse: what then hangs on a mount the run serves
+    itself is aborted when the slot is killed, by the daemon through the slot's cgroup or by the
+    child's own sweep where there is none, whether the mount is in the run's mount table or in
+    none (made with fsmount and never attached: review 10, F1)."""
     probe = SlotCgroups.for_state_dir(tmp_path / "probe")
     probe.close()
     if cgroups and probe.base is None:
         pytest.skip("no writable cgroup v2 with cgroup.kill (Linux 5.14+) here")
     python = sys.executable if cgroups else python_without_cgroups(tmp_path)
-    with fuse_run_root() as run_root, process_outside_the_run() as outside:
+    with fuse_run_root() as (run_root, before), fuse_device_elsewhere() as device:
         async with running_daemon(tmp_path, python=python) as daemon, daemon.client() as control:
             try:
                 slot = await control.acquire("fuse", run_root)
-                started = await bash(slot, hang_on_fuse(f"/proc/{outside.pid}/root/dev/fuse"))
+                started = await bash(slot, hang_on_fuse(str(device), how))
                 assert "blocking" in started["stdout"], started  # the hang is in place
                 await control.release("fuse")
-                outside.kill()
-                outside.wait()
                 assert await none_left(UNLISTED_UID) == []
                 base = cgroup_base(daemon.state_dir)
                 assert base is None or not (base / "slot-fuse").exists()
             finally:  # what a failure left, gone before the daemon, which removes its cgroups
-                abort_self_served_fuse(UNLISTED_UID)
+                abort_connections_since(before)
                 await none_left(UNLISTED_UID)
 
 
@@ -255,3 +264,50 @@ async def test_the_host_cannot_unmount_a_run_s_filesystem_under_it(tmp_path: Pat
             await control.release("volume")
         done = unmount(run_root.parent)
         assert done.returncode == 0, done
+
+
+VICTIM_UID = 61_238
+
+
+@contextlib.contextmanager
+def stuck_fuse_outside_the_run(program: Path, device: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Another user's process hung on its own FUSE mount, in a user and mount namespace of its
+    own outside any run (its mount attached there); killed after, its connection aborted."""
+    python = shutil.which("python3", path="/usr/bin:/bin") or "python3"
+    before = fuse_connections()
+    victim = subprocess.Popen(
+        ["setpriv", f"--reuid={VICTIM_UID}", f"--regid={VICTIM_UID}", "--clear-groups",
+         "unshare", "-Urm", python, str(program), "/tmp/jeeves-victim-mnt", str(device)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        yield victim
+    finally:
+        abort_connections_since(before)  # a process hung on FUSE cannot be killed before
+        victim.kill()
+        victim.wait()
+        if victim.stdout is not None:
+            victim.stdout.close()
+
+
+async def test_a_stuck_fuse_connection_outside_the_slot_is_left_alone(tmp_path: Path) -> None:
+    """Only what holds the slot's processes is aborted: another user's FUSE mount, mounted in a
+    namespace of its own outside the run and waiting on a request, keeps its connection."""
+    probe = SlotCgroups.for_state_dir(tmp_path / "probe")
+    probe.close()
+    if probe.base is None:
+        pytest.skip("no writable cgroup v2 with cgroup.kill (Linux 5.14+) here")
+    with fuse_run_root() as (run_root, before), fuse_device_elsewhere() as device, \
+            stuck_fuse_outside_the_run(run_root / "selfserved.py", device) as victim:
+        assert victim.stdout is not None and victim.stdout.readline() == b"blocking\n"
+        victims = fuse_connections() - before
+        async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+            try:
+                slot = await control.acquire("fuse", run_root)
+                started = await bash(slot, hang_on_fuse(str(device), "detached"))
+                assert "blocking" in started["stdout"], started
+                await control.release("fuse")
+                assert await none_left(UNLISTED_UID) == []  # the run's own was aborted...
+                assert victim.poll() is None and victims <= fuse_connections()  # ...not this one
+            finally:
+                abort_connections_since(before | victims)
+                await none_left(UNLISTED_UID)

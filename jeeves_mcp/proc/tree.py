@@ -49,7 +49,7 @@ from collections.abc import Iterable
 
 import trio
 
-from .fuse import abort_private_fuse
+from .fuse import abort_stuck_fuse
 from .procfs import (
     HAVE_CHILDREN,
     dead_process,
@@ -346,7 +346,7 @@ def kill_descendants(*, reap: bool = True) -> int:
         if reap:
             reap_children()
     if alive:  # killed yet alive: waiting on a FUSE mount of their own (attack review 9, H1)
-        abort_private_fuse(alive)
+        abort_stuck_fuse(alive)
     if reap:
         reap_children()
     return len(killed)
