@@ -23,12 +23,16 @@ from pathlib import Path
 import pytest
 import trio
 
+from jeeves_mcp.proc.fuse import fuse_devices
 from jeeves_mcp.supervisor.cgroups import SlotCgroups, cgroup_base
 from tests._daemon import running_daemon
 from tests.test_isolation import bash, directory_owned_by
 from tests.test_main_thread_exit import python_without_cgroups
 
 UNLISTED_UID = 61_237
+# The FUSE tests' run owners, one each: tests run side by side and count their uid's processes.
+FUSE_UIDS = {"dev-null": 61_239, "attached-cgroups": 61_240, "attached-no-cgroups": 61_241,
+             "detached-cgroups": 61_242, "detached-no-cgroups": 61_243, "left-alone": 61_244}
 MQUEUE = Path("/dev/mqueue")
 FUSE = Path("/dev/fuse")
 FUSE_CONNECTIONS = Path("/sys/fs/fuse/connections")
@@ -98,9 +102,17 @@ def fuse_connections() -> set[str]:
     return set(os.listdir(FUSE_CONNECTIONS)) if FUSE_CONNECTIONS.is_dir() else set()
 
 
+async def free_what_is_left(uid: int, before: set[str]) -> None:
+    """What a failing test left: where processes of `uid` stay, abort the FUSE connections made
+    since `before`, so that those stuck on them exit. Nothing when none stays: a connection of a
+    test running beside this one must stay for that test to prove anything."""
+    if await none_left(uid):
+        abort_connections_since(before)
+        await none_left(uid)
+
+
 def abort_connections_since(before: set[str]) -> None:
-    """What a failing test left: abort the FUSE connections made since `before`, so that the
-    processes stuck on them exit."""
+    """Abort the FUSE connections made since `before`."""
     for name in fuse_connections() - before:
         with contextlib.suppress(OSError):
             (FUSE_CONNECTIONS / name / "abort").write_text("1")
@@ -152,13 +164,13 @@ def user_namespaces_allowed() -> bool:
 
 
 @contextlib.contextmanager
-def fuse_run_root() -> Iterator[tuple[Path, set[str]]]:
+def fuse_run_root(uid: int) -> Iterator[tuple[Path, set[str]]]:
     """A run root holding the self-served FUSE program, and the FUSE connections open before."""
     if os.geteuid() != 0 or not FUSE.exists():
         pytest.skip("needs root and a /dev/fuse")
     if not user_namespaces_allowed():
         pytest.skip("unprivileged user namespaces are not allowed here")
-    with directory_owned_by(UNLISTED_UID, "jeeves-fuse-") as run_root:
+    with directory_owned_by(uid, "jeeves-fuse-") as run_root:
         (run_root / "selfserved.py").write_text(SELF_SERVED_FUSE)
         yield run_root, fuse_connections()
 
@@ -185,7 +197,8 @@ def hang_on_fuse(device: str = "", how: str = "") -> str:
 
 
 async def test_a_run_s_dev_fuse_is_dev_null(tmp_path: Path) -> None:
-    with fuse_run_root() as (run_root, before):
+    uid = FUSE_UIDS["dev-null"]
+    with fuse_run_root(uid) as (run_root, before):
         async with running_daemon(tmp_path) as daemon, daemon.client() as control:
             try:
                 slot = await control.acquire("fuse", run_root)
@@ -194,10 +207,9 @@ async def test_a_run_s_dev_fuse_is_dev_null(tmp_path: Path) -> None:
                 started = await bash(slot, hang_on_fuse())
                 assert "mount refused" in started["stdout"], started  # no FUSE mount on /dev/null
                 await control.release("fuse")
-                assert await none_left(UNLISTED_UID) == []
+                assert await none_left(uid) == []
             finally:  # what a failure left, gone before the daemon, which removes its cgroups
-                abort_connections_since(before)
-                await none_left(UNLISTED_UID)
+                await free_what_is_left(uid, before)
 
 
 @pytest.mark.parametrize("how", ["attached", "detached"])
@@ -212,19 +224,19 @@ async def test_a_run_hung_on_its_own_fuse_mount_is_freed(tmp_path: Path, cgroups
     if cgroups and probe.base is None:
         pytest.skip("no writable cgroup v2 with cgroup.kill (Linux 5.14+) here")
     python = sys.executable if cgroups else python_without_cgroups(tmp_path)
-    with fuse_run_root() as (run_root, before), fuse_device_elsewhere() as device:
+    uid = FUSE_UIDS[f"{how}-{'cgroups' if cgroups else 'no-cgroups'}"]
+    with fuse_run_root(uid) as (run_root, before), fuse_device_elsewhere() as device:
         async with running_daemon(tmp_path, python=python) as daemon, daemon.client() as control:
             try:
                 slot = await control.acquire("fuse", run_root)
                 started = await bash(slot, hang_on_fuse(str(device), how))
                 assert "blocking" in started["stdout"], started  # the hang is in place
                 await control.release("fuse")
-                assert await none_left(UNLISTED_UID) == []
+                assert await none_left(uid) == []
                 base = cgroup_base(daemon.state_dir)
                 assert base is None or not (base / "slot-fuse").exists()
             finally:  # what a failure left, gone before the daemon, which removes its cgroups
-                abort_connections_since(before)
-                await none_left(UNLISTED_UID)
+                await free_what_is_left(uid, before)
 
 
 @contextlib.contextmanager
@@ -270,19 +282,26 @@ VICTIM_UID = 61_238
 
 
 @contextlib.contextmanager
-def stuck_fuse_outside_the_run(program: Path, device: Path) -> Iterator[subprocess.Popen[bytes]]:
+def stuck_fuse_outside_the_run(program: Path, device: Path) -> Iterator[tuple[subprocess.Popen[bytes], set[str]]]:
     """Another user's process hung on its own FUSE mount, in a user and mount namespace of its
-    own outside any run (its mount attached there); killed after, its connection aborted."""
+    own outside any run (the mount attached there), and its connection; killed after, that one
+    connection aborted first (a process hung on FUSE cannot be killed before)."""
     python = shutil.which("python3", path="/usr/bin:/bin") or "python3"
-    before = fuse_connections()
     victim = subprocess.Popen(
         ["setpriv", f"--reuid={VICTIM_UID}", f"--regid={VICTIM_UID}", "--clear-groups",
          "unshare", "-Urm", python, str(program), "/tmp/jeeves-victim-mnt", str(device)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    connections: set[str] = set()
     try:
-        yield victim
+        assert victim.stdout is not None and victim.stdout.readline() == b"blocking\n"
+        mounted = Path(f"/proc/{victim.pid}/mountinfo").read_text()  # unshare execs in place
+        connections = {device.split(":")[1] for device in fuse_devices(mounted)}
+        assert connections
+        yield victim, connections
     finally:
-        abort_connections_since(before)  # a process hung on FUSE cannot be killed before
+        for name in connections:
+            with contextlib.suppress(OSError):
+                (FUSE_CONNECTIONS / name / "abort").write_text("1")
         victim.kill()
         victim.wait()
         if victim.stdout is not None:
@@ -296,18 +315,16 @@ async def test_a_stuck_fuse_connection_outside_the_slot_is_left_alone(tmp_path: 
     probe.close()
     if probe.base is None:
         pytest.skip("no writable cgroup v2 with cgroup.kill (Linux 5.14+) here")
-    with fuse_run_root() as (run_root, before), fuse_device_elsewhere() as device, \
-            stuck_fuse_outside_the_run(run_root / "selfserved.py", device) as victim:
-        assert victim.stdout is not None and victim.stdout.readline() == b"blocking\n"
-        victims = fuse_connections() - before
+    uid = FUSE_UIDS["left-alone"]
+    with fuse_run_root(uid) as (run_root, before), fuse_device_elsewhere() as device, \
+            stuck_fuse_outside_the_run(run_root / "selfserved.py", device) as (victim, victims):
         async with running_daemon(tmp_path) as daemon, daemon.client() as control:
             try:
                 slot = await control.acquire("fuse", run_root)
                 started = await bash(slot, hang_on_fuse(str(device), "detached"))
                 assert "blocking" in started["stdout"], started
                 await control.release("fuse")
-                assert await none_left(UNLISTED_UID) == []  # the run's own was aborted...
+                assert await none_left(uid) == []  # the run's own was aborted...
                 assert victim.poll() is None and victims <= fuse_connections()  # ...not this one
             finally:
-                abort_connections_since(before | victims)
-                await none_left(UNLISTED_UID)
+                await free_what_is_left(uid, before | victims)
