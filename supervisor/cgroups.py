@@ -112,10 +112,17 @@ class SlotCgroups:
             log.warning("cgroups.kill_failed", extra={"run_id": run_id, "error": str(exc)})
             return
         await _emptied(path)
-        if _populated(path) and (aborted := abort_stuck_fuse(_members(path))):
-            # Waiting on a FUSE mount of its own (attack review 9, H1): now it can die.
-            log.warning("cgroups.fuse_aborted", extra={"run_id": run_id, "connections": aborted})
-            await _emptied(path)
+        if _populated(path):
+            # Waiting on a FUSE mount of its own (attack reviews 9 and 10): abort it, and it dies.
+            # In a thread: it reads the host's mount tables. Never at the cost of the slot.
+            try:
+                aborted = await trio.to_thread.run_sync(abort_stuck_fuse, _members(path))
+            except Exception as exc:
+                log.warning("cgroups.fuse_abort_failed", extra={"run_id": run_id, "error": repr(exc)})
+                aborted = []
+            if aborted:
+                log.warning("cgroups.fuse_aborted", extra={"run_id": run_id, "connections": aborted})
+                await _emptied(path)
         if _populated(path):
             log.warning("cgroups.not_empty", extra={"run_id": run_id, "pids": _members(path)[:20]})
         if remove:

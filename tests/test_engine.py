@@ -1245,3 +1245,13 @@ def test_a_question_about_the_module_docstring_finds_it() -> None:
     link = lines.index("http://github.com/example/styleguard")
     kept = select_lines(lines, "Use https instead of http for the project link", "code", max_bytes=10_240)
     assert kept.keep[link]
+
+
+def test_the_module_docstring_unit_and_the_next_def_do_not_overlap() -> None:
+    """A def's leading comments were looked for up into the docstring when its last line began
+    like a comment (`* item`), so two units held the same lines (a review's finding)."""
+    from jeeves_mcp.pruning.engine._code import code_layout
+
+    lines = ['"""Module.', "", "* item one", '* item two"""', "# comment", "def f():", "    return 1"]
+    units = sorted((u.start, u.end) for u in code_layout(lines, "m.py").units)
+    assert units == [(0, 3), (4, 6)]

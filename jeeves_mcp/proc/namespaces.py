@@ -57,6 +57,9 @@ def private_ipc_and_devices(in_use: Iterable[str | os.PathLike[str]] = ()) -> st
     # host's still reach us.
     if libc.mount(None, b"/", None, _MS_REC | _MS_SLAVE, None) != 0:
         return f"mount namespace: {os.strerror(ctypes.get_errno())}"
+    # First: what no failure below may leave uncovered (review 9, H1).
+    if os.path.exists(FUSE) and not _covered_by_null(libc, FUSE):
+        return f"{FUSE}: {os.strerror(ctypes.get_errno())}"
     shared = None
     if os.path.isdir(SHM):
         below = [str(path) for path in in_use if os.path.realpath(path).startswith(SHM + "/")]
@@ -76,8 +79,6 @@ def private_ipc_and_devices(in_use: Iterable[str | os.PathLike[str]] = ()) -> st
         b"mqueue", MQUEUE.encode(), b"mqueue", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None
     ) != 0:
         return f"{MQUEUE}: {os.strerror(ctypes.get_errno())}"
-    if os.path.exists(FUSE) and not _covered_by_null(libc, FUSE):
-        return f"{FUSE}: {os.strerror(ctypes.get_errno())}"
     return shared
 
 

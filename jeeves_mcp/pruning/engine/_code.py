@@ -86,6 +86,7 @@ def _python_layout(lines: list[str]) -> Layout | None:
     units: list[Unit] = []
     always = _header(lines)
     body = tree.body
+    floor = -1
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         always.add(body[0].lineno - 1)  # first line of the module docstring
         # A unit of its own, so that its lines are scored like any other docstring's (a link,
@@ -94,9 +95,10 @@ def _python_layout(lines: list[str]) -> Layout | None:
         end = body[0].end_lineno - 1  # type: ignore[operator]
         if len(body) == 1 or body[1].lineno - 1 > end:  # not `"""doc"""; x = 1`: units do not overlap
             units.append(Unit(body[0].lineno - 1, end, GENERIC))
+            floor = end  # a def's leading comments stop at the docstring
         body = body[1:]
     imports: set[int] = set()
-    _python_body(lines, body, [], units, imports, top=True, owner="")
+    _python_body(lines, body, [], units, imports, top=True, owner="", floor=floor)
     return Layout(units=units, always=always, context=imports, prose=_docstring_lines(tree))
 
 
@@ -156,9 +158,11 @@ def _python_body(
     *,
     top: bool,
     owner: str,
+    floor: int = -1,
 ) -> None:
+    """`floor`: the last line before `stmts` that belongs to something else."""
     group: list[ast.stmt] = []
-    prev_end = -1
+    prev_end = floor
 
     def flush() -> None:
         if not group:
