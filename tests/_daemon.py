@@ -14,10 +14,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 import trio
 
 from jeeves_mcp.client import AsyncControlClient
-from jeeves_mcp.supervisor.cgroups import cgroup_base
+from jeeves_mcp.supervisor.cgroups import SlotCgroups, cgroup_base
 from tests._child import processes_whose
 from tests._child import stop_process_group as stop_group
 
@@ -241,3 +242,13 @@ def remove_cgroups(state_dir: Path) -> None:
                 slot.rmdir()
         with contextlib.suppress(OSError):
             base.rmdir()
+
+
+def skip_without_slot_cgroups(tmp_path: Path) -> Path:
+    """Skip a test that needs the daemon to give each slot a cgroup it can kill; else where a
+    daemon of a state dir under `tmp_path` keeps them (made and removed again)."""
+    probe = SlotCgroups.for_state_dir(tmp_path / "probe")
+    probe.close()
+    if probe.base is None:
+        pytest.skip("no writable cgroup v2 with cgroup.kill (Linux 5.14+) here")
+    return probe.base

@@ -32,9 +32,8 @@ import jeeves_mcp
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import COMMAND_MAX_PROCESSES, command_user
 from jeeves_mcp.proc.procfs import own_group, user_name
-from jeeves_mcp.supervisor.cgroups import SlotCgroups
 from tests._child import Child, kill_all, running_child, stop_process_group, tool_json, with_cmdline
-from tests._daemon import running_daemon
+from tests._daemon import running_daemon, skip_without_slot_cgroups
 
 NOBODY = 65534
 
@@ -348,11 +347,7 @@ async def running_pid(control: Any, run_id: str, other_than: int) -> int:
 async def test_what_a_killed_child_left_dies_with_its_cgroup(tmp_path: Path, run_root: Path, fork_server: str) -> None:
     """A child killed outright cannot stop its commands; its slot's cgroup does, before the
     restart, and release removes the cgroup."""
-    probe = SlotCgroups.for_state_dir(tmp_path / "probe")
-    probe.close()
-    if probe.base is None:
-        pytest.skip("no writable cgroup v2 with cgroup.kill (Linux 5.14+) here")
-    own = probe.base.parent
+    own = skip_without_slot_cgroups(tmp_path).parent
     marker = f"72{secrets.randbelow(10**6):06d}.{secrets.randbelow(10**6):06d}"
     try:
         async with running_daemon(tmp_path, {"JEEVES_MCP_FORK_SERVER": fork_server}) as daemon, \

@@ -23,9 +23,8 @@ import pytest
 import trio
 
 from jeeves_mcp.proc.procfs import proc_stat
-from jeeves_mcp.supervisor.cgroups import SlotCgroups
 from tests._child import running_child, stop_process_group
-from tests._daemon import running_daemon
+from tests._daemon import running_daemon, skip_without_slot_cgroups
 from tests.test_isolation import bash, child_bash, directory_owned_by, running_pid
 
 SYS_EXIT = {"x86_64": 60, "aarch64": 93}.get(platform.machine())
@@ -164,10 +163,7 @@ async def test_it_dies_with_the_slot(tmp_path: Path, ending: str, cgroups: bool)
 async def test_it_dies_with_its_killed_childs_cgroup(tmp_path: Path) -> None:
     """The child killed outright cannot sweep; `cgroup.kill` signals a process through its
     leader, lost on an exited one, so the slot's cgroup signals what is left in it."""
-    probe = SlotCgroups.for_state_dir(tmp_path / "probe")
-    probe.close()
-    if probe.base is None:
-        pytest.skip("no writable cgroup v2 with cgroup.kill (Linux 5.14+) here")
+    skip_without_slot_cgroups(tmp_path)
     with directory_owned_by(UNLISTED_UID, "jeeves-main-exit-") as run_root:
         command, pid_file = leave_one(run_root, scrubbed=True)
         async with running_daemon(tmp_path) as daemon, daemon.client() as control:

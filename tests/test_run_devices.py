@@ -25,8 +25,8 @@ import pytest
 import trio
 
 from jeeves_mcp.proc.fuse import fuse_devices, mounted_outside
-from jeeves_mcp.supervisor.cgroups import SlotCgroups, cgroup_base
-from tests._daemon import running_daemon
+from jeeves_mcp.supervisor.cgroups import cgroup_base
+from tests._daemon import running_daemon, skip_without_slot_cgroups
 from tests.test_isolation import bash, directory_owned_by
 from tests.test_main_thread_exit import python_without_cgroups
 
@@ -229,10 +229,8 @@ async def test_a_run_hung_on_its_own_fuse_mount_is_freed(tmp_path: Path, cgroups
     itself is aborted when the slot is killed, by the daemon through the slot's cgroup or by the
     child's own sweep where there is none, whether the mount is in the run's mount table or in
     none (made with fsmount and never attached: review 10, F1)."""
-    probe = SlotCgroups.for_state_dir(tmp_path / "probe")
-    probe.close()
-    if cgroups and probe.base is None:
-        pytest.skip("no writable cgroup v2 with cgroup.kill (Linux 5.14+) here")
+    if cgroups:
+        skip_without_slot_cgroups(tmp_path)
     python = sys.executable if cgroups else python_without_cgroups(tmp_path)
     uid = FUSE_UIDS[f"{how}-{'cgroups' if cgroups else 'no-cgroups'}"]
     with fuse_run_root(uid) as (run_root, before), fuse_device_elsewhere() as device:
@@ -324,10 +322,7 @@ def stuck_fuse_outside_the_run(program: Path, device: Path) -> Iterator[tuple[su
 async def test_a_stuck_fuse_connection_outside_the_slot_is_left_alone(tmp_path: Path) -> None:
     """Only what holds the slot's processes is aborted: another user's FUSE mount, mounted in a
     namespace of its own outside the run and waiting on a request, keeps its connection."""
-    probe = SlotCgroups.for_state_dir(tmp_path / "probe")
-    probe.close()
-    if probe.base is None:
-        pytest.skip("no writable cgroup v2 with cgroup.kill (Linux 5.14+) here")
+    skip_without_slot_cgroups(tmp_path)
     uid = FUSE_UIDS["left-alone"]
     with fuse_run_root(uid) as (run_root, before), fuse_device_elsewhere() as device, \
             stuck_fuse_outside_the_run(run_root / "selfserved.py", device) as (victim, victims):

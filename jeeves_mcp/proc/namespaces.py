@@ -39,9 +39,8 @@ FUSE = "/dev/fuse"
 def private_ipc_and_devices(in_use: Iterable[str | os.PathLike[str]] = ()) -> str | None:
     """Give this process, and every process it starts from now on, IPC objects, a /dev/shm and
     a /dev/mqueue of its own, and no /dev/fuse; None when done, else what could not be made
-    private and why. `in_use`: paths
-    this process must go on reaching (its root, health socket, log file); /dev/shm stays the
-    host's when one is below it.
+    private and why. `in_use`: paths this process must go on reaching (its root, health
+    socket, log file); /dev/shm stays the host's when one is below it.
 
     Call it from the thread that starts commands, before it starts any: namespaces are a
     thread's, and are inherited at fork and thread creation."""
