@@ -233,6 +233,17 @@ def _python_imports(st: ast.stmt, always: set[int]) -> bool:
 # ----------------------------------------------------------------- indentation
 
 
+# A jump label on a line of its own (`walk:`, `retry:`): gofmt and C style set it one level
+# out, so read for indentation it would end the function it is in. Not Python's `else:`.
+_JUMP_LABEL = re.compile(r"^\s*([A-Za-z_]\w*):\s*(?://.*|/\*.*)?$")
+_NOT_LABELS = frozenset(("else", "try", "finally", "except"))
+
+
+def _is_jump_label(line: str) -> bool:
+    m = _JUMP_LABEL.match(line)
+    return m is not None and m.group(1) not in _NOT_LABELS
+
+
 def _indent(line: str) -> int | None:
     s = line.lstrip(" \t")
     if not s:
@@ -254,7 +265,7 @@ class _Block:
 def _blocks(lines: list[str]) -> list[_Block]:
     """Top-level indentation blocks with their nested blocks."""
     n = len(lines)
-    ind = [_indent(x) for x in lines]
+    ind = [None if _is_jump_label(x) else _indent(x) for x in lines]
     nxt = [n] * n  # next non-blank line after i
     j = n
     for i in range(n - 1, -1, -1):
@@ -269,15 +280,24 @@ def _blocks(lines: list[str]) -> list[_Block]:
         if d is None:
             i += 1
             continue
+        closed = None
         while len(stack) > 1 and d <= stack[-1][0]:
             lvl, blk = stack.pop()
             blk.end = _close(lines, ind, blk, lvl, i)
+            closed = (lvl, blk)
         j = nxt[i]
         if j < n:
             dj = ind[j]
             opener = dj is not None and dj > d
-            if not opener and dj == d and lines[j].strip() == "{":
-                opener = True  # brace on its own line under a C-style signature
+            if not opener and dj == d and _HEAD_GOES_ON.match(lines[j]):
+                opener = True  # `{` or `where` on its own line under a signature
+            if opener and closed is not None and closed[0] == d and _GOES_ON.match(lines[i]):
+                # `) -> T {` after a signature's parameters, one a line: the signature goes on.
+                blk = closed[1]
+                blk.body = j
+                stack.append((d, blk))
+                i += 1
+                continue
             if opener:
                 blk = _Block(i, j)
                 stack[-1][1].children.append(blk)
@@ -287,6 +307,12 @@ def _blocks(lines: list[str]) -> list[_Block]:
         lvl, blk = stack.pop()
         blk.end = _close(lines, ind, blk, lvl, n)
     return root.children
+
+
+# A line that closes the brackets of the lines above and opens a body: `) -> Fragment {`,
+# `) error {`, `): Promise<void> {`, a lone `{`.
+_GOES_ON = re.compile(r"^\s*(?:[)\]>]|\{\s*$|where\s*$)")
+_HEAD_GOES_ON = re.compile(r"^\s*(?:\{|where)\s*$")
 
 
 def _close(lines: list[str], ind: list[int | None], blk: _Block, lvl: int, nxt: int) -> int:
