@@ -125,3 +125,48 @@ def test_a_question_about_a_rust_function_keeps_its_body():
     sel = select_lines(lines, "how is the adjacently tagged enum deserialized", "code", path="de.rs")
     body = [i for i, line in enumerate(lines) if "quote_block!" in line or "let arms" in line]
     assert all(sel.keep[i] for i in body)
+
+
+def test_documentation_comments_weigh_as_docstrings():
+    lines = [
+        "/// Parses a header line.",
+        "/// Returns its name and value.",
+        "fn parse_header(line: &str) -> (String, String) {",
+        "    // split once, at the first colon",
+        "    let (name, value) = line.split_once(':').unwrap();",
+        "    (name.into(), value.trim().into())",
+        "}",
+        "",
+        "/**",
+        " * Joins two paths.",
+        " */",
+        "function join(a, b) {",
+        "  return a + '/' + b;",
+        "}",
+        "",
+        "// Open opens the named file for reading.",
+        "func Open(name string) (*File, error) {",
+        "\t// the flags of a read",
+        "\treturn OpenFile(name, O_RDONLY, 0)",
+        "}",
+    ]
+    prose = code_layout(lines, "mixed.rs").prose
+    assert prose == {0, 1, 8, 9, 10, 15}
+
+
+def test_a_question_about_a_jsdoc_keeps_it():
+    # The JSDoc of a function is what "Fix JSDoc for ..." asks about: it weighs as code then.
+    from jeeves_mcp.pruning.engine._planner import ABOUT_DOCS
+
+    for question in ("Fix JSDoc for Router constructor", "javadoc: link the builder",
+                     "rustdoc warnings in lib.rs", "godoc for Open"):
+        assert ABOUT_DOCS.search(question), question
+    lines = []
+    for k in range(40):
+        lines += ["/**", f" * Handles route number {k}.", " * @param {{Object}} req", " */",
+                  f"function handle{k}(req) {{", f"  return req.route({k});", "}", ""]
+    lines += ["/**", " * Initialize a new `Router` with the given `options`.", " *",
+              " * @param {Object} options", " * @return {Router} which is a callable function",
+              " */", "function Router(options) {", "  this.stack = [];", "}"]
+    sel = select_lines(lines, "Fix JSDoc for Router constructor", "code", path="lib/router/index.js")
+    assert sel.keep[lines.index(" * @param {Object} options")]

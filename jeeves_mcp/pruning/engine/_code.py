@@ -350,7 +350,35 @@ def _indent_layout(lines: list[str]) -> Layout:
     imports = {i for i, line in enumerate(lines) if _IMPORT.match(line)} - always
     units: list[Unit] = []
     _emit(lines, _blocks(lines), 0, len(lines) - 1, [], units, always | imports, owner="")
-    return Layout(units=units, always=always, context=imports)
+    return Layout(units=units, always=always, context=imports, prose=_doc_comments(lines))
+
+
+def _doc_comments(lines: list[str]) -> set[int]:
+    """Lines of documentation comments (`///`, `//!`, `/** ... */`): what a docstring is to
+    Python, so they weigh as prose."""
+    prose: set[int] = set()
+    open_block = False
+    for i, line in enumerate(lines):
+        s = line.lstrip()
+        if open_block:
+            prose.add(i)
+            open_block = "*/" not in s
+        elif s.startswith(("///", "//!")):
+            prose.add(i)
+        elif s.startswith("/**") and not s.startswith("/**/"):
+            prose.add(i)
+            open_block = "*/" not in s[3:]
+    # `//` lines glued above a declaration document it (Go's doc comments, and C's, Java's).
+    run: list[int] = []
+    for i, line in enumerate(lines):
+        s = line.lstrip()
+        if s.startswith("//") and i not in prose:
+            run.append(i)
+            continue
+        if run and s and _is_decl(line):
+            prose.update(run)
+        run = []
+    return prose
 
 
 def _emit(

@@ -40,6 +40,7 @@ PRIOR_SHARE = 0.05
 # cases up, none down; needles level). Not "explain": agents ask to explain code.
 ABOUT_DOCS = re.compile(
     r"\b(?:docs?|docstrings?|documentation|documented|typos?|spelling|misspel\w*|wording"
+    r"|jsdoc|javadoc|rustdoc|godoc|tsdoc|doxygen"
     r"|grammar|codespell|reword\w*|rephrase\w*|(?<!for )examples?|clarif\w*)\b",
     re.IGNORECASE,
 )
