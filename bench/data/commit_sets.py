@@ -6,7 +6,13 @@ Each set is ../shared/bench/make_commits.py run over the repositories listed bel
 from MIRRORS/OWNER+NAME/repo (bare clones with history, as the search tool's `fetch` leaves
 them; fetch them first). Writes DIR/commits-SET.jsonl and checks its case count against the
 one measured when the set was made, so a changed generator or a missing repository shows.
-Repositories not in MIRRORS are named and the set is skipped. No set here was tuned on.
+Repositories not in MIRRORS are named and the set is skipped. No set here was tuned on but
+the `tune-*` ones.
+
+The sets in other languages (LANG_SETS) are made by make_commits_lang.py, the same rule for
+the language's files. `tune-go`, `tune-js` and `tune-rust` were looked at to find where the
+indentation layout went wrong (bench/prune_quality.py counts their sources as tuned on); the
+others were made after those changes were written, to judge them.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MAKE_COMMITS = ROOT.parent / "shared" / "bench" / "make_commits.py"
+MAKE_COMMITS_LANG = Path(__file__).resolve().parent / "make_commits_lang.py"
 
 # name: (cases when made, repositories)
 SETS: dict[str, tuple[int, list[str]]] = {
@@ -55,26 +62,51 @@ SETS: dict[str, tuple[int, list[str]]] = {
         "python-websockets/websockets", "redis/redis-py", "rq/rq"]),
 }
 
+# name: (cases when made, language, repositories)
+LANG_SETS: dict[str, tuple[int, str, list[str]]] = {
+    "tune-go": (249, "go", ["spf13/cobra", "gin-gonic/gin", "urfave/cli", "sirupsen/logrus",
+                            "spf13/viper", "labstack/echo"]),
+    "tune-js": (198, "js", ["expressjs/express", "axios/axios", "tj/commander.js", "yargs/yargs"]),
+    "tune-rust": (240, "rust", ["BurntSushi/ripgrep", "clap-rs/clap", "sharkdp/fd", "serde-rs/serde"]),
+    "go": (150, "go", ["junegunn/fzf", "go-chi/chi", "BurntSushi/toml", "go-yaml/yaml",
+                       "mitchellh/mapstructure"]),
+    "js": (185, "js", ["sindresorhus/got", "moment/moment", "immerjs/immer", "mochajs/mocha"]),
+    "rust": (234, "rust", ["rust-lang/regex", "tokio-rs/mio", "sharkdp/bat", "serde-rs/json",
+                           "hyperium/http"]),
+    "c": (300, "c", ["DaveGamble/cJSON", "madler/zlib", "jqlang/jq", "tmux/tmux", "libuv/libuv"]),
+    "java": (224, "java", ["google/gson", "apache/commons-lang", "junit-team/junit4",
+                           "square/javapoet", "jhy/jsoup"]),
+}
+
+
+def generator(name: str) -> tuple[int, list[str], list[str]]:
+    """Cases when made, the command that makes the set (less its output), its repositories."""
+    if name in SETS:
+        cases, repos = SETS[name]
+        return cases, [str(MAKE_COMMITS)], repos
+    cases, lang, repos = LANG_SETS[name]
+    return cases, [str(MAKE_COMMITS_LANG), "--lang", lang], repos
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("sets", nargs="*", choices=[[], *SETS], metavar="SET",
-                    help=f"sets to build (default: all): {', '.join(SETS)}")
+    ap.add_argument("sets", nargs="*", choices=[[], *SETS, *LANG_SETS], metavar="SET",
+                    help=f"sets to build (default: all): {', '.join([*SETS, *LANG_SETS])}")
     ap.add_argument("--mirror", type=Path, required=True, help="bare clones OWNER+NAME/repo")
     ap.add_argument("--out", type=Path, required=True, help="directory for commits-SET.jsonl")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     failed = 0
-    for name in args.sets or SETS:
-        cases, repos = SETS[name]
+    for name in args.sets or [*SETS, *LANG_SETS]:
+        cases, command, repos = generator(name)
         missing = [r for r in repos if not (args.mirror / r.replace("/", "+") / "repo").is_dir()]
         if missing:
             print(f"{name}: skipped, not in {args.mirror}: {' '.join(missing)}")
             failed += 1
             continue
         out = args.out / f"commits-{name}.jsonl"
-        subprocess.run([sys.executable, str(MAKE_COMMITS), str(out), "--mirror", str(args.mirror), *repos],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, command[0], str(out), *command[1:], "--mirror", str(args.mirror),
+                        *repos], check=True, stdout=subprocess.DEVNULL)
         made = sum(1 for line in out.read_text().splitlines() if line.strip())
         same = "as when made" if made == cases else f"made with {cases}: the generator or a history changed"
         print(f"{name}: {made} cases in {out} ({same})")
