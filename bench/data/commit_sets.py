@@ -76,6 +76,15 @@ LANG_SETS: dict[str, tuple[int, str, list[str]]] = {
     "c": (300, "c", ["DaveGamble/cJSON", "madler/zlib", "jqlang/jq", "tmux/tmux", "libuv/libuv"]),
     "java": (224, "java", ["google/gson", "apache/commons-lang", "junit-team/junit4",
                            "square/javapoet", "jhy/jsoup"]),
+    "csharp": (139, "csharp", ["DapperLib/Dapper", "App-vNext/Polly", "Humanizr/Humanizer",
+                               "restsharp/RestSharp"]),
+    "cpp": (120, "c", ["nlohmann/json", "fmtlib/fmt"]),
+    # Made after the layout changes, then looked at for the ones measured and not taken.
+    "tune-ruby": (120, "ruby", ["rack/rack", "sinatra/sinatra"]),
+    "tune-php": (120, "php", ["guzzle/guzzle", "slimphp/Slim"]),
+    "tune-kotlin": (18, "kotlin", ["square/okhttp"]),
+    "tune-csharp": (105, "csharp", ["JamesNK/Newtonsoft.Json", "AutoMapper/AutoMapper"]),
+    "tune-ts": (47, "js", ["colinhacks/zod"]),
 }
 
 

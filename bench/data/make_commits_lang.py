@@ -29,6 +29,9 @@ LANGS: dict[str, tuple[tuple[str, ...], re.Pattern[str]]] = {
     "java": ((".java",), re.compile(r"Tests?\.java$")),
     "c": ((".c", ".h", ".cc", ".cpp", ".hpp"), re.compile(r"(^|/)test_[^/]*$")),
     "ruby": ((".rb",), re.compile(r"_(spec|test)\.rb$")),
+    "php": ((".php",), re.compile(r"Test\.php$")),
+    "kotlin": ((".kt",), re.compile(r"Test\.kt$")),
+    "csharp": ((".cs",), re.compile(r"Tests?\.cs$|(^|/)[^/]*\.Tests?/")),
 }
 LEFT_OUT = {"tests", "test", "testing", "testdata", "__tests__", "spec", "docs", "doc",
             "examples", "example", "benchmarks", "bench", "scripts", "tools", ".github",
