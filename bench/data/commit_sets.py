@@ -88,32 +88,56 @@ LANG_SETS: dict[str, tuple[int, str, list[str]]] = {
 }
 
 
-def generator(name: str) -> tuple[int, list[str], list[str]]:
-    """Cases when made, the command that makes the set (less its output), its repositories."""
+# Function needles in other languages (make_needles_lang.py, at each repository's HEAD as
+# fetched): name: (cases when made, language, repositories). Written needles-NAME.jsonl.
+NEEDLE_SETS: dict[str, tuple[int, str, list[str]]] = {
+    "go": (99, "go", ["junegunn/fzf", "go-chi/chi", "BurntSushi/toml", "go-yaml/yaml",
+                      "mitchellh/mapstructure", "spf13/cobra", "gin-gonic/gin", "urfave/cli",
+                      "spf13/viper", "labstack/echo"]),
+    "rust": (124, "rust", ["rust-lang/regex", "tokio-rs/mio", "sharkdp/bat", "serde-rs/json",
+                           "hyperium/http", "BurntSushi/ripgrep", "clap-rs/clap", "sharkdp/fd",
+                           "serde-rs/serde"]),
+    "js": (41, "js", ["sindresorhus/got", "moment/moment", "immerjs/immer", "mochajs/mocha",
+                      "expressjs/express", "axios/axios", "tj/commander.js", "yargs/yargs",
+                      "colinhacks/zod"]),
+    "java": (64, "java", ["google/gson", "apache/commons-lang", "junit-team/junit4",
+                          "square/javapoet", "jhy/jsoup"]),
+}
+MAKE_NEEDLES_LANG = Path(__file__).resolve().parent / "make_needles_lang.py"
+
+
+def generator(name: str) -> tuple[int, list[str], list[str], str]:
+    """Cases when made, the command that makes the set (less its output), its repositories,
+    and the file name it is written to."""
     if name in SETS:
         cases, repos = SETS[name]
-        return cases, [str(MAKE_COMMITS)], repos
+        return cases, [str(MAKE_COMMITS)], repos, f"commits-{name}.jsonl"
+    if name.startswith("needles-"):
+        cases, lang, repos = NEEDLE_SETS[name.removeprefix("needles-")]
+        command = [str(MAKE_NEEDLES_LANG), "--lang", lang, "--prefix", lang[0]]
+        return cases, command, repos, f"{name}.jsonl"
     cases, lang, repos = LANG_SETS[name]
-    return cases, [str(MAKE_COMMITS_LANG), "--lang", lang], repos
+    return cases, [str(MAKE_COMMITS_LANG), "--lang", lang], repos, f"commits-{name}.jsonl"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("sets", nargs="*", choices=[[], *SETS, *LANG_SETS], metavar="SET",
-                    help=f"sets to build (default: all): {', '.join([*SETS, *LANG_SETS])}")
+    names = [*SETS, *LANG_SETS, *(f"needles-{n}" for n in NEEDLE_SETS)]
+    ap.add_argument("sets", nargs="*", choices=[[], *names], metavar="SET",
+                    help=f"sets to build (default: all): {', '.join(names)}")
     ap.add_argument("--mirror", type=Path, required=True, help="bare clones OWNER+NAME/repo")
-    ap.add_argument("--out", type=Path, required=True, help="directory for commits-SET.jsonl")
+    ap.add_argument("--out", type=Path, required=True, help="directory for the SET.jsonl files")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     failed = 0
-    for name in args.sets or [*SETS, *LANG_SETS]:
-        cases, command, repos = generator(name)
+    for name in args.sets or names:
+        cases, command, repos, file_name = generator(name)
         missing = [r for r in repos if not (args.mirror / r.replace("/", "+") / "repo").is_dir()]
         if missing:
             print(f"{name}: skipped, not in {args.mirror}: {' '.join(missing)}")
             failed += 1
             continue
-        out = args.out / f"commits-{name}.jsonl"
+        out = args.out / file_name
         subprocess.run([sys.executable, command[0], str(out), *command[1:], "--mirror", str(args.mirror),
                         *repos], check=True, stdout=subprocess.DEVNULL)
         made = sum(1 for line in out.read_text().splitlines() if line.strip())
