@@ -85,6 +85,8 @@ LANG_SETS: dict[str, tuple[int, str, list[str]]] = {
     "tune-kotlin": (18, "kotlin", ["square/okhttp"]),
     "tune-csharp": (105, "csharp", ["JamesNK/Newtonsoft.Json", "AutoMapper/AutoMapper"]),
     "tune-ts": (47, "js", ["colinhacks/zod"]),
+    "tune-go2": (169, "go", ["gorilla/mux", "julienschmidt/httprouter", "hashicorp/hcl",
+                             "charmbracelet/bubbletea", "alecthomas/kingpin"]),
 }
 
 
