@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from jeeves_mcp.pruning.engine import select_lines
 from jeeves_mcp.pruning.engine._code import code_layout
 
@@ -154,19 +156,96 @@ def test_documentation_comments_weigh_as_docstrings():
     assert prose == {0, 1, 8, 9, 10, 15}
 
 
-def test_a_question_about_a_jsdoc_keeps_it():
-    # The JSDoc of a function is what "Fix JSDoc for ..." asks about: it weighs as code then.
-    from jeeves_mcp.pruning.engine._planner import ABOUT_DOCS
+def test_a_question_about_a_jsdoc_weighs_doc_comments_as_code():
+    # "Fix JSDoc for ..." asks about the comments: they stop being prose for it.
+    from jeeves_mcp.pruning.engine._planner import ABOUT_DOCS, scored_text
+    from jeeves_mcp.pruning.engine._text import query_identifiers, query_terms
 
     for question in ("Fix JSDoc for Router constructor", "javadoc: link the builder",
                      "rustdoc warnings in lib.rs", "godoc for Open"):
         assert ABOUT_DOCS.search(question), question
-    lines = []
-    for k in range(40):
-        lines += ["/**", f" * Handles route number {k}.", " * @param {{Object}} req", " */",
-                  f"function handle{k}(req) {{", f"  return req.route({k});", "}", ""]
-    lines += ["/**", " * Initialize a new `Router` with the given `options`.", " *",
-              " * @param {Object} options", " * @return {Router} which is a callable function",
-              " */", "function Router(options) {", "  this.stack = [];", "}"]
-    sel = select_lines(lines, "Fix JSDoc for Router constructor", "code", path="lib/router/index.js")
-    assert sel.keep[lines.index(" * @param {Object} options")]
+    lines = ["/**", " * Initialize a new `Router` with the given `options`.", " *",
+             " * @param {Object} options", " */", "function Router(options) {", "  this.stack = [];", "}"]
+
+    def prose(question: str):
+        return scored_text(lines, question, "code", "lib/router/index.js", query_terms(question),
+                           query_identifiers(question))[1]
+
+    assert prose("Router constructor") == {0, 1, 2, 3, 4}
+    assert prose("Fix JSDoc for Router constructor") == frozenset()
+
+
+def test_comments_inside_a_body_are_not_doc_comments():
+    lines = [
+        "func (c *Client) Get(key string) (Value, error) {",
+        "	// retry until the server answers",
+        "	doRetry(ctx)",
+        "	// TODO: check the object cache first",
+        "	v := object.Lookup(key)",
+        "	return v, nil",
+        "}",
+    ]
+    assert code_layout(lines, "client.go").prose == set()
+
+
+def test_an_unclosed_doc_comment_is_one_line_of_prose():
+    lines = ["/** never closed", "function a() {", "  return 1;", "}", "function b() {", "  return 2;", "}"]
+    assert code_layout(lines, "a.js").prose == {0}
+
+
+def test_keys_of_a_yaml_file_are_not_jump_labels():
+    lines = [
+        "name: CI",
+        "on:",
+        "  push:",
+        "    branches: [main]",
+        "jobs:",
+        "  build:",
+        "    runs-on: ubuntu-latest",
+        "    steps:",
+        "      - run: make",
+        "  test:",
+        "    runs-on: ubuntu-latest",
+        "    steps:",
+        "      - run: make test",
+    ]
+    spans = {(u.start, u.end) for u in code_layout(lines, ".github/workflows/ci.yml").units}
+    assert (1, 3) in spans
+    assert all(not (s <= 0 and e >= 4) for s, e in spans)
+
+
+def test_a_switch_default_is_not_a_jump_label():
+    # gofmt sets `case` and `default:` where `switch` is: each opens its own block.
+    from jeeves_mcp.pruning.engine._indent import _blocks
+
+    lines = [
+        "func kind(c byte) int {",
+        "\tswitch c {",
+        "\tcase 'a':",
+        "\t\treturn 1",
+        "\tdefault:",
+        "\t\treturn 0",
+        "\t}",
+        "}",
+    ]
+    (func,) = _blocks(lines, labels=True)
+    assert [(b.start, b.end) for b in func.children] == [(2, 3), (4, 6)]
+
+
+def test_a_nested_parameter_type_stays_in_the_signature():
+    # The `options: {` block inside the parameters is the signature's, not a unit of its own.
+    lines = ["export function makeRouter(", "  options: {", "    strict: boolean,", "  },",
+             "  handlers: Handler[],", "): Router {"]
+    for k in range(4):
+        lines += [f"  function handle{k}(req) {{", f"    return req.go({k});", "  }", ""]
+    lines += ["  return build(options, handlers);", "}"]
+    layout = code_layout(lines, "router.ts")
+    assert not any(u.start <= 2 <= u.end for u in layout.units)
+    assert {u.name for u in layout.units if u.start <= 8 <= u.end} == {"handle0"}
+    assert all(u.heads[0] == (0, 5) for u in layout.units)
+
+
+def test_a_closing_brace_above_a_lone_brace_opens_nothing():
+    lines = ["void f()", "{", "    a();", "}", "{", "    b();", "}"]
+    spans = sorted((u.start, u.end) for u in code_layout(lines, "f.c").units)
+    assert all(e1 < s2 for (_, e1), (s2, _) in itertools.pairwise(spans))

@@ -91,18 +91,19 @@ LANG_SETS: dict[str, tuple[int, str, list[str]]] = {
 
 
 # Function needles in other languages (make_needles_lang.py, at each repository's HEAD as
-# fetched): name: (cases when made, language, repositories). Written needles-NAME.jsonl.
-NEEDLE_SETS: dict[str, tuple[int, str, list[str]]] = {
-    "go": (99, "go", ["junegunn/fzf", "go-chi/chi", "BurntSushi/toml", "go-yaml/yaml",
+# fetched): name: (cases when made, language, id prefix, repositories). Written
+# needles-NAME.jsonl.
+NEEDLE_SETS: dict[str, tuple[int, str, str, list[str]]] = {
+    "go": (99, "go", "g", ["junegunn/fzf", "go-chi/chi", "BurntSushi/toml", "go-yaml/yaml",
                       "mitchellh/mapstructure", "spf13/cobra", "gin-gonic/gin", "urfave/cli",
                       "spf13/viper", "labstack/echo"]),
-    "rust": (124, "rust", ["rust-lang/regex", "tokio-rs/mio", "sharkdp/bat", "serde-rs/json",
+    "rust": (124, "rust", "r", ["rust-lang/regex", "tokio-rs/mio", "sharkdp/bat", "serde-rs/json",
                            "hyperium/http", "BurntSushi/ripgrep", "clap-rs/clap", "sharkdp/fd",
                            "serde-rs/serde"]),
-    "js": (41, "js", ["sindresorhus/got", "moment/moment", "immerjs/immer", "mochajs/mocha",
+    "js": (41, "js", "j", ["sindresorhus/got", "moment/moment", "immerjs/immer", "mochajs/mocha",
                       "expressjs/express", "axios/axios", "tj/commander.js", "yargs/yargs",
                       "colinhacks/zod"]),
-    "java": (64, "java", ["google/gson", "apache/commons-lang", "junit-team/junit4",
+    "java": (64, "java", "v", ["google/gson", "apache/commons-lang", "junit-team/junit4",
                           "square/javapoet", "jhy/jsoup"]),
 }
 MAKE_NEEDLES_LANG = Path(__file__).resolve().parent / "make_needles_lang.py"
@@ -115,8 +116,8 @@ def generator(name: str) -> tuple[int, list[str], list[str], str]:
         cases, repos = SETS[name]
         return cases, [str(MAKE_COMMITS)], repos, f"commits-{name}.jsonl"
     if name.startswith("needles-"):
-        cases, lang, repos = NEEDLE_SETS[name.removeprefix("needles-")]
-        command = [str(MAKE_NEEDLES_LANG), "--lang", lang, "--prefix", lang[0]]
+        cases, lang, prefix, repos = NEEDLE_SETS[name.removeprefix("needles-")]
+        command = [str(MAKE_NEEDLES_LANG), "--lang", lang, "--prefix", prefix]
         return cases, command, repos, f"{name}.jsonl"
     cases, lang, repos = LANG_SETS[name]
     return cases, [str(MAKE_COMMITS_LANG), "--lang", lang], repos, f"commits-{name}.jsonl"

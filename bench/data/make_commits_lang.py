@@ -56,6 +56,18 @@ def library_file(lang: str):
     return is_lib
 
 
+def fetched(mirror: pathlib.Path, names: list[str]) -> list[tuple[str, pathlib.Path]]:
+    """The repositories MIRROR holds, as (OWNER/NAME, bare git directory); the others named."""
+    found = []
+    for name in names:
+        repo = mirror / name.replace("/", "+") / "repo"
+        if repo.exists():
+            found.append((name, repo))
+        else:
+            print(f"{name}: not fetched, skipped", file=sys.stderr)
+    return found
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
@@ -66,11 +78,7 @@ def main() -> None:
     shared = load_shared()
     shared.is_lib = library_file(args.lang)
     rows = []
-    for name in args.repos:
-        repo = args.mirror / name.replace("/", "+") / "repo"
-        if not repo.exists():
-            print(f"{name}: not fetched, skipped", file=sys.stderr)
-            continue
+    for name, repo in fetched(args.mirror, args.repos):
         got = shared.cases_for(name, repo)
         for case in got:
             case["path"] = case["source"].split(":", 1)[1]

@@ -28,7 +28,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from make_commits_lang import LANGS, library_file
+from make_commits_lang import LANGS, fetched, library_file
 
 MIN_FILE, MAX_FILE = 400, 3000
 MIN_SPAN, MAX_SPAN = 8, 64
@@ -78,11 +78,18 @@ def doc_above(lines: list[str], decl: int, lang: str) -> tuple[int, list[str]] |
     return i, [x.lstrip()[len(prefix):].strip() for x in lines[i:end + 1]]
 
 
-def body_end(lines: list[str], decl: int) -> int | None:
+# Literals whose braces do not count: strings, and quoted characters (in Rust only a
+# character is quoted: `'a` is a lifetime, not the start of a string).
+LITERALS = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|`[^`]*`')
+RUST_LITERALS = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])\'')
+
+
+def body_end(lines: list[str], decl: int, lang: str) -> int | None:
     """The line of the `}` that closes the first `{` from line `decl` on."""
     depth, started = 0, False
     for k in range(decl, min(len(lines), decl + 400)):
-        line = re.sub(r"//.*$", "", re.sub(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|`[^`]*`', '""', lines[k]))
+        literals = RUST_LITERALS if lang == "rust" else LITERALS
+        line = re.sub(r"//.*$", "", literals.sub('""', lines[k]))
         for ch in line:
             if ch == "{":
                 depth += 1
@@ -127,7 +134,7 @@ def cases_in(lines: list[str], lang: str) -> list[tuple[str, list[str], list[int
         if not DECL.match(line) or ("(" not in line and "{" not in line):
             continue
         doc = doc_above(lines, decl, lang)
-        end = body_end(lines, decl)
+        end = body_end(lines, decl, lang)
         if doc is None or end is None or not MIN_SPAN <= end - decl + 1 <= MAX_SPAN:
             continue
         first, text_lines = doc
@@ -156,11 +163,7 @@ def main() -> None:
     def is_lib(path: str) -> bool:
         return library(path) and not {"_examples"} & set(pathlib.PurePosixPath(path).parts[:-1])
     rows = []
-    for name in args.repos:
-        repo = args.mirror / name.replace("/", "+") / "repo"
-        if not repo.exists():
-            print(f"{name}: not fetched, skipped", file=sys.stderr)
-            continue
+    for name, repo in fetched(args.mirror, args.repos):
         head = git(repo, "rev-parse", "HEAD").strip()
         got = []
         for path in sorted(p for p in git(repo, "ls-tree", "-r", "--name-only", head).split("\n") if is_lib(p)):

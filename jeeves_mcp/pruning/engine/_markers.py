@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from jeeves_mcp.pruning.render import FOCUS_REASON
 
-from ._code import GENERIC
+from ._indent import GENERIC
 from ._units import Layout
 
 # A marker's reason names this many of the units it hides, the most relevant first,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from itertools import accumulate
 
-from ._code import CONTROL
+from ._indent import CONTROL
 from ._text import _WORD, Matcher, is_word_char, name_text, terms
 from ._units import Unit
 

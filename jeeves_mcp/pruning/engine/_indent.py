@@ -1,0 +1,290 @@
+"""Units of code in any language but Python (or Python `ast` cannot read): blocks by
+indentation and braces, signatures, labels and doc comments as the common styles write them."""
+
+from __future__ import annotations
+
+import re
+
+from ._units import Layout, Unit
+
+__all__ = ["CONTROL", "GENERIC", "MAX_NAME_CHARS", "file_header", "indent_layout", "leading_comments"]
+
+# The label of a unit with no name (loose statements); reasons do not list it.
+GENERIC = "code"
+
+_IMPORT = re.compile(
+    r"^\s*(?:import\s|from\s+\S+\s+import\s|#\s*include\b|using\s+[\w.:]+\s*;|use\s+[\w:{}, *]+;"
+    r"|package\s+[\w.]+|extern\s+crate\b|require\s*\(|(?:const|let|var)\s+[\w{}, ]+=\s*require\s*\()"
+)
+CONTROL = re.compile(
+    r"^\s*(?:if|for|while|switch|catch|else|try|do|return|with|elif|except|finally|foreach|"
+    r"match|case|when|unless|until|loop|select|defer|go|throw|raise|yield|assert|print)\b"
+)
+_DECL = re.compile(
+    r"\b(?:def|class|function|func|fn|sub|proc|struct|impl|trait|interface|enum|module|"
+    r"namespace|object|record|protocol|extension|macro_rules!|test|describe|it)\b"
+    r"|^\s*(?:[\w:<>\[\]*&,.$]+\s+)*[\w$:~]+\s*\([^;]*$"
+    r"|=>\s*+(?:\{\s*+)?$"  # possessive: `=>` and 8,000 spaces took 150 ms to refuse
+)
+# A unit's label copies its owner's name: a 1 MB class name over 1,500 methods took 1.5 GB
+# (names of real code are far shorter).
+MAX_NAME_CHARS = 200
+_CLOSER = re.compile(r"^\s*(?:[}\])]+[;,)]*\s*(?://.*)?$|end\b|</|fi\b|done\b|esac\b)")
+_NAME = re.compile(
+    r"\b(?:def|class|function|func|fn|sub|proc|struct|impl|trait|interface|enum|module|"
+    r"namespace|object|record|protocol|type)\s+(?:\([^)]*\)\s*)?([\w$.:<>]+)"
+    r"|([\w$]+)\s*(?:=\s*(?:async\s*)?(?:function\b|\([^)]*\)\s*=>)|\()"
+)
+
+
+def file_header(lines: list[str]) -> set[int]:
+    """The first few lines that say what a file is: shebang, encoding, licence."""
+    keep: set[int] = set()
+    for i, line in enumerate(lines[:3]):
+        s = line.strip()
+        if s.startswith(("#!", "# -*-", "//", "/*", "*", "#", '"""', "'''", "<?", "--")):
+            keep.add(i)
+        else:
+            break
+    return keep
+
+
+def leading_comments(lines: list[str], start: int, floor: int) -> int:
+    """Move a unit's start up over the comment lines glued to it."""
+    i = start
+    while i - 1 > floor and lines[i - 1].lstrip().startswith(("#", "//", "/*", "*")):
+        i -= 1
+    return i
+
+
+
+
+# A jump label on a line of its own (`walk:`, `retry:`): gofmt and C style set it one level
+# out, so read for indentation it would end the function it is in. Only in languages that
+# have them: in YAML or a Makefile `key:` and `target:` are the structure. `default:` sits
+# where `case x:` does.
+_JUMP_LABEL = re.compile(r"^\s*([A-Za-z_]\w*):\s*(?://.*|/\*.*)?$")
+_NOT_LABELS = frozenset(("else", "try", "finally", "except", "default"))
+LABEL_SUFFIXES = (".go", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".java", ".js", ".mjs",
+                  ".cjs", ".jsx", ".ts", ".tsx", ".cs", ".kt", ".scala", ".swift", ".php", ".m")
+# A signature whose parameters sit one a line goes on past them (rustfmt, gofmt, prettier):
+# a line that closes their brackets and opens the body (`) -> Fragment {`, `) error {`,
+# `): Promise<void> {`, `]` after Swift / Kotlin lists, `>` after a template's parameters),
+# or a `{` or Rust `where` on a line of its own under the signature.
+_CLOSES_PARAMETERS = re.compile(r"^\s*[)\]>]")
+_OWN_LINE_OPENER = re.compile(r"^\s*(?:\{|where)\s*$")
+
+
+def _is_jump_label(line: str) -> bool:
+    m = _JUMP_LABEL.match(line)
+    return m is not None and m.group(1) not in _NOT_LABELS
+
+
+def _indent(line: str) -> int | None:
+    s = line.lstrip(" \t")
+    if not s:
+        return None
+    lead = len(line) - len(s)
+    return lead + 3 * line.count("\t", 0, lead)  # a tab counts four
+
+
+class _Block:
+    __slots__ = ("body", "children", "end", "start")
+
+    def __init__(self, start: int, body: int) -> None:
+        self.start = start  # opener line
+        self.body = body  # first line of the body
+        self.end = start
+        self.children: list[_Block] = []
+
+
+def _blocks(lines: list[str], labels: bool = False) -> list[_Block]:
+    """Top-level indentation blocks with their nested blocks; `labels`: the language has jump
+    labels, which take no part in indentation."""
+    n = len(lines)
+    ind = [None if labels and _is_jump_label(x) else _indent(x) for x in lines]
+    nxt = [n] * n  # next non-blank line after i
+    j = n
+    for i in range(n - 1, -1, -1):
+        nxt[i] = j
+        if ind[i] is not None:
+            j = i
+    prev = [-1] * n  # last non-blank line up to i
+    j = -1
+    for i in range(n):
+        if ind[i] is not None:
+            j = i
+        prev[i] = j
+    root = _Block(-1, 0)
+    stack: list[tuple[int, _Block]] = [(-1, root)]
+    i = 0
+    while i < n:
+        d = ind[i]
+        if d is None:
+            i += 1
+            continue
+        closed = None
+        while len(stack) > 1 and d <= stack[-1][0]:
+            lvl, blk = stack.pop()
+            blk.end = _close(lines, ind, prev, blk, lvl, i)
+            closed = (lvl, blk)
+        j = nxt[i]
+        if j < n:
+            dj = ind[j]
+            opener = dj is not None and dj > d
+            if not opener and dj == d and _OWN_LINE_OPENER.match(lines[j]) and not _CLOSER.match(lines[i]):
+                opener = True  # `{` or `where` on its own line under a signature
+            goes_on = _CLOSES_PARAMETERS.match(lines[i]) or _OWN_LINE_OPENER.match(lines[i])
+            if opener and closed is not None and closed[0] == d and goes_on:
+                # The signature above goes on: its parameters are part of its head.
+                blk = closed[1]
+                blk.body = j
+                blk.children = [c for c in blk.children if c.start >= j]
+                stack.append((d, blk))
+                i += 1
+                continue
+            if opener:
+                blk = _Block(i, j)
+                stack[-1][1].children.append(blk)
+                stack.append((d, blk))
+        i += 1
+    while len(stack) > 1:
+        lvl, blk = stack.pop()
+        blk.end = _close(lines, ind, prev, blk, lvl, n)
+    return root.children
+
+
+def _close(
+    lines: list[str], ind: list[int | None], prev: list[int], blk: _Block, lvl: int, nxt: int
+) -> int:
+    """Last line of a block that ends before line `nxt`; takes a closing brace line along."""
+    end = max(prev[nxt - 1], blk.start)
+    if nxt < len(lines) and ind[nxt] == lvl and _CLOSER.match(lines[nxt]):
+        end = nxt
+    return end
+
+
+# A declaration names itself early in its line; _NAME searched further backtracks
+# quadratically (an 8,000-character line of `a_a_a_...` took 1.4 s). Where it starts is
+# looked for in the first LABEL_CHARS after the indent; the name is then read whole there.
+LABEL_CHARS = 400
+
+
+def _label(line: str) -> str:
+    text = line.lstrip()
+    m = _NAME.search(text, 0, LABEL_CHARS)
+    if m:
+        m = _NAME.match(text, m.start()) or m
+    if m:
+        return (m.group(1) or m.group(2) or "")[:MAX_NAME_CHARS]
+    return ""
+
+
+def _is_decl(line: str) -> bool:
+    return bool(_DECL.search(line)) and not CONTROL.match(line)
+
+
+def indent_layout(lines: list[str], path: str | None = None) -> Layout:
+    always = file_header(lines)
+    imports = {i for i, line in enumerate(lines) if _IMPORT.match(line)} - always
+    units: list[Unit] = []
+    blocks = _blocks(lines, labels=path is not None and path.endswith(LABEL_SUFFIXES))
+    _emit(lines, blocks, 0, len(lines) - 1, [], units, always | imports, owner="")
+    openers: set[int] = set()
+    todo = list(blocks)
+    while todo:
+        blk = todo.pop()
+        openers.add(blk.start)
+        todo += blk.children
+    return Layout(units=units, always=always, context=imports, prose=_doc_comments(lines, openers))
+
+
+def _doc_comments(lines: list[str], openers: set[int]) -> set[int]:
+    """Lines of documentation comments, what a docstring is to Python (so they weigh as prose):
+    `///`, `//!`, `/** ... */`, and the `//` lines glued above a declaration that opens a block
+    (Go's doc comments, and C's, Java's)."""
+    prose: set[int] = set()
+    block_start = -1  # the open `/**` line, if any
+    run: list[int] = []  # `//` lines just above
+    for i, line in enumerate(lines):
+        s = line.lstrip()
+        if block_start >= 0:
+            if "*/" in s:
+                prose.update(range(block_start, i + 1))
+                block_start = -1
+            continue
+        if s.startswith(("///", "//!")):
+            prose.add(i)
+        elif s.startswith("/**") and not s.startswith("/**/"):
+            if "*/" in s[3:]:
+                prose.add(i)
+            else:
+                block_start = i
+        elif s.startswith("//"):
+            run.append(i)
+            continue
+        elif run and i in openers and _is_decl(line[:LABEL_CHARS]):
+            prose.update(run)
+        run = []
+    if block_start >= 0:
+        prose.add(block_start)  # never closed: only its first line is known to be one
+    return prose
+
+
+def _emit(
+    lines: list[str],
+    blocks: list[_Block],
+    lo: int,
+    hi: int,
+    heads: list[tuple[int, int]],
+    units: list[Unit],
+    always: set[int],
+    owner: str,
+) -> None:
+    """Units for the lines lo..hi: each block a unit (or a container of units), gaps as chunks."""
+    pos = lo
+    for blk in blocks:
+        _gap_units(lines, pos, blk.start - 1, heads, units, always, owner)
+        sig = (blk.start, blk.body - 1 if blk.body - 1 >= blk.start else blk.start)
+        name = _label(lines[blk.start])
+        decl_children = sum(1 for c in blk.children if _is_decl(lines[c.start]))
+        if decl_children >= 2 and blk.end - blk.start > 20:
+            _emit(
+                lines,
+                blk.children,
+                blk.body,
+                blk.end,
+                [*heads, sig],
+                units,
+                always,
+                owner=name or owner,
+            )
+        else:
+            start = leading_comments(lines, blk.start, pos - 1)
+            label = (f"{owner}.{name}" if owner else name) if name else GENERIC
+            units.append(
+                Unit(start, blk.end, label, name=name, owner=owner, sig=sig, heads=[*heads, sig])
+            )
+        pos = blk.end + 1
+    _gap_units(lines, pos, hi, heads, units, always, owner)
+
+
+def _gap_units(
+    lines: list[str],
+    lo: int,
+    hi: int,
+    heads: list[tuple[int, int]],
+    units: list[Unit],
+    always: set[int],
+    owner: str,
+) -> None:
+    """Loose lines between blocks, cut into chunks at blank lines."""
+    start = None
+    for i in range(lo, hi + 2):
+        blank = i > hi or not lines[i].strip() or i in always
+        if blank:
+            if start is not None:
+                units.append(Unit(start, i - 1, owner or GENERIC, heads=list(heads)))
+                start = None
+        elif start is None:
+            start = i
