@@ -249,3 +249,10 @@ def test_a_closing_brace_above_a_lone_brace_opens_nothing():
     lines = ["void f()", "{", "    a();", "}", "{", "    b();", "}"]
     spans = sorted((u.start, u.end) for u in code_layout(lines, "f.c").units)
     assert all(e1 < s2 for (_, e1), (s2, _) in itertools.pairwise(spans))
+
+
+def test_rust_visibility_and_generics_do_not_name_a_unit():
+    # `pub(crate) fn field_i(` read as a call was named `pub`; `StructForm<'a>` kept its `<`.
+    lines = ["pub(crate) fn field_i(i: usize) -> Ident {", "    Ident::new(i)", "}", "",
+             "enum StructForm<'a> {", "    Struct,", "    Tuple(&'a str),", "}"]
+    assert [u.name for u in code_layout(lines, "de.rs").units if u.name] == ["field_i", "StructForm"]

@@ -170,13 +170,19 @@ def _close(
 LABEL_CHARS = 400
 
 
+# Rust's `pub(crate)` reads as a call named `pub`; generics end no name (`StructForm<'a>`).
+_VISIBILITY = re.compile(r"pub\s*\([^)]{0,80}\)\s*")
+
+
 def _label(line: str) -> str:
     text = line.lstrip()
+    if text.startswith("pub"):
+        text = _VISIBILITY.sub("", text, count=1)
     m = _NAME.search(text, 0, LABEL_CHARS)
     if m:
         m = _NAME.match(text, m.start()) or m
     if m:
-        return (m.group(1) or m.group(2) or "")[:MAX_NAME_CHARS]
+        return (m.group(1) or m.group(2) or "").rstrip("<:.")[:MAX_NAME_CHARS]
     return ""
 
 
