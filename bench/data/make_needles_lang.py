@@ -24,11 +24,10 @@ import json
 import pathlib
 import random
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from make_commits_lang import LANGS, fetched, library_file
+from make_commits_lang import LANGS, fetched, library_file, load_shared
 
 MIN_FILE, MAX_FILE = 400, 3000
 MIN_SPAN, MAX_SPAN = 8, 64
@@ -38,11 +37,6 @@ DECL = re.compile(r"^\s*(?:[\w<>\[\](),.*&:'\"@ ]*\s)?(?:func|fn|function|class|
                   r"|^\s*(?:public|private|protected|static|final|async|export|pub|override)\b")
 KEYWORDS = frozenset(("func", "fn", "function", "if", "for", "while", "switch", "return", "new"))
 SENTENCE_END = re.compile(r"(?<=[.!?])\s")
-
-
-def git(repo: pathlib.Path, *args: str) -> str:
-    return subprocess.run(["git", "--git-dir", str(repo), *args], capture_output=True, text=True,
-                          errors="replace").stdout
 
 
 def unwrap(text: str) -> str:
@@ -158,6 +152,7 @@ def main() -> None:
     ap.add_argument("--prefix", default="x")
     ap.add_argument("repos", nargs="+")
     args = ap.parse_args()
+    git = load_shared().git  # make_commits.py's: `git --git-dir REPO ...`, its stdout
     library = library_file(args.lang)
 
     def is_lib(path: str) -> bool:

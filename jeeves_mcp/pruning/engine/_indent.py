@@ -57,8 +57,6 @@ def leading_comments(lines: list[str], start: int, floor: int) -> int:
     return i
 
 
-
-
 # A jump label on a line of its own (`walk:`, `retry:`): gofmt and C style set it one level
 # out, so read for indentation it would end the function it is in. Only in languages that
 # have them: in YAML or a Makefile `key:` and `target:` are the structure. `default:` sits
@@ -134,8 +132,10 @@ def _blocks(lines: list[str], labels: bool = False) -> list[_Block]:
             opener = dj is not None and dj > d
             if not opener and dj == d and _OWN_LINE_OPENER.match(lines[j]) and not _CLOSER.match(lines[i]):
                 opener = True  # `{` or `where` on its own line under a signature
-            goes_on = _CLOSES_PARAMETERS.match(lines[i]) or _OWN_LINE_OPENER.match(lines[i])
-            if opener and closed is not None and closed[0] == d and goes_on:
+            if (
+                opener and closed is not None and closed[0] == d
+                and (_CLOSES_PARAMETERS.match(lines[i]) or _OWN_LINE_OPENER.match(lines[i]))
+            ):
                 # The signature above goes on: its parameters are part of its head.
                 blk = closed[1]
                 blk.body = j
