@@ -6,7 +6,9 @@ Inputs are real texts cut or repeated to size: code = the Python sources of the 
 (one file after another, cut mid-file: not valid Python, so read by indentation), python = the
 same modules whole, their `from __future__` lines dropped, so that the text parses and is read
 through `ast` as a real module is (2k and 10k lines; over 20,000 lines `ast` is not used), logs =
-the logs bench set, docs = the docs bench set. The question is the first case's; the view is
+the logs bench set, docs = the docs bench set, quoted = a Rust text dense with strings, characters,
+lifetimes and raw strings that span lines (the string scan's worst case: a token every few
+characters). The question is the first case's; the view is
 bounded by the child's response budget, as prune_text bounds it. Prints the median wall time of
 select_lines over --repeat runs (after one warm-up run), and ms per 1k lines to
 show whether the cost grows linearly.
@@ -63,6 +65,23 @@ def python_module(lines_wanted: int) -> tuple[list[str], str]:
     return out, cases[0]["question"]
 
 
+QUOTED_RUST = [
+    "impl<'a> Flag for Quoted<'a> {",
+    "    fn name(&self) -> &'static str { \"quoted\" }",
+    "    fn chars(&self) -> [char; 3] { ['\"', '\\'', '`'] }",
+    "    fn doc_long(&self) -> &'static str {",
+    "        r#\"",
+    "A help text at the margin, \"quoted\" inside.",
+    "\"#",
+    "    }",
+    "}",
+]
+
+
+def quoted_rust(lines_wanted: int) -> tuple[list[str], str]:
+    return (QUOTED_RUST * (lines_wanted // len(QUOTED_RUST) + 1))[:lines_wanted], "quoted help text"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -76,15 +95,17 @@ def main() -> None:
         if name == "needles":
             inputs += [("python", size, partial(python_module, size))
                        for size in SIZES if size <= AST_MAX_LINES]
+    inputs += [("quoted", size, partial(quoted_rust, size)) for size in SIZES]
     results = []
     for label, size, make in inputs:
         lines, question = make()
-        source_type = "code" if label == "python" else label
-        select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET)
+        source_type = "code" if label in ("python", "quoted") else label
+        path = "quoted.rs" if label == "quoted" else None
+        select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET, path=path)
         times = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET)
+            select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET, path=path)
             times.append((time.perf_counter() - t0) * 1000)
         ms = statistics.median(times)
         results.append(

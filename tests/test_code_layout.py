@@ -256,3 +256,108 @@ def test_rust_visibility_and_generics_do_not_name_a_unit():
     lines = ["pub(crate) fn field_i(i: usize) -> Ident {", "    Ident::new(i)", "}", "",
              "enum StructForm<'a> {", "    Struct,", "    Tuple(&'a str),", "}"]
     assert [u.name for u in code_layout(lines, "de.rs").units if u.name] == ["field_i", "StructForm"]
+
+
+RUST_HELP_TEXT = [
+    "impl Flag for IgnoreFile {",
+    "    fn doc_short(&self) -> &'static str {",
+    '        r"Specify additional ignore files."',
+    "    }",
+    "    fn doc_long(&self) -> &'static str {",
+    '        r"',
+    "Specifies a path to one or more gitignore formatted rules files.",
+    "When specifying multiple ignore files, earlier files have lower precedence.",
+    '"',
+    "    }",
+    "    fn completion_type(&self) -> CompletionType {",
+    "        CompletionType::Filename",
+    "    }",
+    "    fn name_long(&self) -> &'static str {",
+    '        "ignore-file"',
+    "    }",
+    "    fn doc_variable(&self) -> Option<&'static str> {",
+    '        Some("PATH")',
+    "    }",
+    "    fn doc_category(&self) -> Category {",
+    "        Category::Filter",
+    "    }",
+    "}",
+]
+
+
+def test_text_of_a_string_spanning_lines_is_not_indentation():
+    # The help text sits at the margin inside its string: read as code, it ended `doc_long`
+    # and its impl, and the lines a fix of the text edits were a nameless block.
+    unit = unit_holding(RUST_HELP_TEXT, "defs.rs", "earlier files have lower precedence")
+    assert unit.name == "doc_long"
+    assert unit.owner == "Flag"
+    assert (unit.start, unit.end) == (4, 9)
+    after = unit_holding(RUST_HELP_TEXT, "defs.rs", "CompletionType::Filename")
+    assert after.name == "completion_type"
+
+
+def test_go_raw_strings_and_js_templates_and_text_blocks_span_lines():
+    go = [
+        "func newCompletionCmd() *Command {",
+        "\tcmd := &Command{",
+        "\t\tLong: `Generate the autocompletion script.",
+        "",
+        "To load completions:",
+        "`,",
+        "\t}",
+        "\treturn cmd",
+        "}",
+    ]
+    js = [
+        "function render(items) {",
+        "  const row = '`'",
+        "  return `",
+        "<ul>${items.map(item)}</ul>",
+        "`",
+        "}",
+    ]
+    java = [
+        "String sql() {",
+        '    return """',
+        "SELECT name",
+        "  FROM users",
+        '""";',
+        "}",
+    ]
+    for lines, path, inside, name in (
+        (go, "completions.go", "To load completions", "newCompletionCmd"),
+        (js, "render.js", "<ul>", "render"),
+        (java, "Query.java", "FROM users", "sql"),
+    ):
+        unit = unit_holding(lines, path, inside)
+        assert unit.name == name, path
+        assert (unit.start, unit.end) == (0, len(lines) - 1), path
+
+
+def test_quotes_in_comments_and_one_line_strings_open_no_string():
+    lines = [
+        "// don't stop at the ` here",
+        "func quote(s string) string {",
+        '\treturn "`" + s + "\'"',
+        "}",
+        "",
+        "func other() int {",
+        "\treturn '`'",
+        "}",
+    ]
+    assert unit_holding(lines, "quote.go", "return \"`\"").name == "quote"
+    assert unit_holding(lines, "quote.go", "return '`'").name == "other"
+
+
+def test_an_unclosed_string_leaves_the_layout_as_it_was():
+    lines = [
+        "fn first() -> u8 {",
+        "    1",
+        "}",
+        'const BROKEN: &str = r#"never closed";',
+        "fn second() -> u8 {",
+        "    2",
+        "}",
+    ]
+    assert unit_holding(lines, "lib.rs", "    2").name == "second"
+    assert unit_holding(lines, "lib.rs", "    1").name == "first"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from ._strings import string_lines
 from ._units import Layout, Unit
 
 __all__ = ["CONTROL", "GENERIC", "MAX_NAME_CHARS", "file_header", "indent_layout", "leading_comments"]
@@ -96,11 +97,16 @@ class _Block:
         self.children: list[_Block] = []
 
 
-def _blocks(lines: list[str], labels: bool = False) -> list[_Block]:
+def _blocks(lines: list[str], labels: bool = False, in_strings: set[int] | None = None) -> list[_Block]:
     """Top-level indentation blocks with their nested blocks; `labels`: the language has jump
-    labels, which take no part in indentation."""
+    labels, which take no part in indentation, nor do the lines `in_strings` (inside a string
+    literal that spans lines)."""
     n = len(lines)
-    ind = [None if labels and _is_jump_label(x) else _indent(x) for x in lines]
+    skip = in_strings or set()
+    ind = [
+        None if (labels and _is_jump_label(x)) or i in skip else _indent(x)
+        for i, x in enumerate(lines)
+    ]
     nxt = [n] * n  # next non-blank line after i
     j = n
     for i in range(n - 1, -1, -1):
@@ -194,7 +200,11 @@ def indent_layout(lines: list[str], path: str | None = None) -> Layout:
     always = file_header(lines)
     imports = {i for i, line in enumerate(lines) if _IMPORT.match(line)} - always
     units: list[Unit] = []
-    blocks = _blocks(lines, labels=path is not None and path.endswith(LABEL_SUFFIXES))
+    blocks = _blocks(
+        lines,
+        labels=path is not None and path.endswith(LABEL_SUFFIXES),
+        in_strings=string_lines("\n".join(lines), path),
+    )
     _emit(lines, blocks, 0, len(lines) - 1, [], units, always | imports, owner="")
     openers: set[int] = set()
     todo = list(blocks)

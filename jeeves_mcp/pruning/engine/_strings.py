@@ -1,0 +1,113 @@
+"""Lines that begin inside a string literal spanning lines (Rust's `r"..."` help texts, Go's
+backquoted usage, JS templates, Java and Kotlin text blocks): their indentation is the
+string's, not the code's, so the indentation layout must not read it as structure."""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+
+__all__ = ["string_lines"]
+
+# Tokens are read left to right; comments and one-line strings are matched so that a quote
+# inside them opens nothing. A token that spans lines runs to its closer or to the end of the
+# text: an opener with no closer (or read wrongly, as a quote in a regex literal) ends the scan
+# in one pass, where a failed match retried at every such opener would cost the text's length
+# each time. Such a last token marks nothing.
+_END = r"|\Z)"
+_LINE_COMMENT = r"//[^\n]*"
+_BLOCK_COMMENT = r"/\*.*?(?:\*/" + _END
+_DQ_LINE = r'"(?:[^"\\\n]|\\.)*+"'
+_SQ_LINE = r"'(?:[^'\\\n]|\\.)*+'"
+_TRIPLE = r'"""(?:[^"\\]|\\.|"(?!""))*+(?:"""' + _END
+_C_FAMILY = (_LINE_COMMENT, _BLOCK_COMMENT)
+
+_SPANNING = {
+    # Rust: every string may span lines; raw strings close on `"` and as many `#` as opened;
+    # `'a` is a lifetime, `'"'` a character.
+    "rust": (
+        *_C_FAMILY,
+        r'(?<!\w)b?r(?P<hashes>#*)".*?(?:"(?P=hashes)' + _END,
+        r'(?<!\w)b?"(?:[^"\\]|\\.)*+(?:"' + _END,
+        r"(?<!\w)b?'(?:[^'\\\n]|\\[^\n]{1,10}?)'",
+    ),
+    "go": (*_C_FAMILY, r"`[^`]*+(?:`" + _END, _DQ_LINE, _SQ_LINE),
+    "js": (*_C_FAMILY, r"`(?:[^`\\]|\\.)*+(?:`" + _END, _DQ_LINE, _SQ_LINE),
+    "jvm": (*_C_FAMILY, _TRIPLE, _DQ_LINE, _SQ_LINE),
+    "csharp": (
+        *_C_FAMILY,
+        r'"""+.*?(?:"""' + _END,
+        r'\$*@\$*"(?:[^"]|"")*+(?:"' + _END,
+        _DQ_LINE,
+        _SQ_LINE,
+    ),
+    "cpp": (
+        *_C_FAMILY,
+        r'(?<!\w)(?:u8|[uUL])?R"(?P<delim>[^()\\\s"]{0,16})\(.*?(?:\)(?P=delim)"' + _END,
+        _DQ_LINE,
+        _SQ_LINE,
+    ),
+    "python": (
+        r"#[^\n]*",
+        _TRIPLE,
+        r"'''(?:[^'\\]|\\.|'(?!''))*+(?:'''" + _END,
+        _DQ_LINE,
+        _SQ_LINE,
+    ),
+}
+_LANGUAGES = {
+    ".rs": "rust",
+    ".go": "go",
+    **dict.fromkeys((".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts"), "js"),
+    **dict.fromkeys((".java", ".kt", ".kts", ".scala", ".swift", ".groovy"), "jvm"),
+    ".cs": "csharp",
+    **dict.fromkeys((".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".c", ".h"), "cpp"),
+    **dict.fromkeys((".py", ".pyi", ".pyw"), "python"),
+}
+# What a language writes only where a string may span lines: a text without it has none.
+_OPENERS = {
+    "rust": re.compile(r'"[^"\n]*$', re.MULTILINE),
+    "go": re.compile("`"),
+    "js": re.compile("`"),
+    "jvm": re.compile('"""'),
+    "csharp": re.compile(r'@"|"""'),
+    "cpp": re.compile(r'R"'),
+    "python": re.compile("\"\"\"|'''"),
+}
+_NEWLINE = re.compile("\n")
+# Where a token may begin, tested first: trying every alternative at every character took
+# a 50,000-line Rust text 0.2 s, four times the scan's cost with it.
+_FIRST = {
+    "rust": r"""[/"']|b?r#*"|b['"]""",
+    "go": r"[/\"'`]",
+    "js": r"[/\"'`]",
+    "jvm": r"[/\"']",
+    "csharp": r"[/\"'$@]",
+    "cpp": r"""[/"']|(?:u8|[uUL])?R\"""",
+    "python": r"[#\"']",
+}
+_TOKENS = {
+    lang: re.compile(f"(?={_FIRST[lang]})(?:" + "|".join(f"(?:{t})" for t in tokens) + ")", re.DOTALL)
+    for lang, tokens in _SPANNING.items()
+}
+
+
+def string_lines(text: str, path: str | None) -> set[int]:
+    """0-based numbers of the lines of `text` whose start lies inside a string literal that
+    began on an earlier line, for the language `path`'s suffix names (none if unknown)."""
+    if path is None:
+        return set()
+    lang = _LANGUAGES.get(path[path.rfind(".") :].lower()) if "." in path else None
+    if lang is None or not _OPENERS[lang].search(text):
+        return set()
+    starts: list[int] | None = None
+    inside: set[int] = set()
+    for m in _TOKENS[lang].finditer(text):
+        if m.end() == len(text) or text[m.start()] in "/#" or text.count("\n", m.start(), m.end()) == 0:
+            continue  # unclosed, a comment, or on one line
+        if starts is None:
+            starts = [n.end() for n in _NEWLINE.finditer(text)]
+        first = bisect_right(starts, m.start())  # the line the string opens on
+        last = bisect_right(starts, m.end() - 1)
+        inside.update(range(first + 1, last + 1))
+    return inside
