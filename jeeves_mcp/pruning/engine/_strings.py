@@ -87,7 +87,7 @@ _FIRST = {
     "python": r"[#\"']",
 }
 _TOKENS = {
-    lang: re.compile(f"(?={_FIRST[lang]})(?:" + "|".join(f"(?:{t})" for t in tokens) + ")", re.DOTALL)
+    lang: re.compile(f"(?={_FIRST[lang]})(?:{'|'.join(f'(?:{t})' for t in tokens)})", re.DOTALL)
     for lang, tokens in _SPANNING.items()
 }
 
@@ -103,11 +103,12 @@ def string_lines(text: str, path: str | None) -> set[int]:
     starts: list[int] | None = None
     inside: set[int] = set()
     for m in _TOKENS[lang].finditer(text):
-        if m.end() == len(text) or text[m.start()] in "/#" or text.count("\n", m.start(), m.end()) == 0:
+        start, end = m.span()
+        if end == len(text) or text[start] in "/#" or text.count("\n", start, end) == 0:
             continue  # unclosed, a comment, or on one line
         if starts is None:
             starts = [n.end() for n in _NEWLINE.finditer(text)]
-        first = bisect_right(starts, m.start())  # the line the string opens on
-        last = bisect_right(starts, m.end() - 1)
+        first = bisect_right(starts, start)  # the line the string opens on
+        last = bisect_right(starts, end - 1)
         inside.update(range(first + 1, last + 1))
     return inside
