@@ -361,3 +361,40 @@ def test_an_unclosed_string_leaves_the_layout_as_it_was():
     ]
     assert unit_holding(lines, "lib.rs", "    2").name == "second"
     assert unit_holding(lines, "lib.rs", "    1").name == "first"
+
+
+def test_methods_of_the_one_class_in_a_namespace_are_units():
+    # C# (and a Ruby module, a Java class around one nested class): a block holding one
+    # declaration that holds the methods was one unit of the whole file.
+    lines = ["using System;", "", "namespace Acme.Json", "{", "    public class Writer", "    {"]
+    for k in range(4):
+        lines += [
+            f"        public void Write{k}(int value)",
+            "        {",
+            "            if (value > 0)",
+            "            {",
+            f"                Emit{k}(value);",
+            "            }",
+            "        }",
+            "",
+        ]
+    lines += ["    }", "}"]
+    unit = unit_holding(lines, "Writer.cs", "Emit2(value)")
+    assert unit.label == "Writer.Write2"
+    assert (unit.start, unit.end) == (22, 28)
+
+
+def test_containers_nested_past_any_real_code_are_laid_out():
+    # Each level a class holding two functions: the layout recursed once a level and
+    # 1,200 levels raised RecursionError (the engine then failed open, nothing pruned).
+    lines: list[str] = []
+    depth = 1200
+    for d in range(depth):
+        pad = "  " * d
+        lines += [f"{pad}class C{d} {{", f"{pad}  fn a{d}() {{", f"{pad}    x", f"{pad}  }}"]
+    for d in range(depth - 1, -1, -1):
+        pad = "  " * d
+        lines += [f"{pad}  fn b{d}() {{", *[f"{pad}    y"] * 20, f"{pad}  }}", f"{pad}}}"]
+    units = code_layout(lines, "deep.rs").units
+    assert any(u.name == "a0" for u in units)
+    assert units[-1].end == len(lines) - 1

@@ -247,6 +247,21 @@ def _doc_comments(lines: list[str], openers: set[int]) -> set[int]:
     return prose
 
 
+# Blocks nested deeper than this are units whole (the layout recurses once a level).
+MAX_NESTING = 32
+
+
+def _holds_units(lines: list[str], blk: _Block) -> bool:
+    """A block is read as units when it holds two declarations or more, or one that does:
+    C#'s `namespace X { class Y { ... } }` was one unit of the whole file."""
+    while blk.end - blk.start > 20:
+        decls = [c for c in blk.children if _is_decl(lines[c.start])]
+        if len(decls) != 1:
+            return len(decls) >= 2
+        blk = decls[0]
+    return False
+
+
 def _emit(
     lines: list[str],
     blocks: list[_Block],
@@ -263,8 +278,7 @@ def _emit(
         _gap_units(lines, pos, blk.start - 1, heads, units, always, owner)
         sig = (blk.start, blk.body - 1 if blk.body - 1 >= blk.start else blk.start)
         name = _label(lines[blk.start])
-        decl_children = sum(1 for c in blk.children if _is_decl(lines[c.start]))
-        if decl_children >= 2 and blk.end - blk.start > 20:
+        if len(heads) < MAX_NESTING and _holds_units(lines, blk):
             _emit(
                 lines,
                 blk.children,
