@@ -87,6 +87,12 @@ LANG_SETS: dict[str, tuple[int, str, list[str]]] = {
     "tune-ts": (47, "js", ["colinhacks/zod"]),
     "tune-go2": (169, "go", ["gorilla/mux", "julienschmidt/httprouter", "hashicorp/hcl",
                              "charmbracelet/bubbletea", "alecthomas/kingpin"]),
+    # Held out, made to judge the string and namespace changes once they were written.
+    "csharp2": (227, "csharp", ["serilog/serilog", "FluentValidation/FluentValidation",
+                                "commandlineparser/commandline", "NLog/NLog",
+                                "AngleSharp/AngleSharp", "StackExchange/StackExchange.Redis"]),
+    "ruby": (180, "ruby", ["lostisland/faraday", "jnunemaker/httparty", "thoughtbot/factory_bot",
+                           "ruby/rake", "sidekiq/sidekiq", "httprb/http"]),
 }
 
 
