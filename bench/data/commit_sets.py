@@ -111,6 +111,12 @@ NEEDLE_SETS: dict[str, tuple[int, str, str, list[str]]] = {
                       "colinhacks/zod"]),
     "java": (64, "java", "v", ["google/gson", "apache/commons-lang", "junit-team/junit4",
                           "square/javapoet", "jhy/jsoup"]),
+    # Made after the string and namespace changes; C#'s XML doc read as text.
+    "csharp": (111, "csharp", "c", ["DapperLib/Dapper", "App-vNext/Polly", "Humanizr/Humanizer",
+                                    "restsharp/RestSharp", "serilog/serilog",
+                                    "FluentValidation/FluentValidation",
+                                    "commandlineparser/commandline", "NLog/NLog",
+                                    "AngleSharp/AngleSharp", "StackExchange/StackExchange.Redis"]),
 }
 MAKE_NEEDLES_LANG = Path(__file__).resolve().parent / "make_needles_lang.py"
 

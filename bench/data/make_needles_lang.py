@@ -1,12 +1,13 @@
 """Function needles in other languages: can the pruned view find a function from its doc comment?
 
-    python bench/data/make_needles_lang.py OUT.jsonl --lang go|js|rust|java --mirror MIRRORS
+    python bench/data/make_needles_lang.py OUT.jsonl --lang go|js|rust|java|csharp --mirror MIRRORS
                                            [--per-repo 15] [--seed 7] [--prefix g] OWNER/NAME ...
 
 make_needles.py's rule, read for languages whose functions carry doc comments and a braced
 body. In each library file (make_commits_lang.py's rule for the language) of 400 to 3,000 lines
 at the repository's HEAD, a function qualifies when its declaration line is directly under a
-doc comment (`///`, `/** ... */`, or for Go the `//` lines right above it) and its body runs
+doc comment (`///`, `/** ... */`, or for Go the `//` lines right above it; C#'s XML tags
+read as text, `<see cref="X"/>` as X) and its body runs
 from the first `{` of the declaration to the matching `}` (braces counted outside strings
 and comments):
   question = the comment's first sentence (markup as make_needles.py unwraps it; Go's leading
@@ -34,7 +35,8 @@ MIN_SPAN, MAX_SPAN = 8, 64
 MIN_WORDS = 5
 PER_FILE = 3
 DECL = re.compile(r"^\s*(?:[\w<>\[\](),.*&:'\"@ ]*\s)?(?:func|fn|function|class|def)\b"
-                  r"|^\s*(?:public|private|protected|static|final|async|export|pub|override)\b")
+                  r"|^\s*(?:public|private|protected|static|final|async|export|pub|override)\b"
+                  r"|^\s*internal\b(?=.*\()")  # C#'s; added with it, no other set has one
 KEYWORDS = frozenset(("func", "fn", "function", "if", "for", "while", "switch", "return", "new"))
 SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
@@ -46,10 +48,16 @@ def unwrap(text: str) -> str:
     return re.sub(r"\*+([^*]+)\*+", r"\1", text)
 
 
+# C#'s XML doc: a reference reads as its name, other tags go (`<summary>` lines end up blank).
+XML_REFERENCE = re.compile(r'<(?:see|paramref|typeparamref)\s+\w+="([^"]*)"\s*/>')
+XML_TAG = re.compile(r"</?\w+[^>]*>")
+
+
 def doc_above(lines: list[str], decl: int, lang: str) -> tuple[int, list[str]] | None:
     """The doc comment glued above line `decl`: its first line and its text lines."""
     i = decl - 1
-    while i >= 0 and lines[i].lstrip().startswith(("@", "#[")):  # annotations, attributes
+    attributes = ("@", "#[", "[") if lang == "csharp" else ("@", "#[")
+    while i >= 0 and lines[i].lstrip().startswith(attributes):  # annotations, attributes
         i -= 1
     end = i
     if i < 0:
@@ -69,7 +77,10 @@ def doc_above(lines: list[str], decl: int, lang: str) -> tuple[int, list[str]] |
         return None
     while i - 1 >= 0 and lines[i - 1].lstrip().startswith(prefix):
         i -= 1
-    return i, [x.lstrip()[len(prefix):].strip() for x in lines[i:end + 1]]
+    text = [x.lstrip()[len(prefix):].strip() for x in lines[i:end + 1]]
+    if lang == "csharp":
+        text = [XML_TAG.sub("", XML_REFERENCE.sub(r"\1", x)).strip() for x in text]
+    return i, text
 
 
 # Literals whose braces do not count: strings, and quoted characters (in Rust only a
@@ -92,8 +103,8 @@ def body_end(lines: list[str], decl: int, lang: str) -> int | None:
                 depth -= 1
                 if depth == 0:
                     return k
-        if not started and k > decl and line.rstrip().endswith(";"):
-            return None  # a declaration without a body
+        if not started and line.rstrip().endswith(";") and (k > decl or "=>" in line):
+            return None  # a declaration without a body, or C#'s `=> expression;`
     return None
 
 
