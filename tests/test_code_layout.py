@@ -398,3 +398,30 @@ def test_containers_nested_past_any_real_code_are_laid_out():
     units = code_layout(lines, "deep.rs").units
     assert any(u.name == "a0" for u in units)
     assert units[-1].end == len(lines) - 1
+
+
+def test_a_doc_comment_belongs_to_its_function_alone():
+    # The comment glued above a function was also a chunk of its own: two units held it,
+    # and both were scored on its words.
+    lines = [
+        "package walk",
+        "",
+        "var depth = 3",
+        "// Walk visits every node below root, depth first.",
+        "// It stops at the first error.",
+        "func Walk(root *Node) error {",
+        "\tfor _, child := range root.children {",
+        "\t\tif err := Walk(child); err != nil {",
+        "\t\t\treturn err",
+        "\t\t}",
+        "\t}",
+        "\treturn nil",
+        "}",
+    ]
+    units = code_layout(lines, "walk.go").units
+    holding = [u for u in units if u.start <= 3 <= u.end]
+    assert [u.name for u in holding] == ["Walk"]
+    assert holding[0].start == 3
+    assert any(u.start <= 2 <= u.end for u in units)  # the line above is still a unit
+    covered = [i for u in units for i in range(u.start, u.end + 1)]
+    assert len(covered) == len(set(covered))

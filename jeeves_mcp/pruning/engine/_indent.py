@@ -275,10 +275,10 @@ def _emit(
     """Units for the lines lo..hi: each block a unit (or a container of units), gaps as chunks."""
     pos = lo
     for blk in blocks:
-        _gap_units(lines, pos, blk.start - 1, heads, units, always, owner)
         sig = (blk.start, blk.body - 1 if blk.body - 1 >= blk.start else blk.start)
         name = _label(lines[blk.start])
         if len(heads) < MAX_NESTING and _holds_units(lines, blk):
+            _gap_units(lines, pos, blk.start - 1, heads, units, always, owner)
             _emit(
                 lines,
                 blk.children,
@@ -290,7 +290,9 @@ def _emit(
                 owner=name or owner,
             )
         else:
+            # The comments glued above are the block's, not a chunk of their own as well.
             start = leading_comments(lines, blk.start, pos - 1)
+            _gap_units(lines, pos, start - 1, heads, units, always, owner)
             label = (f"{owner}.{name}" if owner else name) if name else GENERIC
             units.append(
                 Unit(start, blk.end, label, name=name, owner=owner, sig=sig, heads=[*heads, sig])
