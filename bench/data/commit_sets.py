@@ -87,6 +87,9 @@ LANG_SETS: dict[str, tuple[int, str, list[str]]] = {
     "tune-ts": (47, "js", ["colinhacks/zod"]),
     "tune-go2": (169, "go", ["gorilla/mux", "julienschmidt/httprouter", "hashicorp/hcl",
                              "charmbracelet/bubbletea", "alecthomas/kingpin"]),
+    # Looked at for the comment and preprocessor measurements of 2026-11-28 (sixth session).
+    "tune-cpp": (261, "c", ["gabime/spdlog", "jbeder/yaml-cpp", "CLIUtils/CLI11",
+                            "leethomason/tinyxml2", "zeux/pugixml"]),
     # Held out, made to judge the string and namespace changes once they were written.
     "csharp2": (227, "csharp", ["serilog/serilog", "FluentValidation/FluentValidation",
                                 "commandlineparser/commandline", "NLog/NLog",
