@@ -425,3 +425,38 @@ def test_a_doc_comment_belongs_to_its_function_alone():
     assert any(u.start <= 2 <= u.end for u in units)  # the line above is still a unit
     covered = [i for u in units for i in range(u.start, u.end + 1)]
     assert len(covered) == len(set(covered))
+
+
+def test_calls_spread_over_lines_do_not_cut_a_function_body():
+    # `let (a, b) = if ... {` and `Stmts(identifier::generated(` read like `name(` signatures:
+    # two of them made the function a container of nameless chunks.
+    lines = [
+        "fn deserialize_field_identifier(",
+        "    fields: &[FieldWithAliases],",
+        "    cattrs: &attr::Container,",
+        "    has_flatten: bool,",
+        ") -> Stmts {",
+        "    let (ignore_variant, fallthrough) = if has_flatten {",
+        "        let ignore_variant = quote!(__other(_serde::Content<'de>),);",
+        "        let fallthrough = quote!(_serde::Ok(__Field::__other(__value)));",
+        "        (Some(ignore_variant), Some(fallthrough))",
+        "    } else if cattrs.deny_unknown_fields() {",
+        "        (None, None)",
+        "    } else {",
+        "        let ignore_variant = quote!(__ignore,);",
+        "        let fallthrough = quote!(_serde::Ok(__Field::__ignore));",
+        "        (Some(ignore_variant), Some(fallthrough))",
+        "    };",
+        "",
+        "    Stmts(identifier::deserialize_generated(",
+        "        fields,",
+        "        has_flatten,",
+        "        false,",
+        "        ignore_variant,",
+        "        fallthrough,",
+        "    ))",
+        "}",
+    ]
+    unit = unit_holding(lines, "struct_.rs", "cattrs.deny_unknown_fields()")
+    assert unit.name == "deserialize_field_identifier"
+    assert (unit.start, unit.end) == (0, len(lines) - 1)

@@ -21,11 +21,18 @@ CONTROL = re.compile(
     r"^\s*(?:if|for|while|switch|catch|else|try|do|return|with|elif|except|finally|foreach|"
     r"match|case|when|unless|until|loop|select|defer|go|throw|raise|yield|assert|print)\b"
 )
-_DECL = re.compile(
+_KEYWORD_DECL = (
     r"\b(?:def|class|function|func|fn|sub|proc|struct|impl|trait|interface|enum|module|"
     r"namespace|object|record|protocol|extension|macro_rules!|test|describe|it)\b"
-    r"|^\s*(?:[\w:<>\[\]*&,.$]+\s+)*[\w$:~]+\s*\([^;]*$"
     r"|=>\s*+(?:\{\s*+)?$"  # possessive: `=>` and 8,000 spaces took 150 ms to refuse
+)
+_DECL = re.compile(_KEYWORD_DECL + r"|^\s*(?:[\w:<>\[\]*&,.$]+\s+)*[\w$:~]+\s*\([^;]*$")
+# Inside a function's body a line `name(` left open is a call spread over lines (or
+# `let (a, b) = ...`), not a declaration: only keywords declare there.
+_DECL_IN_BODY = re.compile(_KEYWORD_DECL)
+_CONTAINER = re.compile(
+    r"\b(?:class|struct|impl|trait|interface|enum|union|module|namespace|object|record|protocol|"
+    r"extension|describe)\b"
 )
 # A unit's label copies its owner's name: a 1 MB class name over 1,500 methods took 1.5 GB
 # (names of real code are far shorter).
@@ -192,8 +199,8 @@ def _label(line: str) -> str:
     return ""
 
 
-def _is_decl(line: str) -> bool:
-    return bool(_DECL.search(line)) and not CONTROL.match(line)
+def _is_decl(line: str, decl: re.Pattern[str] = _DECL) -> bool:
+    return bool(decl.search(line)) and not CONTROL.match(line)
 
 
 def indent_layout(lines: list[str], path: str | None = None) -> Layout:
@@ -253,9 +260,14 @@ MAX_NESTING = 32
 
 def _holds_units(lines: list[str], blk: _Block) -> bool:
     """A block is read as units when it holds two declarations or more, or one that does:
-    C#'s `namespace X { class Y { ... } }` was one unit of the whole file."""
+    C#'s `namespace X { class Y { ... } }` was one unit of the whole file. A function's body
+    is cut only at the declarations a keyword makes."""
     while blk.end - blk.start > 20:
-        decls = [c for c in blk.children if _is_decl(lines[c.start])]
+        opener = lines[blk.start][:LABEL_CHARS]
+        if "(" in opener and _is_decl(opener) and not _CONTAINER.search(opener):
+            decls = [c for c in blk.children if _is_decl(lines[c.start], _DECL_IN_BODY)]
+        else:
+            decls = [c for c in blk.children if _is_decl(lines[c.start])]
         if len(decls) != 1:
             return len(decls) >= 2
         blk = decls[0]
