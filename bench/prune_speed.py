@@ -8,7 +8,8 @@ same modules whole, their `from __future__` lines dropped, so that the text pars
 through `ast` as a real module is (2k and 10k lines; over 20,000 lines `ast` is not used), logs =
 the logs bench set, docs = the docs bench set, quoted = a Rust text dense with strings, characters,
 lifetimes and raw strings that span lines (the string scan's worst case: a token every few
-characters). The question is the first case's; the view is
+characters), escaped = Go lines of escaped quotes ending in a backslash (the one-line string
+scan's worst case). The question is the first case's; the view is
 bounded by the child's response budget, as prune_text bounds it. Prints the median wall time of
 select_lines over --repeat runs (after one warm-up run), and ms per 1k lines to
 show whether the cost grows linearly.
@@ -82,6 +83,13 @@ def quoted_rust(lines_wanted: int) -> tuple[list[str], str]:
     return (QUOTED_RUST * (lines_wanted // len(QUOTED_RUST) + 1))[:lines_wanted], "quoted help text"
 
 
+def escaped_go(lines_wanted: int) -> tuple[list[str], str]:
+    """Go lines of escaped quotes, each ending in a backslash: every quote once started a
+    string scan to the end of the text (10k lines took 7 s before the scan skipped them)."""
+    lines = ["var usage = `x`", "func parseConfig() {"] + ['\tx = a\\"\\'] * (lines_wanted - 3) + ["}"]
+    return lines, "how does parseConfig read the value"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -96,11 +104,12 @@ def main() -> None:
             inputs += [("python", size, partial(python_module, size))
                        for size in SIZES if size <= AST_MAX_LINES]
     inputs += [("quoted", size, partial(quoted_rust, size)) for size in SIZES]
+    inputs += [("escaped", size, partial(escaped_go, size)) for size in SIZES]
     results = []
     for label, size, make in inputs:
         lines, question = make()
-        source_type = "code" if label in ("python", "quoted") else label
-        path = "quoted.rs" if label == "quoted" else None
+        source_type = "code" if label in ("python", "quoted", "escaped") else label
+        path = {"quoted": "quoted.rs", "escaped": "escaped.go"}.get(label)
         select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET, path=path)
         times = []
         for _ in range(args.repeat):

@@ -6,6 +6,7 @@ import itertools
 
 from jeeves_mcp.pruning.engine import select_lines
 from jeeves_mcp.pruning.engine._code import code_layout
+from jeeves_mcp.pruning.engine._strings import string_lines
 
 
 def unit_holding(lines: list[str], path: str, text: str):
@@ -459,4 +460,60 @@ def test_calls_spread_over_lines_do_not_cut_a_function_body():
     ]
     unit = unit_holding(lines, "struct_.rs", "cattrs.deny_unknown_fields()")
     assert unit.name == "deserialize_field_identifier"
+    assert (unit.start, unit.end) == (0, len(lines) - 1)
+
+
+def test_a_regex_literal_holding_a_backquote_opens_no_template():
+    # axios: `/^[-_a-zA-Z0-9^`|~,!#$%&'*+.]+$/` turned the rest of the file into a string.
+    lines = [
+        "const isValidHeaderName = (str) => /^[-_a-zA-Z0-9^`|~,!#$%&'*+.]+$/.test(str.trim());",
+        "",
+        "function normalizeHeader(header) {",
+        "  return header && String(header).trim().toLowerCase();",
+        "}",
+        "",
+        "function normalizeValue(value) {",
+        "  return value === false || value == null ? value : String(value);",
+        "}",
+        "",
+        "const message = (name) => `invalid header ${name}`;",
+    ]
+    assert unit_holding(lines, "AxiosHeaders.js", "toLowerCase").name == "normalizeHeader"
+    assert unit_holding(lines, "AxiosHeaders.js", "String(value)").name == "normalizeValue"
+
+
+def test_rust_c_strings_and_a_string_closing_the_text_are_read():
+    lines = [
+        "const N: &CStr = c\"{'t': 1}\";",
+        "",
+        "fn first() -> u8 {",
+        "    if true {",
+        "        1",
+        "    } else {",
+        "        2",
+        "    }",
+        "}",
+    ]
+    assert unit_holding(lines, "main.rs", "        2").name == "first"
+    assert string_lines("var usage = `a\nb`", "usage.go") == {1}
+
+
+def test_a_function_around_one_closure_stays_whole():
+    # Reading down through a single declaration is for containers (a namespace, a class):
+    # a test wrapping one `exec(async () => {` call was cut into twenty fragments.
+    body = [f"    const response{k} = await got(`redirect/{k}`);" for k in range(24)]
+    lines = [
+        "test('redirects are followed', async t => {",
+        "  await withServer.exec(async (server, got) => {",
+        "    server.get('/', (request, response) => {",
+        "      response.end('reached');",
+        "    });",
+        "    server.get('/redirect', (request, response) => {",
+        "      response.writeHead(302, {location: '/'});",
+        "    });",
+        *body,
+        "  });",
+        "});",
+    ]
+    unit = unit_holding(lines, "redirects.ts", "response12")
     assert (unit.start, unit.end) == (0, len(lines) - 1)

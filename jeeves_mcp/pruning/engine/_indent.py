@@ -95,13 +95,14 @@ def _indent(line: str) -> int | None:
 
 
 class _Block:
-    __slots__ = ("body", "children", "end", "start")
+    __slots__ = ("body", "children", "decls", "end", "start")
 
     def __init__(self, start: int, body: int) -> None:
         self.start = start  # opener line
         self.body = body  # first line of the body
         self.end = start
         self.children: list[_Block] = []
+        self.decls: list[_Block] | None = None  # the children that declare (_declarations)
 
 
 def _blocks(lines: list[str], labels: bool = False, in_strings: set[int] | None = None) -> list[_Block]:
@@ -258,19 +259,31 @@ def _doc_comments(lines: list[str], openers: set[int]) -> set[int]:
 MAX_NESTING = 32
 
 
-def _holds_units(lines: list[str], blk: _Block) -> bool:
-    """A block is read as units when it holds two declarations or more, or one that does:
-    C#'s `namespace X { class Y { ... } }` was one unit of the whole file. A function's body
-    is cut only at the declarations a keyword makes."""
-    while blk.end - blk.start > 20:
+def _declarations(lines: list[str], blk: _Block) -> list[_Block]:
+    """The children of `blk` that declare something, counted once a block (the layout asks at
+    every level it reads down). A function's body is cut only at what a keyword declares."""
+    if blk.decls is None:
         opener = lines[blk.start][:LABEL_CHARS]
-        if "(" in opener and _is_decl(opener) and not _CONTAINER.search(opener):
-            decls = [c for c in blk.children if _is_decl(lines[c.start], _DECL_IN_BODY)]
-        else:
-            decls = [c for c in blk.children if _is_decl(lines[c.start])]
+        decl = _DECL_IN_BODY if "(" in opener and _is_decl(opener) and not _CONTAINER.search(opener) else _DECL
+        blk.decls = [c for c in blk.children if _is_decl(lines[c.start][:LABEL_CHARS], decl)]
+    return blk.decls
+
+
+def _holds_units(lines: list[str], blk: _Block, levels: int) -> bool:
+    """A block is read as units when it holds two declarations or more, or one container that
+    does (C#'s `namespace X { class Y { ... } }` was one unit of the whole file), within
+    `levels` levels. A function around one call of a closure stays whole."""
+    for _ in range(levels):
+        if blk.end - blk.start <= 20:
+            return False
+        decls = _declarations(lines, blk)
         if len(decls) != 1:
             return len(decls) >= 2
-        blk = decls[0]
+        child = decls[0]
+        if not (_CONTAINER.search(lines[blk.start][:LABEL_CHARS])
+                or _CONTAINER.search(lines[child.start][:LABEL_CHARS])):
+            return False
+        blk = child
     return False
 
 
@@ -289,7 +302,7 @@ def _emit(
     for blk in blocks:
         sig = (blk.start, blk.body - 1 if blk.body - 1 >= blk.start else blk.start)
         name = _label(lines[blk.start])
-        if len(heads) < MAX_NESTING and _holds_units(lines, blk):
+        if _holds_units(lines, blk, MAX_NESTING - len(heads)):
             _gap_units(lines, pos, blk.start - 1, heads, units, always, owner)
             _emit(
                 lines,
