@@ -86,7 +86,8 @@ def quoted_rust(lines_wanted: int) -> tuple[list[str], str]:
 def escaped_go(lines_wanted: int) -> tuple[list[str], str]:
     """Go lines of escaped quotes, each ending in a backslash: every quote once started a
     string scan to the end of the text (10k lines took 7 s before the scan skipped them)."""
-    lines = ["var usage = `x`", "func parseConfig() {"] + ['\tx = a\\"\\'] * (lines_wanted - 3) + ["}"]
+    body = ['\tx = a\\"\\'] * (lines_wanted - 3)
+    lines = ["var usage = `x`", "func parseConfig() {", *body, "}"]
     return lines, "how does parseConfig read the value"
 
 

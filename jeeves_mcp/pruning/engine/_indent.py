@@ -105,7 +105,9 @@ class _Block:
         self.decls: list[_Block] | None = None  # the children that declare (_declarations)
 
 
-def _blocks(lines: list[str], labels: bool = False, in_strings: set[int] | None = None) -> list[_Block]:
+def _blocks(
+    lines: list[str], labels: bool = False, in_strings: set[int] | None = None
+) -> list[_Block]:
     """Top-level indentation blocks with their nested blocks; `labels`: the language has jump
     labels, which take no part in indentation, nor do the lines `in_strings` (inside a string
     literal that spans lines)."""
@@ -264,7 +266,8 @@ def _declarations(lines: list[str], blk: _Block) -> list[_Block]:
     every level it reads down). A function's body is cut only at what a keyword declares."""
     if blk.decls is None:
         opener = lines[blk.start][:LABEL_CHARS]
-        decl = _DECL_IN_BODY if "(" in opener and _is_decl(opener) and not _CONTAINER.search(opener) else _DECL
+        in_body = "(" in opener and _is_decl(opener) and not _CONTAINER.search(opener)
+        decl = _DECL_IN_BODY if in_body else _DECL
         blk.decls = [c for c in blk.children if _is_decl(lines[c.start][:LABEL_CHARS], decl)]
     return blk.decls
 
