@@ -98,6 +98,9 @@ LANG_SETS: dict[str, tuple[int, str, list[str]]] = {
     "csharp3": (271, "csharp", ["JoshClose/CsvHelper", "MessagePack-CSharp/MessagePack-CSharp",
                                 "protobuf-net/protobuf-net", "autofac/Autofac", "jbevain/cecil",
                                 "icsharpcode/SharpZipLib"]),
+    "go3": (153, "go", ["gofiber/fiber", "spf13/pflag", "stretchr/testify", "rs/zerolog"]),
+    "rust3": (123, "rust", ["seanmonstar/reqwest", "BurntSushi/rust-csv", "rust-lang/log",
+                            "dtolnay/anyhow"]),
     "ruby": (180, "ruby", ["lostisland/faraday", "jnunemaker/httparty", "thoughtbot/factory_bot",
                            "ruby/rake", "sidekiq/sidekiq", "httprb/http"]),
 }
