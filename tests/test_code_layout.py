@@ -6,7 +6,7 @@ import itertools
 
 from jeeves_mcp.pruning.engine import select_lines
 from jeeves_mcp.pruning.engine._code import code_layout
-from jeeves_mcp.pruning.engine._strings import string_lines
+from jeeves_mcp.pruning.engine._strings import spanned_lines
 
 
 def unit_holding(lines: list[str], path: str, text: str):
@@ -495,7 +495,7 @@ def test_rust_c_strings_and_a_string_closing_the_text_are_read():
         "}",
     ]
     assert unit_holding(lines, "main.rs", "        2").name == "first"
-    assert string_lines("var usage = `a\nb`", "usage.go") == {1}
+    assert spanned_lines("var usage = `a\nb`", "usage.go").strings == {1}
 
 
 def test_a_function_around_one_closure_stays_whole():
@@ -517,3 +517,65 @@ def test_a_function_around_one_closure_stays_whole():
     ]
     unit = unit_holding(lines, "redirects.ts", "response12")
     assert (unit.start, unit.end) == (0, len(lines) - 1)
+
+
+def javadoc_method(k: int) -> list[str]:
+    return [
+        "    /**",
+        f"     * Returns the {k}th value, or null when there is none.",
+        "     * @param x where to start",
+        "     */",
+        f"    public Object value{k}(int x) {{",
+        "        Object found = lookup(x);",
+        f"        return found == null ? null : found.get({k});",
+        "    }",
+        "",
+    ]
+
+
+def test_a_javadoc_is_part_of_the_method_it_documents():
+    # A Javadoc's ` * ` lines sit one column in: read as indentation, `/**` opened a block of
+    # its own, a nameless unit apart from its method (a fix to the doc was in no method).
+    lines = ["package x;", "", "public class Values {", *itertools.chain.from_iterable(
+        javadoc_method(k) for k in range(4)), "}"]
+    unit = unit_holding(lines, "Values.java", "Returns the 2th value")
+    assert unit.name == "value2"
+    assert lines[unit.start].strip() == "/**" and lines[unit.end].strip() == "}"
+    assert lines[unit.start + 4].strip().startswith("public Object value2(")
+
+
+def test_block_comments_are_read_apart_from_strings():
+    text = 'const a = "/* no comment */";\n/*\n  if (x) {\n  }\n*/\nconst t = `a\nb`;\n/* one line */'
+    spans = spanned_lines(text, "a.ts")
+    assert spans.comments == {2, 3, 4}
+    assert spans.strings == {6}
+    # Unclosed, a comment marks nothing; PHP's comments are read too.
+    assert spanned_lines("f();\n/* never\n closed", "a.c").comments == set()
+    assert spanned_lines("<?php\n/**\n * Doc.\n */\nfunction f() {}", "f.php").comments == {2, 3}
+
+
+ARROW_FUNCTIONS = [
+    "export const expandIPv6 = (ipV6: string): string => {",
+    "  const sections = ipV6.split(':')",
+    "  return sections.join(':')",
+    "}",
+    "",
+    "const parseIPv4ToBinary = (",
+    "  ipv4: string,",
+    "  onInvalid: () => never",
+    "): bigint => {",
+    "  return BigInt(ipv4.length)",
+    "}",
+    "",
+    "export const build = async <T,>(input: T): Promise<T> => {",
+    "  return input",
+    "}",
+]
+
+
+def test_functions_assigned_to_names_are_named():
+    # `const name = (a: T): R => {` is how TypeScript writes most functions: a return type,
+    # type parameters or parameters one a line left them nameless.
+    assert unit_holding(ARROW_FUNCTIONS, "ipaddr.ts", "ipV6.split").name == "expandIPv6"
+    assert unit_holding(ARROW_FUNCTIONS, "ipaddr.ts", "BigInt(").name == "parseIPv4ToBinary"
+    assert unit_holding(ARROW_FUNCTIONS, "ipaddr.ts", "return input").name == "build"

@@ -101,6 +101,13 @@ LANG_SETS: dict[str, tuple[int, str, list[str]]] = {
     "go3": (153, "go", ["gofiber/fiber", "spf13/pflag", "stretchr/testify", "rs/zerolog"]),
     "rust3": (123, "rust", ["seanmonstar/reqwest", "BurntSushi/rust-csv", "rust-lang/log",
                             "dtolnay/anyhow"]),
+    # TypeScript, made 2026-11-28 (seventh session): tune-ts2 looked at for the Javadoc and arrow
+    # function changes, ts (eleven repositories never used) made to judge them.
+    "tune-ts2": (182, "js", ["honojs/hono", "typeorm/typeorm", "trpc/trpc", "reduxjs/redux-toolkit"]),
+    "ts": (482, "js", ["sindresorhus/ky", "mobxjs/mobx", "TanStack/query",
+                       "react-hook-form/react-hook-form", "statelyai/xstate", "kysely-org/kysely",
+                       "typestack/class-validator", "pmndrs/jotai", "socketio/socket.io",
+                       "apollographql/apollo-client", "jaredpalmer/formik"]),
     "ruby": (180, "ruby", ["lostisland/faraday", "jnunemaker/httparty", "thoughtbot/factory_bot",
                            "ruby/rake", "sidekiq/sidekiq", "httprb/http"]),
 }

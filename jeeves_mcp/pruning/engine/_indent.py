@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ._strings import string_lines
+from ._strings import spanned_lines
 from ._units import Layout, Unit
 
 __all__ = ["CONTROL", "GENERIC", "MAX_NAME_CHARS", "file_header", "indent_layout", "leading_comments"]
@@ -26,7 +26,10 @@ _KEYWORD_DECL = (
     r"namespace|object|record|protocol|extension|macro_rules!|test|describe|it)\b"
     r"|=>\s*+(?:\{\s*+)?$"  # possessive: `=>` and 8,000 spaces took 150 ms to refuse
 )
-_DECL = re.compile(_KEYWORD_DECL + r"|^\s*(?:[\w:<>\[\]*&,.$]+\s+)*[\w$:~]+\s*\([^;]*$")
+_DECL = re.compile(
+    _KEYWORD_DECL + r"|^\s*(?:[\w:<>\[\]*&,.$]+\s+)*[\w$:~]+\s*\([^;]*$"
+    r"|[\w$]\s*=\s*(?:async\s*)?(?:<[^()]{0,200}?>\s*)?\(\s*$"  # `name = (` with parameters below
+)
 # Inside a function's body a line `name(` left open is a call spread over lines (or
 # `let (a, b) = ...`), not a declaration: only keywords declare there.
 _DECL_IN_BODY = re.compile(_KEYWORD_DECL)
@@ -38,10 +41,17 @@ _CONTAINER = re.compile(
 # (names of real code are far shorter).
 MAX_NAME_CHARS = 200
 _CLOSER = re.compile(r"^\s*(?:[}\])]+[;,)]*\s*(?://.*)?$|end\b|</|fi\b|done\b|esac\b)")
+# A function assigned to a name (JS / TS): `name = function`, `name = async (a, b) =>`,
+# `name: Type = <T>(a: T): R =>`, `key: (x) =>`, `name = x =>`, or parameters one a line
+# (`name = (` closing the line). Bounded: a label is read from one line's first 400 characters.
+_ASSIGNS_FUNCTION = (
+    r"(?::[^=()]{0,200}?)?[=:]\s*(?:async\s*)?(?:function\b|[\w$]+\s*=>"
+    r"|(?:<[^()]{0,200}?>\s*)?\((?:[^)]*\)(?:\s*:[^=]{0,200}?)?\s*=>|\s*$))"
+)
 _NAME = re.compile(
     r"\b(?:def|class|function|func|fn|sub|proc|struct|impl|trait|interface|enum|module|"
     r"namespace|object|record|protocol|type)\s+(?:\([^)]*\)\s*)?([\w$.:<>]+)"
-    r"|([\w$]+)\s*(?:=\s*(?:async\s*)?(?:function\b|\([^)]*\)\s*=>)|\()"
+    r"|([\w$]+)\s*(?:" + _ASSIGNS_FUNCTION + r"|\()"
 )
 
 
@@ -57,10 +67,15 @@ def file_header(lines: list[str]) -> set[int]:
     return keep
 
 
-def leading_comments(lines: list[str], start: int, floor: int) -> int:
-    """Move a unit's start up over the comment lines glued to it."""
+def leading_comments(
+    lines: list[str], start: int, floor: int, in_comments: frozenset[int] | set[int] = frozenset()
+) -> int:
+    """Move a unit's start up over the comment lines glued to it (`in_comments`: lines inside
+    a block comment, whatever they begin with)."""
     i = start
-    while i - 1 > floor and lines[i - 1].lstrip().startswith(("#", "//", "/*", "*")):
+    while i - 1 > floor and (
+        i - 1 in in_comments or lines[i - 1].lstrip().startswith(("#", "//", "/*", "*"))
+    ):
         i -= 1
     return i
 
@@ -210,12 +225,13 @@ def indent_layout(lines: list[str], path: str | None = None) -> Layout:
     always = file_header(lines)
     imports = {i for i, line in enumerate(lines) if _IMPORT.match(line)} - always
     units: list[Unit] = []
+    spans = spanned_lines("\n".join(lines), path)
     blocks = _blocks(
         lines,
         labels=path is not None and path.endswith(LABEL_SUFFIXES),
-        in_strings=string_lines("\n".join(lines), path),
+        in_strings=spans.strings | spans.comments,
     )
-    _emit(lines, blocks, 0, len(lines) - 1, [], units, always | imports, owner="")
+    _emit(lines, blocks, 0, len(lines) - 1, [], units, always | imports, "", spans.comments)
     openers: set[int] = set()
     todo = list(blocks)
     while todo:
@@ -299,6 +315,7 @@ def _emit(
     units: list[Unit],
     always: set[int],
     owner: str,
+    in_comments: set[int],
 ) -> None:
     """Units for the lines lo..hi: each block a unit (or a container of units), gaps as chunks."""
     pos = lo
@@ -315,11 +332,12 @@ def _emit(
                 [*heads, sig],
                 units,
                 always,
-                owner=name or owner,
+                name or owner,
+                in_comments,
             )
         else:
             # The comments glued above are the block's, not a chunk of their own as well.
-            start = leading_comments(lines, blk.start, pos - 1)
+            start = leading_comments(lines, blk.start, pos - 1, in_comments)
             _gap_units(lines, pos, start - 1, heads, units, always, owner)
             label = (f"{owner}.{name}" if owner else name) if name else GENERIC
             units.append(

@@ -1,13 +1,15 @@
 """Lines that begin inside a string literal spanning lines (Rust's `r"..."` help texts, Go's
-backquoted usage, JS templates, Java and Kotlin text blocks): their indentation is the
-string's, not the code's, so the indentation layout must not read it as structure."""
+backquoted usage, JS templates, Java and Kotlin text blocks) or inside a block comment (a
+Javadoc's ` * ` lines): their indentation is the string's or the comment's, not the code's, so
+the indentation layout must not read it as structure."""
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from typing import NamedTuple
 
-__all__ = ["string_lines"]
+__all__ = ["Spans", "spanned_lines"]
 
 # Tokens are read left to right; comments and one-line strings are matched so that a quote
 # inside them opens nothing. A token that spans lines runs to its closer or to the end of the
@@ -56,6 +58,9 @@ _SPANNING = {
         _DQ_LINE,
         _SQ_LINE,
     ),
+    # PHP's strings may span lines; only its comments are read (a quote that fails to close on
+    # its line opens nothing).
+    "php": (*_C_FAMILY, r"#[^\n]*", _DQ_LINE, _SQ_LINE),
     "python": (
         r"#[^\n]*",
         _TRIPLE,
@@ -70,17 +75,20 @@ _LANGUAGES = {
     **dict.fromkeys((".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts"), "js"),
     **dict.fromkeys((".java", ".kt", ".kts", ".scala", ".swift", ".groovy"), "jvm"),
     ".cs": "csharp",
+    ".php": "php",
     **dict.fromkeys((".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".c", ".h"), "cpp"),
     **dict.fromkeys((".py", ".pyi", ".pyw"), "python"),
 }
-# What a language writes only where a string may span lines: a text without it has none.
+# What a language writes only where a string or a comment may span lines: a text without it
+# has none.
 _OPENERS = {
-    "rust": re.compile(r'"[^"\n]*$', re.MULTILINE),
-    "go": re.compile("`"),
-    "js": re.compile("`"),
-    "jvm": re.compile('"""'),
-    "csharp": re.compile(r'@"|"""'),
-    "cpp": re.compile(r'R"'),
+    "rust": re.compile(r'/\*|"[^"\n]*$', re.MULTILINE),
+    "go": re.compile(r"/\*|`"),
+    "js": re.compile(r"/\*|`"),
+    "jvm": re.compile(r'/\*|"""'),
+    "csharp": re.compile(r'/\*|@"|"""'),
+    "cpp": re.compile(r'/\*|R"'),
+    "php": re.compile(r"/\*"),
     "python": re.compile("\"\"\"|'''"),
 }
 _NEWLINE = re.compile("\n")
@@ -93,6 +101,7 @@ _FIRST = {
     "jvm": r"[/\"']",
     "csharp": r"[/\"'$@]",
     "cpp": r"""[/"']|(?:u8|[uUL])?R\"""",
+    "php": r"[/#\"']",
     "python": r"[#\"']",
 }
 _TOKENS = {
@@ -101,24 +110,38 @@ _TOKENS = {
 }
 
 
-def string_lines(text: str, path: str | None) -> set[int]:
-    """0-based numbers of the lines of `text` whose start lies inside a string literal that
-    began on an earlier line, for the language `path`'s suffix names (none if unknown)."""
+class Spans(NamedTuple):
+    strings: set[int]  # lines that begin inside a string literal
+    comments: set[int]  # lines that begin inside a block comment
+
+
+def spanned_lines(text: str, path: str | None) -> Spans:
+    """0-based numbers of the lines of `text` whose start lies inside a string literal or a
+    block comment that began on an earlier line, for the language `path`'s suffix names (none
+    if unknown)."""
+    spans = Spans(set(), set())
     if path is None:
-        return set()
+        return spans
     lang = _LANGUAGES.get(path[path.rfind(".") :].lower()) if "." in path else None
     if lang is None or not _OPENERS[lang].search(text):
-        return set()
+        return spans
     starts: list[int] | None = None
     text += "\n"  # a lone backslash at the end escapes this, not the end of the text
-    inside: set[int] = set()
     for m in _TOKENS[lang].finditer(text):
         start, end = m.span()
-        if end == len(text) or text[start] in "/#" or text.count("\n", start, end) == 0:
-            continue  # unclosed, a comment, or on one line
+        if end == len(text) or text.count("\n", start, end) == 0:
+            continue  # unclosed, or on one line
+        if text[start] == "/":
+            if text[start + 1] != "*":
+                continue  # a line comment or a regex literal
+            inside = spans.comments
+        elif text[start] == "#":
+            continue
+        else:
+            inside = spans.strings
         if starts is None:
             starts = [n.end() for n in _NEWLINE.finditer(text)]
-        first = bisect_right(starts, start)  # the line the string opens on
+        first = bisect_right(starts, start)  # the line the token opens on
         last = bisect_right(starts, end - 1)
         inside.update(range(first + 1, last + 1))
-    return inside
+    return spans
