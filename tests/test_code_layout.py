@@ -579,3 +579,69 @@ def test_functions_assigned_to_names_are_named():
     assert unit_holding(ARROW_FUNCTIONS, "ipaddr.ts", "ipV6.split").name == "expandIPv6"
     assert unit_holding(ARROW_FUNCTIONS, "ipaddr.ts", "BigInt(").name == "parseIPv4ToBinary"
     assert unit_holding(ARROW_FUNCTIONS, "ipaddr.ts", "return input").name == "build"
+
+
+def test_destructured_parameters_and_else_branches_stay_with_their_head():
+    lines = [
+        "export const Fragment = ({",
+        "  children,",
+        "}: {",
+        "  Key?: string",
+        "  children?: Child[]",
+        "}): HtmlEscapedString => {",
+        "  return childrenToString(children)",
+        "}",
+        "",
+        "try {",
+        "  start()",
+        "} catch (err) {",
+        "  report(err)",
+        "}",
+    ]
+    unit = unit_holding(lines, "base.ts", "childrenToString")
+    assert (unit.start, unit.end, unit.name) == (0, 7, "Fragment")
+    assert (unit_holding(lines, "base.ts", "report(err)").start, unit.end) == (9, 7)
+
+
+def test_type_parameters_are_no_part_of_a_name():
+    lines = [
+        "export class HonoRequest<P extends string = '/', I extends Input = {}> {",
+        *[f"  field{k}: string" for k in range(3)],
+        "}",
+    ]
+    assert unit_holding(lines, "request.ts", "field1").name == "HonoRequest"
+
+
+def test_callbacks_do_not_cut_a_function_body_but_named_functions_do():
+    # `proc.on('error', (err) => {` is a call, not a declaration: a function passing two
+    # callbacks was cut into a dozen nameless chunks (`_executeSubCommand.if`).
+    filler = [f"    const step{k} = prepare({k});" for k in range(20)]
+    lines = [
+        "class Command {",
+        "  executeSubCommand(subcommand, args) {",
+        "    const sourceExt = ['.js', '.ts'];",
+        *filler,
+        "    signals.forEach((signal) => {",
+        "      process.on(signal, () => proc.kill(signal));",
+        "    });",
+        "    proc.on('error', (err) => {",
+        "      throw err;",
+        "    });",
+        "  }",
+        "",
+        "  outer() {",
+        "    const first = (a) => {",
+        "      return a + 1;",
+        "    };",
+        *filler,
+        "    const second = function (b) {",
+        "      return b * 2;",
+        "    };",
+        "    return first(second(1));",
+        "  }",
+        "}",
+    ]
+    unit = unit_holding(lines, "index.js", "sourceExt")
+    assert (unit.name, lines[unit.end]) == ("executeSubCommand", "  }")
+    assert unit_holding(lines, "index.js", "return a + 1").name == "first"
+    assert unit_holding(lines, "index.js", "return b * 2").name == "second"

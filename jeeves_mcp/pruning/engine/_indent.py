@@ -21,18 +21,22 @@ CONTROL = re.compile(
     r"^\s*(?:if|for|while|switch|catch|else|try|do|return|with|elif|except|finally|foreach|"
     r"match|case|when|unless|until|loop|select|defer|go|throw|raise|yield|assert|print)\b"
 )
-_KEYWORD_DECL = (
+_KEYWORDS = (
     r"\b(?:def|class|function|func|fn|sub|proc|struct|impl|trait|interface|enum|module|"
     r"namespace|object|record|protocol|extension|macro_rules!|test|describe|it)\b"
-    r"|=>\s*+(?:\{\s*+)?$"  # possessive: `=>` and 8,000 spaces took 150 ms to refuse
 )
+_OPENS_ARROW = r"=>\s*+(?:\{\s*+)?$"  # possessive: `=>` and 8,000 spaces took 150 ms to refuse
+_KEYWORD_DECL = _KEYWORDS + "|" + _OPENS_ARROW
 _DECL = re.compile(
     _KEYWORD_DECL + r"|^\s*(?:[\w:<>\[\]*&,.$]+\s+)*[\w$:~]+\s*\([^;]*$"
-    r"|[\w$]\s*=\s*(?:async\s*)?(?:<[^()]{0,200}?>\s*)?\(\s*$"  # `name = (` with parameters below
+    r"|[\w$]\s*=\s*(?:async\s*)?(?:<[^()]{0,200}?>\s*)?\(\s*[{\[]?\s*$"  # `name = (` and parameters
 )
 # Inside a function's body a line `name(` left open is a call spread over lines (or
-# `let (a, b) = ...`), not a declaration: only keywords declare there.
-_DECL_IN_BODY = re.compile(_KEYWORD_DECL)
+# `let (a, b) = ...`), and `=> {` a callback (`proc.on('error', (err) => {`), not a
+# declaration: only keywords, and functions given a name, declare there.
+_DECL_IN_BODY = re.compile(
+    _KEYWORDS + r"|\b(?:const|let|var)\s+[\w$]+\s*=\s*(?:function\b|[^=\n]*" + _OPENS_ARROW + ")"
+)
 _CONTAINER = re.compile(
     r"\b(?:class|struct|impl|trait|interface|enum|union|module|namespace|object|record|protocol|"
     r"extension|describe)\b"
@@ -43,10 +47,10 @@ MAX_NAME_CHARS = 200
 _CLOSER = re.compile(r"^\s*(?:[}\])]+[;,)]*\s*(?://.*)?$|end\b|</|fi\b|done\b|esac\b)")
 # A function assigned to a name (JS / TS): `name = function`, `name = async (a, b) =>`,
 # `name: Type = <T>(a: T): R =>`, `key: (x) =>`, `name = x =>`, or parameters one a line
-# (`name = (` closing the line). Bounded: a label is read from one line's first 400 characters.
+# (`name = (` or `name = ({` closing the line). Bounded: a label is read from one line's first 400 characters.
 _ASSIGNS_FUNCTION = (
     r"(?::[^=()]{0,200}?)?[=:]\s*(?:async\s*)?(?:function\b|[\w$]+\s*=>"
-    r"|(?:<[^()]{0,200}?>\s*)?\((?:[^)]*\)(?:\s*:[^=]{0,200}?)?\s*=>|\s*$))"
+    r"|(?:<[^()]{0,200}?>\s*)?\((?:[^)]*\)(?:\s*:[^=]{0,200}?)?\s*=>|\s*[{\[]?\s*$))"
 )
 _NAME = re.compile(
     r"\b(?:def|class|function|func|fn|sub|proc|struct|impl|trait|interface|enum|module|"
@@ -93,6 +97,9 @@ LABEL_SUFFIXES = (".go", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".jav
 # `): Promise<void> {`, `]` after Swift / Kotlin lists, `>` after a template's parameters),
 # or a `{` or Rust `where` on a line of its own under the signature.
 _CLOSES_PARAMETERS = re.compile(r"^\s*[)\]>]")
+# A brace that closes a block and goes on with the same statement: destructured parameters
+# (`}: Props): Element => {`), `} else {`, `} catch (e) {`, a second callback (`}, () => {`).
+_GOES_ON = re.compile(r"^\s*\}\s*(?:[):,]|(?:else|catch|finally)\b)")
 _OWN_LINE_OPENER = re.compile(r"^\s*(?:\{|where)\s*$")
 
 
@@ -165,12 +172,14 @@ def _blocks(
                 opener = True  # `{` or `where` on its own line under a signature
             if (
                 opener and closed is not None and closed[0] == d
-                and (_CLOSES_PARAMETERS.match(lines[i]) or _OWN_LINE_OPENER.match(lines[i]))
+                and (_CLOSES_PARAMETERS.match(lines[i]) or _OWN_LINE_OPENER.match(lines[i])
+                     or _GOES_ON.match(lines[i]))
             ):
                 # The signature above goes on: its parameters are part of its head.
                 blk = closed[1]
-                blk.body = j
-                blk.children = [c for c in blk.children if c.start >= j]
+                if not _GOES_ON.match(lines[i]):
+                    blk.body = j
+                    blk.children = [c for c in blk.children if c.start >= j]
                 stack.append((d, blk))
                 i += 1
                 continue
@@ -206,6 +215,8 @@ _VISIBILITY = re.compile(r"pub\s*\([^)]{0,80}\)\s*")
 
 
 def _label(line: str) -> str:
+    if CONTROL.match(line):
+        return ""  # `if (x) {` names nothing
     text = line.lstrip()
     if text.startswith("pub"):
         text = _VISIBILITY.sub("", text, count=1)
@@ -213,7 +224,9 @@ def _label(line: str) -> str:
     if m:
         m = _NAME.match(text, m.start()) or m
     if m:
-        return (m.group(1) or m.group(2) or "").rstrip("<:.")[:MAX_NAME_CHARS]
+        name = (m.group(1) or m.group(2) or "").rstrip("<:.")
+        # Type parameters are no part of a name (`HonoRequest<P extends string = '/'>`).
+        return (name[: name.find("<")] if name.find("<") > 0 else name)[:MAX_NAME_CHARS]
     return ""
 
 
