@@ -645,3 +645,22 @@ def test_callbacks_do_not_cut_a_function_body_but_named_functions_do():
     assert (unit.name, lines[unit.end]) == ("executeSubCommand", "  }")
     assert unit_holding(lines, "index.js", "return a + 1").name == "first"
     assert unit_holding(lines, "index.js", "return b * 2").name == "second"
+
+
+def test_a_block_with_no_name_inside_a_function_is_labelled_by_the_function():
+    helper = [f"    const v{k} = k{k};" for k in range(20)]
+    lines = [
+        "function generateEndpoint(definition) {",
+        "  function generateName(name) {",
+        *helper,
+        "  }",
+        "  if (definition.requestBody) {",
+        "    addBody(definition);",
+        "  }",
+        "  function propertyName(name) {",
+        "    return name;",
+        "  }",
+        "}",
+    ]
+    unit = unit_holding(lines, "generate.ts", "addBody")
+    assert (unit.name, unit.label) == ("", "generateEndpoint")

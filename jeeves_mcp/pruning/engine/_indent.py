@@ -352,7 +352,7 @@ def _emit(
             # The comments glued above are the block's, not a chunk of their own as well.
             start = leading_comments(lines, blk.start, pos - 1, in_comments)
             _gap_units(lines, pos, start - 1, heads, units, always, owner)
-            label = (f"{owner}.{name}" if owner else name) if name else GENERIC
+            label = (f"{owner}.{name}" if owner else name) if name else (owner or GENERIC)
             units.append(
                 Unit(start, blk.end, label, name=name, owner=owner, sig=sig, heads=[*heads, sig])
             )
