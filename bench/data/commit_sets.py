@@ -134,6 +134,12 @@ NEEDLE_SETS: dict[str, tuple[int, str, str, list[str]]] = {
                                     "FluentValidation/FluentValidation",
                                     "commandlineparser/commandline", "NLog/NLog",
                                     "AngleSharp/AngleSharp", "StackExchange/StackExchange.Redis"]),
+    # Made from the held-out TypeScript set's repositories to judge the arrow function names.
+    "ts": (61, "js", "t", ["sindresorhus/ky", "mobxjs/mobx", "TanStack/query",
+                           "react-hook-form/react-hook-form", "statelyai/xstate",
+                           "kysely-org/kysely", "typestack/class-validator", "pmndrs/jotai",
+                           "socketio/socket.io", "apollographql/apollo-client",
+                           "jaredpalmer/formik"]),
 }
 MAKE_NEEDLES_LANG = Path(__file__).resolve().parent / "make_needles_lang.py"
 
