@@ -664,3 +664,31 @@ def test_a_block_with_no_name_inside_a_function_is_labelled_by_the_function():
     ]
     unit = unit_holding(lines, "generate.ts", "addBody")
     assert (unit.name, unit.label) == ("", "generateEndpoint")
+
+
+def test_tests_are_named_by_their_titles():
+    # Every test of a file was named `it` (or had no name at all in RSpec): a marker said
+    # "hors focus: it, it +12".
+    steps = [f"    const step{k} = await load({k});" for k in range(12)]
+    lines = [
+        "describe('Router', () => {",
+        "  it('returns 404 when the route is missing', async () => {",
+        *steps,
+        "  });",
+        "  it('matches params', async () => {",
+        *steps,
+        "  });",
+        "});",
+    ]
+    unit = unit_holding(lines, "router.test.ts", "step3")
+    assert unit.label == "Router.returns 404 when the route is missing"
+    rspec = [
+        "RSpec.describe Router do",
+        "  context 'when the route is missing' do",
+        *[f"    it 'answers {k}' do\n      expect(get({k})).to be_missing\n    end" for k in range(8)],
+        "  end",
+        "end",
+    ]
+    rspec = "\n".join(rspec).split("\n")
+    assert unit_holding(rspec, "router_spec.rb", "get(3)").label == (
+        "when the route is missing.answers 3")

@@ -108,6 +108,17 @@ LANG_SETS: dict[str, tuple[int, str, list[str]]] = {
                        "react-hook-form/react-hook-form", "statelyai/xstate", "kysely-org/kysely",
                        "typestack/class-validator", "pmndrs/jotai", "socketio/socket.io",
                        "apollographql/apollo-client", "jaredpalmer/formik"]),
+    # Test files (JS / TS), made 2026-11-28 (seventh session) to judge test titles as names:
+    # jstests from the held-out ts and js repositories, tune-jstests looked at.
+    "tune-jstests": (127, "js:tests", ["honojs/hono", "typeorm/typeorm", "trpc/trpc",
+                                       "reduxjs/redux-toolkit", "expressjs/express", "axios/axios",
+                                       "tj/commander.js", "yargs/yargs", "colinhacks/zod"]),
+    "jstests": (367, "js:tests", ["sindresorhus/ky", "mobxjs/mobx", "TanStack/query",
+                                  "react-hook-form/react-hook-form", "statelyai/xstate",
+                                  "kysely-org/kysely", "typestack/class-validator", "pmndrs/jotai",
+                                  "socketio/socket.io", "apollographql/apollo-client",
+                                  "jaredpalmer/formik", "sindresorhus/got", "moment/moment",
+                                  "immerjs/immer", "mochajs/mocha"]),
     "ruby": (180, "ruby", ["lostisland/faraday", "jnunemaker/httparty", "thoughtbot/factory_bot",
                            "ruby/rake", "sidekiq/sidekiq", "httprb/http"]),
 }
@@ -155,7 +166,10 @@ def generator(name: str) -> tuple[int, list[str], list[str], str]:
         command = [str(MAKE_NEEDLES_LANG), "--lang", lang, "--prefix", prefix]
         return cases, command, repos, f"{name}.jsonl"
     cases, lang, repos = LANG_SETS[name]
-    return cases, [str(MAKE_COMMITS_LANG), "--lang", lang], repos, f"commits-{name}.jsonl"
+    command = [str(MAKE_COMMITS_LANG), "--lang", lang.removesuffix(":tests")]
+    if lang.endswith(":tests"):  # the language's test files (make_commits_lang.py --tests)
+        command.append("--tests")
+    return cases, command, repos, f"commits-{name}.jsonl"
 
 
 def main() -> int:

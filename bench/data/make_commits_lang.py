@@ -1,12 +1,15 @@
 """Commit tasks from code in other languages: ../shared/bench/make_commits.py's rule, other suffixes.
 
-    python bench/data/make_commits_lang.py OUT.jsonl --lang go|js|rust|... --mirror MIRRORS OWNER/NAME ...
+    python bench/data/make_commits_lang.py OUT.jsonl --lang go|js|rust|... --mirror MIRRORS [--tests]
+                                           OWNER/NAME ...
 
 The same cases as the shared generator would make (one library file changed in one hunk of
 1-40 lines, a parent file of >= 300 lines, a descriptive subject), with "library file" read
 for the language: its suffixes, and none of its test files (`*_test.go`, `*.test.ts`,
 `__tests__/`, ...) nor the directories the shared rule leaves out. Each case also carries
 its `path`, so the engine lays it out as that language rather than trying Python first.
+With --tests the file is one of the language's test files instead (`*.test.ts`, `__tests__/`,
+`test/*.js`): a commit that edits existing lines of one test file in one hunk.
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ LANGS: dict[str, tuple[tuple[str, ...], re.Pattern[str]]] = {
     "kotlin": ((".kt",), re.compile(r"Test\.kt$")),
     "csharp": ((".cs",), re.compile(r"Tests?\.cs$|(^|/)[^/]*\.Tests?/")),
 }
+# Test files, for --tests (languages where it is defined).
+TEST_FILES: dict[str, re.Pattern[str]] = {
+    "js": re.compile(r"(\.(test|spec)\.[cm]?[jt]sx?$|(^|/)(__tests__|tests?)/.*\.[cm]?[jt]sx?$)"),
+}
 LEFT_OUT = {"tests", "test", "testing", "testdata", "__tests__", "spec", "docs", "doc",
             "examples", "example", "benchmarks", "bench", "scripts", "tools", ".github",
             "vendor", "node_modules", "dist", "build", "fixtures", "third_party"}
@@ -56,6 +63,17 @@ def library_file(lang: str):
     return is_lib
 
 
+def test_file(lang: str):
+    suffixes, _ = LANGS[lang]
+    tests = TEST_FILES[lang]
+
+    def is_test(path: str) -> bool:
+        p = pathlib.PurePosixPath(path)
+        return (p.suffix in suffixes and bool(tests.search(path)) and not path.endswith(".d.ts")
+                and not set(p.parts[:-1]) & {"fixtures", "node_modules", "vendor", "dist"})
+    return is_test
+
+
 def fetched(mirror: pathlib.Path, names: list[str]) -> list[tuple[str, pathlib.Path]]:
     """The repositories MIRROR holds, as (OWNER/NAME, bare git directory); the others named."""
     found = []
@@ -73,10 +91,13 @@ def main() -> None:
     ap.add_argument("out")
     ap.add_argument("--lang", required=True, choices=sorted(LANGS))
     ap.add_argument("--mirror", required=True, type=pathlib.Path)
+    ap.add_argument("--tests", action="store_true", help="the language's test files instead")
     ap.add_argument("repos", nargs="+")
     args = ap.parse_args()
+    if args.tests and args.lang not in TEST_FILES:
+        ap.error(f"--tests: no test files defined for {args.lang} (only {', '.join(TEST_FILES)})")
     shared = load_shared()
-    shared.is_lib = library_file(args.lang)
+    shared.is_lib = test_file(args.lang) if args.tests else library_file(args.lang)
     rows = []
     for name, repo in fetched(args.mirror, args.repos):
         got = shared.cases_for(name, repo)

@@ -24,6 +24,7 @@ CONTROL = re.compile(
 _KEYWORDS = (
     r"\b(?:def|class|function|func|fn|sub|proc|struct|impl|trait|interface|enum|module|"
     r"namespace|object|record|protocol|extension|macro_rules!|test|describe|it)\b"
+    r"|^\s*context\s*\(?\s*[\"']"  # RSpec's and mocha's `context 'when ...'`
 )
 _OPENS_ARROW = r"=>\s*+(?:\{\s*+)?$"  # possessive: `=>` and 8,000 spaces took 150 ms to refuse
 _KEYWORD_DECL = _KEYWORDS + "|" + _OPENS_ARROW
@@ -39,7 +40,7 @@ _DECL_IN_BODY = re.compile(
 )
 _CONTAINER = re.compile(
     r"\b(?:class|struct|impl|trait|interface|enum|union|module|namespace|object|record|protocol|"
-    r"extension|describe)\b"
+    r"extension|describe)\b|^\s*context\s*\(?\s*[\"']"
 )
 # A unit's label copies its owner's name: a 1 MB class name over 1,500 methods took 1.5 GB
 # (names of real code are far shorter).
@@ -214,9 +215,24 @@ LABEL_CHARS = 400
 _VISIBILITY = re.compile(r"pub\s*\([^)]{0,80}\)\s*")
 
 
+# A test named by its title (`it('returns 404 when missing', ...)`, RSpec's `describe "x" do`,
+# Go's `t.Run("x", ...)`): called `it` or `describe`, every test of a file had one name.
+_TEST_TITLE = re.compile(
+    r"""^\s*(?:(?:describe|context|it|test|specify|suite)(?:\.(?:only|skip|concurrent))?\s*\(?"""
+    r"""|[\w$]+\.Run\()\s*(["'`])((?:(?!\1)[^\\\n]){1,200})\1"""
+)
+_SPEC_OF = re.compile(r"^\s*(?:RSpec\.)?describe\s+([A-Z][\w:]{0,200})")  # `describe Router do`
+
+
 def _label(line: str) -> str:
     if CONTROL.match(line):
         return ""  # `if (x) {` names nothing
+    title = _TEST_TITLE.match(line)
+    if title:
+        return " ".join(title.group(2).split())
+    spec = _SPEC_OF.match(line)
+    if spec:
+        return spec.group(1)
     text = line.lstrip()
     if text.startswith("pub"):
         text = _VISIBILITY.sub("", text, count=1)
