@@ -692,3 +692,17 @@ def test_tests_are_named_by_their_titles():
     rspec = "\n".join(rspec).split("\n")
     assert unit_holding(rspec, "router_spec.rb", "get(3)").label == (
         "when the route is missing.answers 3")
+
+
+def test_a_swift_extension_is_named_by_the_type_it_extends():
+    lines = [
+        "extension Request: CustomDebugStringConvertible {",
+        *[f"    var part{k}: String {{ \"{k}\" }}" for k in range(4)],
+        "}",
+        "",
+        "fileprivate extension Color {",
+        "    static let accent = Color(red: 1)",
+        "}",
+    ]
+    assert unit_holding(lines, "Request.swift", "part2").name == "Request"
+    assert unit_holding(lines, "Request.swift", "accent").name == "Color"

@@ -108,6 +108,15 @@ LANG_SETS: dict[str, tuple[int, str, list[str]]] = {
                        "react-hook-form/react-hook-form", "statelyai/xstate", "kysely-org/kysely",
                        "typestack/class-validator", "pmndrs/jotai", "socketio/socket.io",
                        "apollographql/apollo-client", "jaredpalmer/formik"]),
+    # Kotlin, Swift, PHP, made 2026-11-28 (seventh session) once the Javadoc change was in:
+    # tune-kotlin2 and tune-swift looked at (Swift's `extension X {` had no name), kotlin, swift
+    # and php held out.
+    "tune-kotlin2": (64, "kotlin", ["square/moshi", "square/kotlinpoet"]),
+    "tune-swift": (120, "swift", ["Alamofire/Alamofire", "onevcat/Kingfisher"]),
+    "kotlin": (72, "kotlin", ["JetBrains/Exposed", "InsertKoinIO/koin", "coil-kt/coil"]),
+    "swift": (41, "swift", ["apple/swift-argument-parser", "ReactiveX/RxSwift", "SnapKit/SnapKit"]),
+    "php": (187, "php", ["composer/composer", "Seldaek/monolog", "PHPMailer/PHPMailer",
+                         "thephpleague/flysystem"]),
     # Test files (JS / TS), made 2026-11-28 (seventh session) to judge test titles as names:
     # jstests from the held-out ts and js repositories, tune-jstests looked at.
     "tune-jstests": (127, "js:tests", ["honojs/hono", "typeorm/typeorm", "trpc/trpc",

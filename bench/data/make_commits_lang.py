@@ -34,11 +34,14 @@ LANGS: dict[str, tuple[tuple[str, ...], re.Pattern[str]]] = {
     "ruby": ((".rb",), re.compile(r"_(spec|test)\.rb$")),
     "php": ((".php",), re.compile(r"Test\.php$")),
     "kotlin": ((".kt",), re.compile(r"Test\.kt$")),
+    "swift": ((".swift",), re.compile(r"Tests?\.swift$|(^|/)[^/]*Tests/")),
     "csharp": ((".cs",), re.compile(r"Tests?\.cs$|(^|/)[^/]*\.Tests?/")),
+    "python": ((".py",), re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest|setup)\.py$")),
 }
 # Test files, for --tests (languages where it is defined).
 TEST_FILES: dict[str, re.Pattern[str]] = {
     "js": re.compile(r"(\.(test|spec)\.[cm]?[jt]sx?$|(^|/)(__tests__|tests?)/.*\.[cm]?[jt]sx?$)"),
+    "python": re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$"),
 }
 LEFT_OUT = {"tests", "test", "testing", "testdata", "__tests__", "spec", "docs", "doc",
             "examples", "example", "benchmarks", "bench", "scripts", "tools", ".github",

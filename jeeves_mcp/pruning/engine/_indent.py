@@ -55,7 +55,7 @@ _ASSIGNS_FUNCTION = (
 )
 _NAME = re.compile(
     r"\b(?:def|class|function|func|fn|sub|proc|struct|impl|trait|interface|enum|module|"
-    r"namespace|object|record|protocol|type)\s+(?:\([^)]*\)\s*)?([\w$.:<>]+)"
+    r"namespace|object|record|protocol|extension|type)\s+(?:\([^)]*\)\s*)?([\w$.:<>]+)"
     r"|([\w$]+)\s*(?:" + _ASSIGNS_FUNCTION + r"|\()"
 )
 
