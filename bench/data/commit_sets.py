@@ -108,6 +108,16 @@ LANG_SETS: dict[str, tuple[int, str, list[str]]] = {
                        "react-hook-form/react-hook-form", "statelyai/xstate", "kysely-org/kysely",
                        "typestack/class-validator", "pmndrs/jotai", "socketio/socket.io",
                        "apollographql/apollo-client", "jaredpalmer/formik"]),
+    # Python test files: tune-pytests from commits-dev's repositories, pytests from commits-fresh5's.
+    "tune-pytests": (324, "python:tests", ["urllib3/urllib3", "aio-libs/aiohttp",
+                                           "marshmallow-code/marshmallow", "scrapy/scrapy",
+                                           "sphinx-doc/sphinx", "pydantic/pydantic"]),
+    "pytests": (222, "python:tests", ["mahmoud/boltons", "pyeve/cerberus", "Python-Markdown/markdown",
+                                      "lepture/mistune", "html5lib/html5lib-python",
+                                      "gorakhargosh/watchdog", "giampaolo/psutil",
+                                      "jazzband/prettytable", "asottile/pyupgrade", "PyCQA/autoflake",
+                                      "pypa/build", "agronholm/typeguard", "jazzband/django-redis",
+                                      "ipython/ipython", "davidhalter/parso", "google/yapf"]),
     # Kotlin, Swift, PHP, made 2026-11-28 (seventh session) once the Javadoc change was in:
     # tune-kotlin2 and tune-swift looked at (Swift's `extension X {` had no name), kotlin, swift
     # and php held out.
