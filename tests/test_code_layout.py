@@ -579,6 +579,26 @@ def test_functions_assigned_to_names_are_named():
     assert unit_holding(ARROW_FUNCTIONS, "ipaddr.ts", "ipV6.split").name == "expandIPv6"
     assert unit_holding(ARROW_FUNCTIONS, "ipaddr.ts", "BigInt(").name == "parseIPv4ToBinary"
     assert unit_holding(ARROW_FUNCTIONS, "ipaddr.ts", "return input").name == "build"
+    typed = [
+        "const QueryRow: Component<{ query: Query }> = (props) => {",
+        "  return props.query",
+        "}",
+        "class Context {",
+        "  redirect = <T extends RedirectStatusCode = 302>(",
+        "    location: string,",
+        "  ): Response => {",
+        "    return this.newResponse(null, 302)",
+        "  }",
+        *[f"  header{k}(name: string) {{\n    return this.headers.get(name)\n  }}" for k in range(6)],
+        "}",
+        "(function (undefined) {",
+        "  hooks.version = '2.30.1'",
+        "})(this)",
+    ]
+    typed = "\n".join(typed).split("\n")
+    assert unit_holding(typed, "row.tsx", "props.query").name == "QueryRow"
+    assert unit_holding(typed, "row.tsx", "newResponse").name == "redirect"
+    assert unit_holding(typed, "row.tsx", "hooks.version").name == ""  # not `function`
 
 
 def test_destructured_parameters_and_else_branches_stay_with_their_head():

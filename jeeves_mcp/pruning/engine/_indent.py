@@ -30,7 +30,7 @@ _OPENS_ARROW = r"=>\s*+(?:\{\s*+)?$"  # possessive: `=>` and 8,000 spaces took 1
 _KEYWORD_DECL = _KEYWORDS + "|" + _OPENS_ARROW
 _DECL = re.compile(
     _KEYWORD_DECL + r"|^\s*(?:[\w:<>\[\]*&,.$]+\s+)*[\w$:~]+\s*\([^;]*$"
-    r"|[\w$]\s*=\s*(?:async\s*)?(?:<[^()]{0,200}?>\s*)?\(\s*[{\[]?\s*$"  # `name = (` and parameters
+    r"|[\w$]\s*=\s*(?:async\s*)?(?:<[^()=]{0,200}+)?\(\s*[{\[]?\s*$"  # `name = (` and parameters
 )
 # Inside a function's body a line `name(` left open is a call spread over lines (or
 # `let (a, b) = ...`), and `=> {` a callback (`proc.on('error', (err) => {`), not a
@@ -47,16 +47,24 @@ _CONTAINER = re.compile(
 MAX_NAME_CHARS = 200
 _CLOSER = re.compile(r"^\s*(?:[}\])]+[;,)]*\s*(?://.*)?$|end\b|</|fi\b|done\b|esac\b)")
 # A function assigned to a name (JS / TS): `name = function`, `name = async (a, b) =>`,
-# `name: Type = <T>(a: T): R =>`, `key: (x) =>`, `name = x =>`, or parameters one a line
-# (`name = (` or `name = ({` closing the line). Bounded: a label is read from one line's first 400 characters.
-_ASSIGNS_FUNCTION = (
-    r"(?::[^=()]{0,200}?)?[=:]\s*(?:async\s*)?(?:function\b|[\w$]+\s*=>"
-    r"|(?:<[^()]{0,200}?>\s*)?\((?:[^)]*\)(?:\s*:[^=]{0,200}?)?\s*=>|\s*[{\[]?\s*$))"
-)
+# `key: (x) =>`, `name = x =>`, `name = <T>(a: T): R =>`, parameters one a line (`name = (` or
+# `name = ({` closing the line). Where a line starts with the name, a type
+# (`const Row: Component<{ q: Query }> = (props) =>`) and type parameters with defaults
+# (`handle = <E extends Env = Env>(`) too. Possessive quantifiers, and those read only at the
+# head of a line: lazy ones made a line of `a:a:a:...` cost 0.7 ms.
+def _function_value(type_parameters: str) -> str:
+    return (
+        r"\s*(?:async\s*)?(?:function\b|[\w$]+\s*=>|(?:<" + type_parameters + r"{0,200}+)?"
+        r"\((?:[^)]*\)(?:\s*:[^=]{0,200}+)?\s*=>|\s*[{\[]?\s*$))"
+    )
+
+
 _NAME = re.compile(
     r"\b(?:def|class|function|func|fn|sub|proc|struct|impl|trait|interface|enum|module|"
     r"namespace|object|record|protocol|extension|type)\s+(?:\([^)]*\)\s*)?([\w$.:<>]+)"
-    r"|([\w$]+)\s*(?:" + _ASSIGNS_FUNCTION + r"|\()"
+    r"|(?<![\w$])(?!function\b)([\w$]+)\s*(?:[=:]" + _function_value("[^()=]") + r"|\()"
+    r"|^(?:(?:export|const|let|var|readonly|private|public|protected|static|declare|override)\s+)*"
+    r"([\w$]+)\s*(?:(?::[^=()]{0,200}+)?=|:)" + _function_value("[^()]")
 )
 
 
@@ -240,7 +248,7 @@ def _label(line: str) -> str:
     if m:
         m = _NAME.match(text, m.start()) or m
     if m:
-        name = (m.group(1) or m.group(2) or "").rstrip("<:.")
+        name = (m.group(1) or m.group(2) or m.group(3) or "").rstrip("<:.")
         # Type parameters are no part of a name (`HonoRequest<P extends string = '/'>`).
         return (name[: name.find("<")] if name.find("<") > 0 else name)[:MAX_NAME_CHARS]
     return ""
