@@ -30,8 +30,9 @@ Figures, at the engine's defaults (max_prune_ratio 0.9, min_keep_lines 0):
 - reduction: 1 - kept chars / original chars, a line counting len(line)+1, only kept
   original lines counted (the markers the contract layer adds are excluded);
 - named: of the cases whose view hides a gold line held by a named unit (a function, a
-  section), the share whose marker over that line names the unit, so that an agent can tell
-  what to recover;
+  section), the share whose marker over that line names the unit (the name whole, one of the
+  reason's list; until 2026-11-28's seventh session a substring of the marker), so that an
+  agent can tell what to recover;
 - ms: median and p95 wall time of select_lines;
 - BM25: line-level BM25 over lower-cased words, each chosen line kept with 3 lines of
   context either side, stopped at the engine's own reduction for the same case (both keep
@@ -690,7 +691,12 @@ def names_the_gold(c: dict, lines: list[str], seen: list[bool], rows: list[Row])
     if label is None:
         return None
     marker = next((r for r in rows if r.marker and r.start <= hidden + 1 <= r.end), None)
-    return marker is not None and label in marker.text
+    if marker is None or not marker.reason:
+        return False
+    # The name whole, as one of the reason's list (`hors focus: A, B +3`): a substring counted
+    # `it` (every JS test's name once) as named by most markers.
+    listed = re.escape(label)
+    return re.search(rf"(?:: |, ){listed}(?:,| \+\d+$|$)", marker.reason) is not None
 
 
 def load(path: Path) -> list[dict]:
