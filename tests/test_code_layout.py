@@ -726,3 +726,63 @@ def test_a_swift_extension_is_named_by_the_type_it_extends():
     ]
     assert unit_holding(lines, "Request.swift", "part2").name == "Request"
     assert unit_holding(lines, "Request.swift", "accent").name == "Color"
+
+
+def test_a_regex_literal_at_the_head_of_a_line_opens_no_comment():
+    # `[\w{}/*\s,]` in a regex at the head of a line opened a comment that ran to the
+    # `'src/**/*'` below and merged two functions (review 14).
+    text = "\n".join([
+        "export default defineConfig({",
+        "  plugins: [",
+        "    replace(",
+        "      /(im|ex)port\\s[\\w{}/*\\s,]+from\\s['\"]/gm,",
+        "      'x',",
+        "    ),",
+        "  ],",
+        "  include: ['src/**/*'],",
+        "})",
+        "const ratio = total / count / 2",
+        "/* a real",
+        "   comment */",
+    ])
+    assert spanned_lines(text, "vite.config.ts").comments == {11}
+
+
+def test_names_the_review_found_missing_or_wrong():
+    lines = [
+        "  select: function select($selectable) {",
+        "    return $selectable;",
+        "  },",
+        "  test.serial('times out', async t => {",
+        "    await t.throwsAsync(run());",
+        "  });",
+        "  it('doesn\\'t retry', () => {",
+        "    expect(calls).toBe(1);",
+        "  });",
+        "impl From<io::Error> for CommandError {",
+        "    fn from(e: io::Error) -> Self { Self::Io(e) }",
+        "}",
+    ]
+    assert unit_holding(lines, "typeahead.js", "return $selectable").name == "select"
+    assert unit_holding(lines, "timeout.ts", "throwsAsync").name == "times out"
+    assert unit_holding(lines, "retry.ts", "toBe(1)").name == "doesn't retry"
+    assert unit_holding(lines, "error.rs", "Self::Io").name == "From<io::Error>"
+
+
+def test_a_rust_test_module_is_read_down_to_its_tests():
+    tests = [f"    #[test]\n    fn parses_{k}() {{\n        assert_eq!(parse(\"{k}\"), Ok({k}));\n    }}\n"
+             for k in range(6)]
+    lines = "\n".join([
+        "macro_rules! ok {",
+        "    ($e:expr) => { Ok($e) };",
+        "}",
+        "",
+        "#[cfg(test)]",
+        "mod tests {",
+        "    use super::*;",
+        "",
+        *tests,
+        "}",
+    ]).split("\n")
+    assert unit_holding(lines, "parse.rs", 'parse("3")').name == "parses_3"
+    assert unit_holding(lines, "parse.rs", "Ok($e)").name == "ok"

@@ -25,11 +25,13 @@ _DQ_LINE = r'(?<!\\)"(?:[^"\\\n]|\\.)*+"'
 _SQ_LINE = r"(?<!\\)'(?:[^'\\\n]|\\.)*+'"
 _TRIPLE = r'"""(?:[^"\\]|\\.|"(?!""))*+(?:"""' + _END
 _C_FAMILY = (_LINE_COMMENT, _BLOCK_COMMENT)
-# A JS regex literal, where one may start (after an operator, `=>` or `return`): its quotes and
-# backquotes open nothing (axios' `/^[-_a-zA-Z0-9^`|~,!#$%&'*+.]+$/`). Bounded, so that a
-# long line of unclosed ones costs no more than a short one.
+# A JS regex literal, where one may start (after an operator, `=>` or `return`, or where no
+# operand stands before it: a line may begin with one): its quotes, backquotes and `/*` open
+# nothing (axios' `/^[-_a-zA-Z0-9^`|~,!#$%&'*+.]+$/`; a `[\w{}/*\s,]` at the head of a line opened
+# a comment that ran 33 lines to a `'src/**/*'`). Bounded, so that a long line of unclosed ones
+# costs no more than a short one.
 _JS_REGEX = (
-    r"(?:(?<=[(,=:\[!&|?{};>])|(?<=[(,=:\[!&|?{};>] )|(?<=return ))"
+    r"(?:(?<=[(,=:\[!&|?{};>])|(?<=[(,=:\[!&|?{};>] )|(?<=return )|(?<![\w)\]$] )(?<![\w)\]$]))"
     r"/(?![/*])(?:[^/\\\n\[]|\\.|\[(?:[^\]\\\n]|\\.){0,200}+\]){1,2000}+/"
 )
 
