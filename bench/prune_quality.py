@@ -472,6 +472,9 @@ longer cut a body; test titles as names. Measured on the way, not adopted:)
   +0.55 (1 up), tune-php +0.06, reduction +0.1 points. A view now keeps the Javadoc of the
   methods it shows (java: 235 KB of comment lines kept -> 326 KB, code 1,032 KB -> 1,006 KB;
   reduction -0.4 to -1.3 points on the held-out sets); a lower weight barely changes that.
+- Swift and Kotlin computed properties named (`open var maxCachePeriodInSecond: TimeInterval {`,
+  SwiftUI's `var body: some View {`): tune-swift, tune-kotlin2, tune-kotlin, no case changed (as
+  C#'s properties on 2026-11-28, sixth session). Not built.
 """
 
 from __future__ import annotations
