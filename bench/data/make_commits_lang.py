@@ -43,9 +43,11 @@ TEST_FILES: dict[str, re.Pattern[str]] = {
     "js": re.compile(r"(\.(test|spec)\.[cm]?[jt]sx?$|(^|/)(__tests__|tests?)/.*\.[cm]?[jt]sx?$)"),
     "python": re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$"),
 }
-LEFT_OUT = {"tests", "test", "testing", "testdata", "__tests__", "spec", "docs", "doc",
-            "examples", "example", "benchmarks", "bench", "scripts", "tools", ".github",
-            "vendor", "node_modules", "dist", "build", "fixtures", "third_party"}
+# Directories of code that is not the project's own, left out of either kind of file.
+NOT_OWN = {"vendor", "node_modules", "dist", "fixtures"}
+LEFT_OUT = NOT_OWN | {"tests", "test", "testing", "testdata", "__tests__", "spec", "docs", "doc",
+                      "examples", "example", "benchmarks", "bench", "scripts", "tools", ".github",
+                      "build", "third_party"}
 
 
 def load_shared():
@@ -73,7 +75,7 @@ def test_file(lang: str):
     def is_test(path: str) -> bool:
         p = pathlib.PurePosixPath(path)
         return (p.suffix in suffixes and bool(tests.search(path)) and not path.endswith(".d.ts")
-                and not set(p.parts[:-1]) & {"fixtures", "node_modules", "vendor", "dist"})
+                and not set(p.parts[:-1]) & NOT_OWN)
     return is_test
 
 

@@ -23,11 +23,13 @@ CONTROL = re.compile(
 )
 # A Rust module with a body (`mod tests {`): `mod` alone is a common name elsewhere.
 _RUST_MOD = r"^\s*(?:pub(?:\([^)]{0,80}\))?\s+)?mod\s+\w+\s*\{"
+# Blocks that declare and hold declarations, read only at the head of a line: RSpec's and
+# mocha's `context 'when ...'`, a Rust module.
+_HEAD_CONTAINERS = r"^\s*context\s*\(?\s*[\"']|" + _RUST_MOD
 _KEYWORDS = (
     r"\b(?:def|class|function|func|fn|sub|proc|struct|impl|trait|interface|enum|module|"
-    r"namespace|object|record|protocol|extension|test|describe|it)\b|\bmacro_rules!"
-    r"|^\s*context\s*\(?\s*[\"']"  # RSpec's and mocha's `context 'when ...'`
-    r"|" + _RUST_MOD
+    r"namespace|object|record|protocol|extension|test|describe|it)\b|\bmacro_rules!|"
+    + _HEAD_CONTAINERS
 )
 _OPENS_ARROW = r"=>\s*+(?:\{\s*+)?$"  # possessive: `=>` and 8,000 spaces took 150 ms to refuse
 _KEYWORD_DECL = _KEYWORDS + "|" + _OPENS_ARROW
@@ -43,7 +45,7 @@ _DECL_IN_BODY = re.compile(
 )
 _CONTAINER = re.compile(
     r"\b(?:class|struct|impl|trait|interface|enum|union|module|namespace|object|record|protocol|"
-    r"extension|describe)\b|^\s*context\s*\(?\s*[\"']|" + _RUST_MOD
+    r"extension|describe)\b|" + _HEAD_CONTAINERS
 )
 # A unit's label copies its owner's name: a 1 MB class name over 1,500 methods took 1.5 GB
 # (names of real code are far shorter).
@@ -182,19 +184,17 @@ def _blocks(
             opener = dj is not None and dj > d
             if not opener and dj == d and _OWN_LINE_OPENER.match(lines[j]) and not _CLOSER.match(lines[i]):
                 opener = True  # `{` or `where` on its own line under a signature
-            if (
-                opener and closed is not None and closed[0] == d
-                and (_CLOSES_PARAMETERS.match(lines[i]) or _OWN_LINE_OPENER.match(lines[i])
-                     or _GOES_ON.match(lines[i]))
-            ):
-                # The signature above goes on: its parameters are part of its head.
-                blk = closed[1]
-                if not _GOES_ON.match(lines[i]):
-                    blk.body = j
-                    blk.children = [c for c in blk.children if c.start >= j]
-                stack.append((d, blk))
-                i += 1
-                continue
+            if opener and closed is not None and closed[0] == d:
+                goes_on = _GOES_ON.match(lines[i])
+                if goes_on or _CLOSES_PARAMETERS.match(lines[i]) or _OWN_LINE_OPENER.match(lines[i]):
+                    # The statement above goes on; a signature's parameters are part of its head.
+                    blk = closed[1]
+                    if not goes_on:
+                        blk.body = j
+                        blk.children = [c for c in blk.children if c.start >= j]
+                    stack.append((d, blk))
+                    i += 1
+                    continue
             if opener:
                 blk = _Block(i, j)
                 stack[-1][1].children.append(blk)
@@ -237,9 +237,14 @@ _KEY = re.compile(r"^\s*\w+\s*:(?!:)")
 _SPEC_OF = re.compile(r"^\s*(?:RSpec\.)?describe\s+([A-Z][\w:]{0,200})")  # `describe Router do`
 
 
+def _is_control(line: str) -> bool:
+    """`if (x) {` is control; an object key spelled as a control word (`select: function`) is not."""
+    return bool(CONTROL.match(line)) and not _KEY.match(line)
+
+
 def _label(line: str) -> str:
-    if CONTROL.match(line) and not _KEY.match(line):
-        return ""  # `if (x) {` names nothing; `select: function select(` does
+    if _is_control(line):
+        return ""  # `if (x) {` names nothing
     title = _TEST_TITLE.match(line)
     if title:
         return " ".join(_ESCAPED.sub(r"\1", title.group(2)).split())
@@ -256,13 +261,15 @@ def _label(line: str) -> str:
         name = (m.group(1) or m.group(2) or m.group(3) or "").rstrip("<:.")
         # Type parameters are no part of a name (`HonoRequest<P extends string = '/'>`); an
         # impl's type arguments tell `impl From<io::Error>` from `impl From<Utf8Error>`.
-        cut = name.find("<") > 0 and not text.startswith("impl", m.start())
-        return (name[: name.find("<")] if cut else name)[:MAX_NAME_CHARS]
+        angle = name.find("<")
+        if angle > 0 and not text.startswith("impl", m.start()):
+            name = name[:angle]
+        return name[:MAX_NAME_CHARS]
     return ""
 
 
 def _is_decl(line: str, decl: re.Pattern[str] = _DECL) -> bool:
-    return bool(decl.search(line)) and not (CONTROL.match(line) and not _KEY.match(line))
+    return bool(decl.search(line)) and not _is_control(line)
 
 
 def indent_layout(lines: list[str], path: str | None = None) -> Layout:
