@@ -628,9 +628,23 @@ def history_prior(c: dict, lines: list[str]) -> tuple[LineHistory | None, float]
     return LineHistory(history.prior + [0.0] * pad, history.subjects + [None] * pad), ms
 
 
-def run_case(c: dict, baseline: bool) -> dict:
+def shown_as(c: dict, how: str) -> tuple[dict, list[str]]:
+    """The case and its lines as the engine gets them when the text comes through `how`:
+    "read" (a focused read), "numbered" (`nl -ba F` or `cat -n F` through `bash`, a number and
+    a tab before each line), "logs" (how `bash` pruned a printed file before 2026-11-29:
+    command output, no path, no history)."""
     lines = c["text"].split("\n")
-    prior, blame_ms = history_prior(c, lines)
+    if how == "numbered":
+        return c, [f"{n:6d}\t{line}" for n, line in enumerate(lines, 1)]
+    if how == "logs":
+        return {**c, "source_type": "logs", "path": None}, lines
+    return c, lines
+
+
+def run_case(c: dict, baseline: bool, how: str = "read") -> dict:
+    # The history is the file's (bash finds it as read does), never a command output's.
+    prior, blame_ms = history_prior(c, c["text"].split("\n")) if how != "logs" else (None, 0.0)
+    c, lines = shown_as(c, how)
     t0 = time.perf_counter()
     sel = select_lines(lines, c["question"], c["source_type"], path=c.get("path"),
                        max_bytes=RESPONSE_BUDGET,
@@ -749,6 +763,10 @@ def main() -> None:
                     help="blame each OWNER/NAME@SHA case in DIR/OWNER+NAME/repo (a bare clone with "
                          "history, as the search tool's fetch leaves it) and prune with the recency "
                          "prior a read in a git workspace gets")
+    ap.add_argument("--shown-as", choices=("read", "numbered", "logs"), default="read",
+                    help="how the text reaches the engine: a focused read (default), `nl -ba F` "
+                         "through bash (numbered lines), or as command output (logs, no path, no "
+                         "history: how bash pruned a printed file before it was read as the file)")
     args = ap.parse_args()
     global HISTORY
     HISTORY = args.history
@@ -773,7 +791,7 @@ def main() -> None:
         if path is None or not path.exists():
             print(f"{name}: {path} missing, skipped", file=sys.stderr)
             continue
-        rows = [run_case(c, not args.no_baseline) for c in load(path)]
+        rows = [run_case(c, not args.no_baseline, args.shown_as) for c in load(path)]
         for r in rows:
             r["held_out"] = r["source"] not in tuned_sources
         all_rows[name] = rows

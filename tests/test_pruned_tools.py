@@ -81,6 +81,59 @@ async def test_bash_output_is_pruned_as_logs(child: Child) -> None:
     assert "truncated" not in result  # pruning brought it under the budget
 
 
+QUESTION = "where is the config file parsed and its settings returned?"
+
+
+async def shown_by_bash(http: httpx.AsyncClient, child: Child, cmd: str) -> tuple[dict, list[re.Match]]:
+    result = tool_json(await call(http, child, "bash", {"cmd": cmd, "context_focus_question": QUESTION}))
+    assert result["pruning"]["applied"], result["pruning"]
+    markers = [MARKER.match(line) for line in result["stdout"].split("\n") if line.startswith("⟦")]
+    assert markers and all(markers)
+    return result, markers  # type: ignore[return-value]
+
+
+async def test_a_file_printed_by_bash_is_pruned_as_read_prunes_it(child: Child, workspace: Path) -> None:
+    """`cat F`, `sed -n 'A,Bp' F`, `nl -ba F`: the output is the file's lines, pruned as code
+    (markers name the functions they hide) and numbered as the file's lines."""
+    source = module_source()
+    (workspace / "module.py").write_text(source)
+    original = source.split("\n")
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        for cmd, first in [
+            ("cat module.py", 1), ("sed -n '60,$p' module.py", 60), ("nl -ba module.py | sed -n '60,210p'", 60),
+        ]:
+            result, markers = await shown_by_bash(http, child, cmd)
+            stdout = result["stdout"]
+            assert "def parse_config_file(path):" in stdout and "return data['settings']" in stdout, cmd
+            assert all("helper_" in match.group(5) for match in markers), cmd
+            for match in markers:
+                start, end = int(match.group(2)), int(match.group(3))
+                assert start >= first, cmd
+                back = tool_json(await call(http, child, "recover_text", {
+                    "prune_id": match.group(1), "ranges": [{"start_line": start, "end_line": end}],
+                    "include_line_numbers": False,
+                }))
+                expected = original[start - 1 : end]
+                if cmd.startswith("nl"):
+                    expected = [f"{n:6d}\t{line}" for n, line in zip(range(start, end + 1), expected, strict=True)]
+                assert back["raw_text"].split("\n") == expected, cmd
+
+
+async def test_bash_output_is_read_as_the_file_the_command_names(child: Child, workspace: Path) -> None:
+    """After `cd DIR &&` the file is DIR's; output that is not the file's lines stays logs."""
+    (workspace / "module.py").write_text("x = 1\n" * 300)
+    (workspace / "src" / "module.py").write_text(module_source())
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        _, markers = await shown_by_bash(http, child, "cd src && cat module.py")
+        assert all("helper_" in match.group(5) for match in markers)
+        # The same lines, not printed by a command that names their file: command output.
+        result = tool_json(await call(http, child, "bash", {
+            "cmd": "cat src/module.py | cat", "context_focus_question": QUESTION,
+        }))
+    markers = [MARKER.match(line) for line in result["stdout"].split("\n") if line.startswith("⟦")]
+    assert not any(match and "helper_" in match.group(5) for match in markers)
+
+
 async def test_small_outputs_and_missing_questions_are_not_pruned(child: Child) -> None:
     async with httpx.AsyncClient(headers=child.headers()) as http:
         small = tool_json(await call(http, child, "read", {

@@ -6,11 +6,16 @@ import os
 import pwd
 import shutil
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+import trio
 
 from jeeves_mcp._log import quoted
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import TAG_VAR, TREE_VAR, command_user, run_command
+from jeeves_mcp.pruning.engine import without_line_numbers
+from jeeves_mcp.tools._shown_file import ShownFile, shown_file
 from jeeves_mcp.tools.base import (
     FOCUS_PROPERTY,
     RUNS_COMMANDS,
@@ -27,6 +32,7 @@ from jeeves_mcp.tools.base import (
     resolve_in_root,
     timeout_ms_arg,
 )
+from jeeves_mcp.tools.read import INLINE_READ_BYTES, file_text, source_type_for, with_history
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -161,12 +167,41 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     if result.exit_code != 0:
         code = result.exit_code if result.exit_code is not None else 128 + (result.signal or 0)
         error = ToolError("COMMAND_FAILED", f"command {status_word}", exit_code=code)
+    out = TextOutput("stdout", stdout, "logs")
+    if isinstance(args.get("context_focus_question"), str) and result.exit_code == 0 and not result.truncated:
+        out = await _as_file(ctx, cwd, cmd, stdout) or out
     return ToolOutput(
-        summary=summary,
-        fields=fields,
-        texts=[TextOutput("stdout", stdout, "logs"), TextOutput("stderr", stderr, "logs")],
-        error=error,
+        summary=summary, fields=fields, texts=[out, TextOutput("stderr", stderr, "logs")], error=error
     )
+
+
+async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOutput | None:
+    """`stdout` as `read` shows the file `cmd` printed (a window of it): pruned as that file
+    is, with its lines' history and numbers. None when `cmd` is no such command, or its
+    output is not the file's lines as they are now."""
+    shown = shown_file(cmd)
+    if shown is None:
+        return None
+    raw = os.path.join(cwd, shown.cd or ".", shown.path)
+    try:
+        path = resolve_in_root(ctx.config, raw)
+        text, _ = await file_text(ctx.config.root, path, shown.path)
+    except ToolError:
+        return None
+    if len(stdout) + len(text) <= INLINE_READ_BYTES:
+        first = _first_line(shown, text, stdout)
+    else:  # splitting millions of lines takes seconds: not in the event loop
+        first = await trio.to_thread.run_sync(_first_line, shown, text, stdout)
+    if first is None:
+        return None
+    output = TextOutput("stdout", stdout, source_type_for(path), display_path(ctx.config, path), first)
+    return with_history(ctx, output, path, text, line_count(stdout))
+
+
+def _first_line(shown: ShownFile, text: str, stdout: str) -> int | None:
+    lines = stdout.removesuffix("\n").split("\n")
+    plain = without_line_numbers(lines) if shown.numbered else lines
+    return None if plain is None else shown.first_line(text.removesuffix("\n").split("\n"), plain)
 
 
 TOOL = Tool(

@@ -105,19 +105,47 @@ def _decode(handle: BinaryIO) -> tuple[str, bool]:
         return data.decode("utf-8", "replace"), True
 
 
+async def file_text(root: Path, path: Path, shown: str) -> tuple[str, bool]:
+    """The text of the regular file `path` (resolved in `root`) and whether bytes that are
+    not UTF-8 were replaced; ToolError when `read` would refuse it."""
+    try:
+        await trio.lowlevel.checkpoint()  # a cancel point, as the thread hop is
+        handle, size = _open_regular(root, path, shown)
+        with handle:
+            if size <= INLINE_READ_BYTES:
+                return _decode(handle)
+            return await trio.to_thread.run_sync(_decode, handle)
+    except OSError as exc:
+        raise path_error(exc, shown) from exc
+
+
+def with_history(ctx: CallContext, content: TextOutput, path: Path, text: str, count: int) -> TextOutput:
+    """`content`, `count` lines from its `first_line` of the file `path` whose text is `text`,
+    given the recency prior of those lines (see pruning.history) when it is code. The file is
+    split into lines only if the content is pruned: a large one takes seconds."""
+    timeout_ms = ctx.config.history_timeout_ms
+    if content.source_type != "code" or timeout_ms <= 0:
+        return content
+    first = content.first_line - 1
+
+    async def window_history() -> LineHistory | None:
+        prior = await line_history(
+            path,
+            text.removesuffix("\n").split("\n") if text else [],
+            root=ctx.config.root,
+            timeout_s=timeout_ms / 1000,
+            kill_grace_s=ctx.config.kill_grace_ms / 1000,
+        )
+        return None if prior is None else prior[first : first + count]
+
+    content.line_prior = window_history
+    return content
+
+
 async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     path = resolve_in_root(ctx.config, args["path"])
     shown = display_path(ctx.config, path)
-    try:
-        await trio.lowlevel.checkpoint()  # a cancel point, as the thread hop is
-        handle, size = _open_regular(ctx.config.root, path, shown)
-        with handle:
-            if size <= INLINE_READ_BYTES:
-                text, replaced = _decode(handle)
-            else:
-                text, replaced = await trio.to_thread.run_sync(_decode, handle)
-    except OSError as exc:
-        raise path_error(exc, shown) from exc
+    text, replaced = await file_text(ctx.config.root, path, shown)
     body = text.removesuffix("\n")  # a final newline ends the last line, it does not start a new one
     lines = Lines(body)  # newlines counted by block: a window is found, the file never split
     total = len(lines) if text else 0
@@ -143,22 +171,8 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     size = len(text.encode("utf-8", "surrogatepass"))
     span = "" if returned == total else f" (lines {offset}-{offset + returned - 1})"
     summary = clip_summary(f"read {shown}: {plural(total, 'line')}, {human_bytes(size)}{span}")
-    source_type = source_type_for(path)
-    content = TextOutput("content", window, source_type, shown, first_line=offset)
-    timeout_ms = ctx.config.history_timeout_ms
-    if source_type == "code" and timeout_ms > 0:
-
-        async def window_history() -> LineHistory | None:
-            prior = await line_history(
-                path,
-                body.split("\n") if text else [],
-                root=ctx.config.root,
-                timeout_s=timeout_ms / 1000,
-                kill_grace_s=ctx.config.kill_grace_ms / 1000,
-            )
-            return None if prior is None else prior[offset - 1 : offset - 1 + returned]
-
-        content.line_prior = window_history
+    content = TextOutput("content", window, source_type_for(path), shown, first_line=offset)
+    content = with_history(ctx, content, path, text, returned)
     return ToolOutput(summary=summary, fields=fields, texts=[content])
 
 

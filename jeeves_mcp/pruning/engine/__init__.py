@@ -6,7 +6,7 @@ question with BM25F, and the best ones are kept whole with what encloses them.
 """
 
 from ._select import PruneTimeout, Selection, hidden_unit_name, select_lines
-from ._sniff import guess_source_type
+from ._sniff import guess_source_type, without_line_numbers
 from ._text import is_word_char, query_terms, terms
 
 __all__ = [
@@ -18,4 +18,5 @@ __all__ = [
     "query_terms",
     "select_lines",
     "terms",
+    "without_line_numbers",
 ]

@@ -14,6 +14,7 @@ from ._line_model import learned_values
 from ._markers import block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._planner import plan_code, scored_text, text_layout
+from ._sniff import without_line_numbers
 from ._text import bounded_question, query_identifiers, query_terms
 from ._units import Layout
 
@@ -108,7 +109,10 @@ def select_lines(
     identifiers = query_identifiers(question) if qterms or (question and question.strip()) else []
     if not (qterms or identifiers) or n == 0:
         return Selection([True] * n, [None] * n)
-    lines = list(lines)
+    shown = list(lines)
+    # Numbered lines (`cat -n`, `nl` in a command's output) are read without their numbers
+    # and priced with them.
+    lines = without_line_numbers(shown) or shown
     layout, prose, scored = scored_text(
         lines, question, source_type, path, qterms, identifiers, between=lambda: _check(deadline)
     )
@@ -126,7 +130,7 @@ def select_lines(
             chances = text.chances
             _check(deadline)
             values = learned_values(text)
-        view = numbered_view_bytes(lines)
+        view = numbered_view_bytes(shown)
         if docs:
             share = DOCS_SHARE
         else:
@@ -139,10 +143,10 @@ def select_lines(
             first |= layout.context
         ranking = Ranking(view, layout, values, first)
         if not docs:
-            budget = max(budget, _worth_its_size(lines, ranking, values, cap))
+            budget = max(budget, _worth_its_size(shown, ranking, values, cap))
         budget = min(budget, cap)
-        keep = _prefix(lines, ranking, budget)
-        _complete_units(lines, layout, keep, max(256, COMPLETE_SHARE * budget))
+        keep = _prefix(shown, ranking, budget)
+        _complete_units(shown, layout, keep, max(256, COMPLETE_SHARE * budget))
     elif source_type == "docs":
         keep = _choose_by_chance(lines, layout, scores)
         ranking = _UnitRanking(n, layout, scores, keep)

@@ -1,10 +1,11 @@
-"""Guessing whether a text is code, logs or documentation."""
+"""Guessing whether a text is code, logs or documentation, and whether its lines are numbered."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["guess_source_type"]
+__all__ = ["guess_source_type", "without_line_numbers"]
 
 _DOCS_EXT = (".md", ".markdown", ".rst", ".txt", ".adoc", ".asciidoc", ".org", ".textile", ".mdx")
 _LOG_EXT = (".log", ".out", ".err")
@@ -80,3 +81,32 @@ def guess_source_type(path: str | None, text: str) -> str:
         )
     # Command output is the common case for an agent: ties go to logs.
     return max(("logs", "code", "docs"), key=lambda k: counts[k])
+
+
+# `cat -n` and `nl` put a line's number and a tab before it (`nl` leaves a blank line
+# unnumbered, as blanks).
+_NUMBERED = re.compile(r" *(\d{1,9})\t")
+# Fewer numbered lines than this is no evidence of numbering.
+MIN_NUMBERED = 3
+
+
+def without_line_numbers(lines: Sequence[str]) -> list[str] | None:
+    """The lines without the numbers `cat -n` or `nl` put before them, or None when the
+    text is not numbered so: every line not blank numbered, one more than the last."""
+    plain: list[str] = []
+    last = None
+    numbered = 0
+    for line in lines:
+        match = _NUMBERED.match(line)
+        if match is None:
+            if line.strip(" "):
+                return None
+            plain.append("")
+            continue
+        number = int(match.group(1))
+        if last is not None and number != last + 1:
+            return None
+        last = number
+        numbered += 1
+        plain.append(line[match.end() :])
+    return plain if numbered >= MIN_NUMBERED else None
