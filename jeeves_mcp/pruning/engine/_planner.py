@@ -9,6 +9,7 @@ from collections.abc import Set as AbstractSet
 
 from ._code import code_layout
 from ._docs import docs_layout
+from ._git import git_layout, is_git_output
 from ._line_model import PlannedText
 from ._line_refs import favour_named_lines, named_lines
 from ._logs import logs_layout
@@ -51,7 +52,7 @@ def text_layout(lines: list[str], source_type: str, path: str | None) -> Layout:
         return code_layout(lines, path)
     if source_type == "docs":
         return docs_layout(lines)
-    return logs_layout(lines)
+    return git_layout(lines) if is_git_output(lines) else logs_layout(lines)
 
 
 def scored_text(
@@ -69,6 +70,8 @@ def scored_text(
                          compound=code, references=code, neighbours=source_type == "docs", prose=prose)
     if code and (named := named_lines(question, len(lines), path)):
         favour_named_lines(scored, layout, named)
+    for k, lead in layout.follows.items():
+        scored.units[k] = max(scored.units[k], scored.units[lead])
     return layout, prose, scored
 
 

@@ -31,3 +31,5 @@ class Layout:
     atoms: list[tuple[int, int]] = field(default_factory=list)  # kept or pruned whole
     context: set[int] = field(default_factory=set)  # worth keeping when there is room (imports)
     prose: set[int] = field(default_factory=set)  # docstring lines: worth less than code
+    # unit -> the unit it belongs with (a file's diff -> its commit): worth at least as much
+    follows: dict[int, int] = field(default_factory=dict)

@@ -1,0 +1,110 @@
+"""git's log, show and diff output, pruned for a question: a commit with its changes, a file's
+diff or a hunk whole, markers naming the commits and files they hide. Texts made by real git."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from jeeves_mcp.pruning.engine import select_lines
+from tests._child import Child, tool_json
+from tests.test_http import call
+
+SUBJECTS = [
+    "Add retry backoff to the uploader",
+    "Parse timezone offsets in timestamps",
+    "Cache compiled templates per locale",
+    "Reject empty passwords at signup",
+    "Stream large exports to disk",
+    "Count dropped packets in the metrics",
+]
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(repo),
+           "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout
+
+
+def history(repo: Path) -> None:
+    """Six commits, each changing a module of its own by 30 lines."""
+    git(repo, "init", "-q")
+    for n, subject in enumerate(SUBJECTS):
+        body = "".join(f"def step_{n}_{k}(value):\n    return value + {k}\n\n" for k in range(10))
+        (repo / f"module_{n}.py").write_text(body)
+        git(repo, "add", ".")
+        git(repo, "commit", "-q", "-m", subject)
+
+
+def kept_text(lines: list[str], keep: list[bool]) -> str:
+    return "\n".join(line for line, k in zip(lines, keep, strict=True) if k)
+
+
+def test_a_commit_asked_about_is_kept_with_its_changes(tmp_path: Path) -> None:
+    history(tmp_path)
+    lines = git(tmp_path, "log", "-p").split("\n")
+    selection = select_lines(lines, "where did we start to parse timezone offsets?", "logs")
+    kept = kept_text(lines, selection.keep)
+    assert "Parse timezone offsets in timestamps" in kept
+    # Its diff whole, though no line of it names a timezone...
+    assert "+def step_1_0(value):" in kept and "+def step_1_9(value):" in kept
+    # ... and not the other commits' diffs.
+    assert not any(f"+def step_{n}_" in kept for n in (0, 2, 3, 4, 5))
+    reasons = {reason for reason in selection.reasons if reason}
+    # Markers name the commits they hide, by their subjects.
+    assert any(reason.startswith("hors focus: commit ") and any(subject[:20] in reason for subject in SUBJECTS)
+               for reason in reasons), reasons
+
+
+def test_a_diff_keeps_the_file_asked_about_and_names_the_others(tmp_path: Path) -> None:
+    history(tmp_path)
+    first = git(tmp_path, "rev-list", "--max-parents=0", "HEAD").strip()
+    lines = git(tmp_path, "diff", first, "HEAD").split("\n")
+    selection = select_lines(lines, "what changed in module_4?", "logs")
+    kept = kept_text(lines, selection.keep)
+    assert "diff --git a/module_4.py b/module_4.py" in kept and "+def step_4_9(value):" in kept
+    assert "+def step_2_0(value):" not in kept
+    reasons = {reason for reason in selection.reasons if reason}
+    assert reasons and all("module_" in reason and "module_4" not in reason for reason in reasons), reasons
+
+
+def test_a_long_file_diff_is_cut_into_hunks_kept_with_their_file_header(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    names = [f"handler_{k}" for k in range(40)]
+    source = "".join(f"def {name}(request):\n    a = 1\n    b = 2\n    c = 3\n    d = 4\n    return a\n\n\n"
+                     for name in names)
+    (tmp_path / "handlers.py").write_text(source)
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "handlers")
+    (tmp_path / "handlers.py").write_text(source.replace("    return a\n", "    return b\n"))
+    lines = git(tmp_path, "diff").split("\n")
+    selection = select_lines(lines, "why does handler_31 return b now?", "logs")
+    kept = kept_text(lines, selection.keep)
+    assert "diff --git a/handlers.py b/handlers.py" in kept and "+++ b/handlers.py" in kept
+    hunk = next(k for k, line in enumerate(lines) if line.startswith("@@") and "handler_30" in line)
+    assert all(selection.keep[hunk : hunk + 7])
+    assert not all(selection.keep)
+
+
+@pytest.mark.parametrize("first", ["commit message follows", "committed 3 files", "diff of the two runs:"])
+def test_other_output_is_read_as_logs(first: str) -> None:
+    lines = [first, *(f"INFO request {n} served" for n in range(300)), "ERROR request 301 failed: timeout"]
+    selection = select_lines(lines, "why did request 301 fail?", "logs")
+    assert selection.keep[-1] and not all(selection.keep)
+    assert not any(reason and reason.startswith("hors focus: commit") for reason in selection.reasons)
+
+
+async def test_git_log_through_bash_keeps_the_commit_asked_about(child: Child, workspace: Path) -> None:
+    history(workspace)
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        result = tool_json(await call(http, child, "bash", {
+            "cmd": "git log -p", "context_focus_question": "which commit made signup reject empty passwords?",
+        }))
+    assert result["pruning"]["applied"], result["pruning"]
+    stdout = result["stdout"]
+    assert "Reject empty passwords at signup" in stdout and "+def step_3_9(value):" in stdout
+    assert "+def step_0_0(value):" not in stdout
