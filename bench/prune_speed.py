@@ -10,7 +10,8 @@ the logs bench set, docs = the docs bench set, quoted = a Rust text dense with s
 lifetimes and raw strings that span lines (the string scan's worst case: a token every few
 characters), escaped = Go lines of escaped quotes ending in a backslash (the one-line string
 scan's worst case), typed = TypeScript blocks opened by 400-character lines of `a:a:a:...` (the
-worst case of naming a function assigned to a name). The question is the first case's; the view is
+worst case of naming a function assigned to a name), git = this project's own `git log -p`, repeated
+to size (read as commits, files and hunks; skipped outside a git checkout). The question is the first case's; the view is
 bounded by the child's response budget, as prune_text bounds it. Prints the median wall time of
 select_lines over --repeat runs (after one warm-up run), and ms per 1k lines to
 show whether the cost grows linearly.
@@ -22,6 +23,7 @@ import argparse
 import ast
 import json
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -103,6 +105,16 @@ def typed_ts(lines_wanted: int) -> tuple[list[str], str]:
     return (block * (lines_wanted // len(block) + 1))[:lines_wanted], "how does run start"
 
 
+def git_log(lines_wanted: int) -> tuple[list[str], str]:
+    """`git log -p` of this checkout, repeated to size; no lines outside one."""
+    done = subprocess.run(["git", "-C", str(ROOT), "log", "-p", "-n", "300"], capture_output=True, text=True,
+                          errors="replace")
+    log = done.stdout.split("\n")
+    if done.returncode or len(log) < 100:
+        return [], ""
+    return (log * (lines_wanted // len(log) + 1))[:lines_wanted], "where is the response budget applied"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -119,10 +131,13 @@ def main() -> None:
     inputs += [("quoted", size, partial(quoted_rust, size)) for size in SIZES]
     inputs += [("escaped", size, partial(escaped_go, size)) for size in SIZES]
     inputs += [("typed", size, partial(typed_ts, size)) for size in SIZES]
+    if git_log(100)[0]:
+        inputs += [("git", size, partial(git_log, size)) for size in SIZES]
     results = []
     for label, size, make in inputs:
         lines, question = make()
         source_type = "code" if label == "python" or label in CRAFTED_PATHS else label
+        source_type = "logs" if label == "git" else source_type
         path = CRAFTED_PATHS.get(label)
         select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET, path=path)
         times = []
