@@ -1,5 +1,7 @@
-"""git's log, show and diff output, pruned for a question: a commit with its changes, a file's
-diff or a hunk whole, markers naming the commits and files they hide. Texts made by real git."""
+"""Command output with a structure of its own, pruned for a question. git's log, show and diff
+output: a commit with its changes, a file's diff or a hunk whole, markers naming the commits and
+files they hide (texts made by real git). Search output (grep -n, rg -n, the grep tool): a file's
+matches together, markers naming the files they hide."""
 
 from __future__ import annotations
 
@@ -90,12 +92,33 @@ def test_a_long_file_diff_is_cut_into_hunks_kept_with_their_file_header(tmp_path
     assert not all(selection.keep)
 
 
-@pytest.mark.parametrize("first", ["commit message follows", "committed 3 files", "diff of the two runs:"])
-def test_other_output_is_read_as_logs(first: str) -> None:
-    lines = [first, *(f"INFO request {n} served" for n in range(300)), "ERROR request 301 failed: timeout"]
+def test_search_output_keeps_the_matches_of_the_file_asked_about() -> None:
+    lines = []
+    for module in ("billing", "shipping", "inventory", "accounts", "reports", "payroll"):
+        lines += [f"src/{module}/service.py:{12 * k}:    timeout = settings.get('timeout', {k})" for k in range(1, 13)]
+    lines += ["src/gateway/retry.py:40:    timeout = backoff_timeout(attempt)"]
+    lines += [f"tests/test_{k}.py:{k}:    client.timeout = {k}" for k in range(60)]
+    selection = select_lines(lines, "how does the gateway retry compute its backoff timeout?", "logs")
+    assert selection.keep[lines.index("src/gateway/retry.py:40:    timeout = backoff_timeout(attempt)")]
+    assert not all(selection.keep)
+    reasons = {reason for reason in selection.reasons if reason}
+    assert reasons and all(reason.startswith("hors focus: ") and "/" in reason for reason in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "commit message follows {n}", "committed {n} files", "diff of the two runs: {n}",
+        # Lines that open with a time or a date look like `path:12:` or `path-12-`.
+        "12:00:{n:02d} INFO request served", "2024-01-{n:02d} request served",
+    ],
+)
+def test_other_output_is_read_as_logs(shape: str) -> None:
+    lines = [shape.format(n=n % 60) for n in range(300)] + ["ERROR request 301 failed: timeout"]
     selection = select_lines(lines, "why did request 301 fail?", "logs")
     assert selection.keep[-1] and not all(selection.keep)
     assert not any(reason and reason.startswith("hors focus: commit") for reason in selection.reasons)
+    assert not any(reason and reason.startswith("hors focus: 12") for reason in selection.reasons)
 
 
 async def test_git_log_through_bash_keeps_the_commit_asked_about(child: Child, workspace: Path) -> None:
