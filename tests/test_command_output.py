@@ -131,3 +131,19 @@ async def test_git_log_through_bash_keeps_the_commit_asked_about(child: Child, w
     stdout = result["stdout"]
     assert "Reject empty passwords at signup" in stdout and "+def step_3_9(value):" in stdout
     assert "+def step_0_0(value):" not in stdout
+
+
+async def test_the_grep_tool_keeps_the_matches_of_the_file_asked_about(child: Child, workspace: Path) -> None:
+    for module in ("billing", "shipping", "inventory", "accounts", "reports", "payroll"):
+        (workspace / f"{module}.py").write_text(
+            "".join(f"def step_{k}(settings):\n    return settings.get('timeout', {k})\n\n" for k in range(12)))
+    (workspace / "gateway.py").write_text("def retry(attempt):\n    timeout = backoff_timeout(attempt)\n")
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        result = tool_json(await call(http, child, "grep", {
+            "pattern": "timeout", "context_focus_question": "how does the gateway retry compute its backoff?",
+        }))
+    assert result["pruning"]["applied"], result["pruning"]
+    matches = result["matches"]
+    assert "gateway.py:2:    timeout = backoff_timeout(attempt)" in matches
+    markers = [line for line in matches.split("\n") if line.startswith("⟦")]
+    assert markers and all(".py" in line.split("raison=", 1)[1] for line in markers), markers
