@@ -28,6 +28,7 @@ from jeeves_mcp.pruning.counters import SavingsStats
 from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.pruning.render import Row, fit_rows, fit_text, rows_text, text_bytes
 from jeeves_mcp.tools.base import (
+    MIN_PRUNE_BYTES,
     CallContext,
     TextOutput,
     Tool,
@@ -39,7 +40,6 @@ from jeeves_mcp.tools.base import (
 
 log = logging.getLogger("jeeves_mcp.tools")
 
-MIN_PRUNE_BYTES = 512  # smaller outputs are returned whole: a marker would cost as much
 FOCUS = "context_focus_question"
 
 

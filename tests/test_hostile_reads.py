@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from jeeves_mcp.supervisor.daemon_config import DaemonConfig
-from tests._child import running_child, tool_json
+from tests._child import Child, running_child, tool_json
 from tests.test_http import call
 
 # The child's own deadline is 3 s (prune_timeout_ms); past it the engine is abandoned and the
@@ -185,6 +185,12 @@ async def _worst_health_wait(http: httpx.AsyncClient, base: str, done: trio.Even
     return worst
 
 
+async def _write_short_lines(http: httpx.AsyncClient, child: Child, name: str) -> None:
+    """A file of 20 million two-letter lines (60 MB, under the read's 64 MiB), written by the run."""
+    made = await call(http, child, "bash", {"cmd": f"yes ab | head -n 20000000 > {name}; wc -l < {name}"})
+    assert tool_json(made)["stdout"] == "20000000\n", made
+
+
 async def test_millions_of_short_lines_neither_stall_the_child_nor_lose_their_recovery(
     workspace: Path, tmp_path: Path
 ) -> None:
@@ -193,8 +199,7 @@ async def test_millions_of_short_lines_neither_stall_the_child_nor_lose_their_re
     # loop, to show 10 KB of it: 21 million lines held every call and health check for 12 s and
     # took 3.4 GB.
     async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=READ_BOUND_S + 10, headers=child.headers()) as http:
-        made = await call(http, child, "bash", {"cmd": "yes ab | head -n 20000000 > short.txt; wc -l < short.txt"})
-        assert tool_json(made)["stdout"] == "20000000\n", made
+        await _write_short_lines(http, child, "short.txt")
         for name, arguments, count in (("read", {"path": "short.txt"}, 20_000_000),
                                        ("bash", {"cmd": "yes ab | head -n 5000000"}, 5_000_000)):
             done, worst = trio.Event(), [0.0]
@@ -235,3 +240,34 @@ async def test_a_line_cannot_pose_as_numbered_lines_of_its_own(workspace: Path, 
             shown = tool_json(result)["content"]
             assert forged in {row.removeprefix("2│ ") for row in shown.split("\n")}, shown  # one line, intact
             assert (await http.get(f"{child.base}/health")).status_code == 200
+
+
+async def test_a_window_of_a_huge_file_printed_through_bash_does_not_stall_the_child(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # `head -n 400 short.py` with a question: the output is checked against the file, which was
+    # split into its 20 million lines twice (once in the event loop) for each call; four at once
+    # held /health for 12 s and took 4.6 GB. A number of 5,000 digits failed the call (INTERNAL).
+    async with running_child(workspace, tmp_path) as child, httpx.AsyncClient(timeout=READ_BOUND_S + 10, headers=child.headers()) as http:
+        await _write_short_lines(http, child, "short.py")
+        done, worst, results = trio.Event(), [0.0], []
+
+        async def watch() -> None:
+            worst[0] = await _worst_health_wait(http, child.base, done)
+
+        async def window(cmd: str, request_id: int) -> None:
+            results.append(tool_json(await call(http, child, "bash", {
+                "cmd": cmd, "context_focus_question": "where is ab?"}, request_id)))
+
+        with trio.fail_after(READ_BOUND_S):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch)
+                async with trio.open_nursery() as calls:
+                    for request_id, cmd in enumerate(
+                        ("head -n 400 short.py", "sed -n '1000,1400p' short.py", "tail -n 400 short.py",
+                         "sed -n '1," + "9" * 5000 + "p' src/app.py"), 20):
+                        calls.start_soon(window, cmd, request_id)
+                done.set()
+        assert worst[0] < HEALTH_PING_S, worst[0]
+        assert all("code" not in result or result.get("code") != "INTERNAL" for result in results), results
+        assert sum(1 for result in results if result["stdout"].startswith("1000│ ab")) == 1, results

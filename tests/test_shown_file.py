@@ -16,6 +16,7 @@ from tests.test_pruned_tools import module_source
         ("cat -n a.py", ShownFile("a.py", numbered=True)),
         ("nl -ba a.py", ShownFile("a.py", numbered=True)),
         ("nl -b a -w 3 a.py", ShownFile("a.py", numbered=True)),
+        ("cat a#b.py", ShownFile("a#b.py")),  # `#` starts a comment only after a blank
         ("sed -n '40,120p' src/x.py", ShownFile("src/x.py", start=40, count=81)),
         ("sed -n 5p x.py", ShownFile("x.py", start=5, count=1)),
         ("sed -n '10,$p' x.py", ShownFile("x.py", start=10)),
@@ -55,6 +56,14 @@ def test_commands_that_print_one_file(cmd: str, shown: ShownFile) -> None:
         "nl -s: a.py",  # another separator: not the numbers we take off
         "cat",
         "",
+        "nl a.py",  # numbers only the lines that are not blank: not the file's numbers
+        "nl -nln a.py",
+        "cat\na.py",  # two commands to the shell
+        "cd - && cat a.py",  # the directory before, not one named "-"
+        "cd src/.. && cat a.py",  # logical for the shell, physical for us
+        "sed -n '1," + "9" * 5000 + "p' a.py",  # more digits than int() takes
+        "cat " + "a" * 5000,  # longer than a command that prints a file
+        "true '" + "|" * 5000 + "'",
     ],
 )
 def test_commands_that_do_not(cmd: str) -> None:
@@ -62,13 +71,16 @@ def test_commands_that_do_not(cmd: str) -> None:
 
 
 def test_the_output_must_be_the_files_lines_where_the_command_says() -> None:
-    file_lines = [f"line {n}" for n in range(1, 101)]
-    assert ShownFile("a", start=40, count=3).first_line(file_lines, ["line 40", "line 41", "line 42"]) == 40
-    assert ShownFile("a", count=5, from_end=True).first_line(file_lines, file_lines[-5:]) == 96
-    assert ShownFile("a", count=500, from_end=True).first_line(file_lines, file_lines) == 1
+    text = "".join(f"line {n}\n" for n in range(1, 101))
+    assert ShownFile("a", start=40, count=3).first_line(text, "line 40\nline 41\nline 42\n") == 40
+    assert ShownFile("a", count=5, from_end=True).first_line(text, "line 96\nline 97\nline 98\nline 99\nline 100\n") == 96
+    assert ShownFile("a", count=500, from_end=True).first_line(text, text) == 1
+    assert ShownFile("a", start=100).first_line(text.removesuffix("\n"), "line 100") == 100  # no final newline
     # The file changed since the command ran, or the grammar misread the command.
-    assert ShownFile("a", start=40).first_line(file_lines, ["line 41", "line 42"]) is None
-    assert ShownFile("a").first_line(file_lines, []) is None
+    assert ShownFile("a", start=40).first_line(text, "line 41\nline 42\n") is None
+    assert ShownFile("a", start=40).first_line(text, "line 40\nline 4") is None  # not whole lines
+    assert ShownFile("a", start=101).first_line(text, "line 100\n") is None
+    assert ShownFile("a").first_line(text, "") is None
 
 
 def test_line_numbers_are_taken_off_only_when_every_line_has_the_next_one() -> None:

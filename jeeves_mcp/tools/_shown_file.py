@@ -14,23 +14,30 @@ import re
 import shlex
 from dataclasses import dataclass, replace
 
+from jeeves_mcp.pruning.recovery import Lines
+
 __all__ = ["ShownFile", "shown_file"]
 
-_SED_WINDOW = re.compile(r"(\d+)(?:,(\d+|\$))?p")
-_COUNT = re.compile(r"\d+")
+# Numbers of up to 18 digits: int() of thousands of digits raises, GNU tools take them.
+_SED_WINDOW = re.compile(r"(\d{1,18})(?:,(\d{1,18}|\$))?p")
+_COUNT = re.compile(r"\d{1,18}")
+# What a command this grammar knows starts with; anything else is not lexed at all (shlex's
+# time grows with the square of a word's length, and a command may be 2 MiB long).
+_PRINTER_HEAD = re.compile(r"\s*(?:cd\s+\S+\s*&&\s*)?(?:cat|nl|sed|head|tail)\s")
+MAX_COMMAND_CHARS = 4096
 # A name the shell would expand (a variable, a glob, a home) is not the name we see.
 _EXPANDED = re.compile(r"[$`*?\[{]|^~")
-# Options of `nl` that change only the numbers' look (`-b a` numbers blank lines too).
-_NL_FLAGS = re.compile(r"-(?:ba|w\d+|nln|nrn|nrz)")
-_NL_WITH_VALUE = frozenset({"-b", "-w", "-n"})
-_NL_VALUES = re.compile(r"a|t|\d+|ln|rn|rz")
+# `nl` numbering every line (`-ba`: by default it leaves blank lines out, and its numbers are
+# not the file's), at any width.
+_NL_FLAGS = re.compile(r"-(?:ba|w\d{1,2})")
 
 
 @dataclass(frozen=True)
 class ShownFile:
     """`path` (as the command spells it, relative to `cd`, if any, then to the command's
-    cwd) printed from line `start` (counted from the end when `from_end`), `count` lines
-    at most (None: to its end), with `cat -n` / `nl` numbers when `numbered`."""
+    cwd) printed from line `start`, or its last `count` lines when `from_end`, with `cat -n` /
+    `nl -ba` numbers when `numbered`. `count` (None: to the end) says what the command asked
+    for; what it printed is checked against the file, not counted."""
 
     path: str
     cd: str | None = None
@@ -39,31 +46,42 @@ class ShownFile:
     from_end: bool = False
     numbered: bool = False
 
-    def first_line(self, file_lines: list[str], shown: list[str]) -> int | None:
-        """The file's line number of the first line shown, when `shown` (numbers taken off)
-        is a window of `file_lines` where the command says; None when it is not (the file
-        changed, or the command did something this grammar did not see)."""
-        if self.from_end:
-            start = max(1, len(file_lines) - (self.count or 0) + 1)
-        else:
-            start = self.start
-        window = file_lines[start - 1 : start - 1 + len(shown)]
-        if not shown or window != shown:
+    def first_line(self, text: str, shown: str) -> int | None:
+        """The file's line number of the first line of `shown` (the output, numbers taken off)
+        when it is the file's text (`text`) from the line the command says, whole lines; None
+        when it is not (the file changed, or the command did something this grammar did not
+        see). The file is never split into lines: a large one would take seconds."""
+        lines = Lines(text.removesuffix("\n"))
+        start = max(1, len(lines) - (self.count or 0) + 1) if self.from_end else self.start
+        body = shown.removesuffix("\n")
+        if start > len(lines) or not body:
+            return None
+        at = lines.start(start - 1)
+        end = at + len(body)
+        if text[at:end] != body or (end < len(text) and text[end] != "\n"):
             return None
         return start
 
 
 def shown_file(cmd: str) -> ShownFile | None:
     """The file `cmd` prints whole or a window of, or None."""
+    body = cmd.strip()
+    # A line break separates commands for the shell, and would be a blank to the lexer.
+    if len(body) > MAX_COMMAND_CHARS or "\n" in body or "\r" in body or not _PRINTER_HEAD.match(body + " "):
+        return None
     try:
-        lexer = shlex.shlex(cmd, posix=True, punctuation_chars=True)
+        lexer = shlex.shlex(body, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
+        lexer.commenters = ""  # `cat a#b.py` prints a#b.py
         words = list(lexer)
     except ValueError:  # an unclosed quote
         return None
     cd = None
     if len(words) > 3 and words[0] == "cd" and words[2] == "&&":
         cd, words = words[1], words[3:]
+        # The shell's cd is logical (`link/..`) and `cd -` goes back: not what the path says.
+        if cd == "-" or ".." in cd.split("/"):
+            return None
     stages: list[list[str]] = [[]]
     for word in words:
         if word == "|":
@@ -108,14 +126,9 @@ def _printer(words: list[str]) -> ShownFile | None:
 
 
 def _nl_options(options: list[str]) -> bool:
-    rest = list(options)
-    while rest:
-        flag = rest.pop(0)
-        if flag in _NL_WITH_VALUE and rest and _NL_VALUES.fullmatch(rest[0]):
-            rest.pop(0)
-        elif not _NL_FLAGS.fullmatch(flag):
-            return False
-    return True
+    """Whether `nl` numbers every line with these options (`-ba` or `-b a`, and a width)."""
+    flags = " ".join(options).replace("-b a", "-ba").replace("-w ", "-w").split()
+    return "-ba" in flags and all(_NL_FLAGS.fullmatch(flag) for flag in flags)
 
 
 def _window(words: list[str], path: str | None) -> tuple[int, int | None, bool] | None:

@@ -265,6 +265,8 @@ def display_path(config: PrunerConfig, path: Path) -> str:
         return str(path)
 
 
+MIN_PRUNE_BYTES = 512  # smaller outputs are returned whole: a marker would cost as much
+
 # What a result holds besides its texts (summary, fields, pruning, a marker).
 ENVELOPE_BYTES = 1024
 

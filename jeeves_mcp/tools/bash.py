@@ -9,8 +9,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import trio
-
 from jeeves_mcp._log import quoted
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import TAG_VAR, TREE_VAR, command_user, run_command
@@ -18,6 +16,7 @@ from jeeves_mcp.pruning.engine import without_line_numbers
 from jeeves_mcp.tools._shown_file import ShownFile, shown_file
 from jeeves_mcp.tools.base import (
     FOCUS_PROPERTY,
+    MIN_PRUNE_BYTES,
     RUNS_COMMANDS,
     CallContext,
     TextOutput,
@@ -32,7 +31,7 @@ from jeeves_mcp.tools.base import (
     resolve_in_root,
     timeout_ms_arg,
 )
-from jeeves_mcp.tools.read import INLINE_READ_BYTES, file_text, source_type_for, with_history
+from jeeves_mcp.tools.read import file_text, source_type_for, with_history
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -168,7 +167,13 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         code = result.exit_code if result.exit_code is not None else 128 + (result.signal or 0)
         error = ToolError("COMMAND_FAILED", f"command {status_word}", exit_code=code)
     out = TextOutput("stdout", stdout, "logs")
-    if isinstance(args.get("context_focus_question"), str) and result.exit_code == 0 and not result.truncated:
+    question = args.get("context_focus_question")
+    # Only output that will be pruned: a smaller one is shown whole, a larger one is not pruned.
+    if (
+        ctx.config.pruning_enabled and isinstance(question, str) and question.strip()
+        and result.exit_code == 0 and not result.truncated
+        and MIN_PRUNE_BYTES <= len(stdout) <= ctx.config.max_prune_input_bytes
+    ):
         out = await _as_file(ctx, cwd, cmd, stdout) or out
     return ToolOutput(
         summary=summary, fields=fields, texts=[out, TextOutput("stderr", stderr, "logs")], error=error
@@ -188,10 +193,7 @@ async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOu
         text, _ = await file_text(ctx.config.root, path, shown.path)
     except ToolError:
         return None
-    if len(stdout) + len(text) <= INLINE_READ_BYTES:
-        first = _first_line(shown, text, stdout)
-    else:  # splitting millions of lines takes seconds: not in the event loop
-        first = await trio.to_thread.run_sync(_first_line, shown, text, stdout)
+    first = _first_line(shown, text, stdout)
     if first is None:
         return None
     output = TextOutput("stdout", stdout, source_type_for(path), display_path(ctx.config, path), first)
@@ -199,9 +201,15 @@ async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOu
 
 
 def _first_line(shown: ShownFile, text: str, stdout: str) -> int | None:
-    lines = stdout.removesuffix("\n").split("\n")
-    plain = without_line_numbers(lines) if shown.numbered else lines
-    return None if plain is None else shown.first_line(text.removesuffix("\n").split("\n"), plain)
+    """Where in the file `text` the output `stdout` starts (see ShownFile.first_line); its
+    numbers taken off first when the command numbered it. `stdout` is at most
+    max_prune_input_bytes, the file is not split."""
+    if shown.numbered:
+        plain = without_line_numbers(stdout.removesuffix("\n").split("\n"))
+        if plain is None:
+            return None
+        stdout = "\n".join(plain)
+    return shown.first_line(text, stdout)
 
 
 TOOL = Tool(

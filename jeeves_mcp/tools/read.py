@@ -13,6 +13,7 @@ from jeeves_mcp.beneath import mode_permits
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import command_user
 from jeeves_mcp.pruning.contract import LineHistory
+from jeeves_mcp.pruning.history import MAX_FILE_BYTES as HISTORY_MAX_BYTES
 from jeeves_mcp.pruning.history import line_history
 from jeeves_mcp.pruning.recovery import Lines
 from jeeves_mcp.tools.base import (
@@ -121,10 +122,11 @@ async def file_text(root: Path, path: Path, shown: str) -> tuple[str, bool]:
 
 def with_history(ctx: CallContext, content: TextOutput, path: Path, text: str, count: int) -> TextOutput:
     """`content`, `count` lines from its `first_line` of the file `path` whose text is `text`,
-    given the recency prior of those lines (see pruning.history) when it is code. The file is
-    split into lines only if the content is pruned: a large one takes seconds."""
+    given the recency prior of those lines (see pruning.history) when it is code and small
+    enough to have one: splitting a large file into lines would hold the event loop for seconds."""
     timeout_ms = ctx.config.history_timeout_ms
-    if content.source_type != "code" or timeout_ms <= 0:
+    # A character is a byte at least: a longer text is over history's limit, it gets no prior.
+    if content.source_type != "code" or timeout_ms <= 0 or len(text) > HISTORY_MAX_BYTES:
         return content
     first = content.first_line - 1
 
