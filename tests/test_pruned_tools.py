@@ -271,3 +271,22 @@ async def test_read_of_a_large_file_keeps_the_asked_function_not_its_head_and_ta
     assert result["pruning"]["applied"]
     assert "def parse_config_file(path):" in result["content"]
     assert "return data['settings']" in result["content"]
+
+
+async def test_a_patch_file_is_read_as_the_diff_it_holds(child: Child, workspace: Path) -> None:
+    """A `.diff` / `.patch` file is command output saved (git's layout: each file's diff a unit
+    named by its path), not code to lay out by indentation."""
+    parts = []
+    for module in ("billing", "shipping", "inventory", "accounts", "reports", "payroll"):
+        parts.append(f"diff --git a/{module}.py b/{module}.py\n--- a/{module}.py\n+++ b/{module}.py\n@@ -1,12 +1,12 @@\n"
+                     + "".join(f"-    step_{k}(order)\n+    step_{k}(order, strict=True)\n" for k in range(12)))
+    (workspace / "change.patch").write_text("".join(parts))
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        result = tool_json(await call(http, child, "read", {
+            "path": "change.patch", "context_focus_question": "what changed in inventory?",
+        }))
+    assert result["pruning"]["applied"], result["pruning"]
+    content = result["content"]
+    assert "diff --git a/inventory.py b/inventory.py" in content and "diff --git a/billing.py" not in content
+    reasons = [MARKER.match(line).group(5) for line in content.split("\n") if line.startswith("⟦")]  # type: ignore[union-attr]
+    assert reasons and all(".py" in reason for reason in reasons), reasons

@@ -39,7 +39,8 @@ MAX_FILE_BYTES = 64 * 1024 * 1024  # refuse to load larger files whole
 # the loop until a writer came) are read in a thread.
 INLINE_READ_BYTES = 256 * 1024
 DOCS_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc"})
-LOG_SUFFIXES = frozenset({".log", ".out"})
+# Command output saved to a file, and patches (laid out as git prints them, see engine/_git.py).
+LOG_SUFFIXES = frozenset({".log", ".out", ".err", ".diff", ".patch"})
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

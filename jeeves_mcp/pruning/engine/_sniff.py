@@ -8,7 +8,7 @@ from collections.abc import Sequence
 __all__ = ["guess_source_type", "without_line_numbers"]
 
 _DOCS_EXT = (".md", ".markdown", ".rst", ".txt", ".adoc", ".asciidoc", ".org", ".textile", ".mdx")
-_LOG_EXT = (".log", ".out", ".err")
+_LOG_EXT = (".log", ".out", ".err", ".diff", ".patch")
 _CODE_EXT = frozenset(
     """py pyi pyw pyx pxd js mjs cjs jsx ts tsx mts cts java kt kts scala groovy go rs c h cc cpp cxx
     hh hpp hxx m mm cs fs fsx vb swift rb php pl pm lua r jl dart ex exs erl hrl hs ml mli clj cljs
