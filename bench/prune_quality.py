@@ -1,7 +1,7 @@
 """Quality of the built-in pruning engine on every benchmark set, beside a line-BM25 baseline.
 
     python bench/prune_quality.py [--set NAME ...] [--extra FILE ...] [--by-source] [--json]
-                                  [--history MIRRORS]
+                                  [--history MIRRORS] [--shown-as read|numbered|logs]
 
 Sets (each a JSONL of cases with `text`, `question`, `source_type`, `source` and
 `gold` = [first, last], 1-based inclusive lines over `text.split("\\n")`):
@@ -18,6 +18,10 @@ Tuning is judged by *source* (repository or library), never by case: the sources
 two shared dev sets (needles-dev, commits-dev), of logs/docs and of any extra set whose
 name says "tune" (e.g. commits-tune.jsonl) are the ones the engine was tuned on; every other source is held out, and the "held-out" rows are the honest
 figure. `--by-source` prints one row per repository/library.
+
+--shown-as says how the text reaches the engine: as a focused read gives it (the default), as
+`nl -ba F` through `bash` gives it (a number and a tab before each line), or as command output
+(logs, no path, no history: how `bash` pruned a printed file before 2026-11-29).
 
 --history MIRRORS gives each case whose source is OWNER/NAME@SHA:PATH the recency prior a focused
 read in a git workspace gets (jeeves_mcp/pruning/history.py), blamed in MIRRORS/OWNER+NAME/repo
