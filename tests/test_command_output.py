@@ -148,10 +148,14 @@ def test_a_command_run_after_a_search_keeps_its_traceback() -> None:
 def test_merges_renames_and_long_names(tmp_path: Path) -> None:
     """`diff --cc` is a file's diff; a rename is named by its new path; a hunk by its function
     first, so that a marker's 40 characters hold it."""
-    lines = ["diff --cc pydantic/_internal/_generate_schema.py", "index 1,2..3", "@@@ -1,3 -1,3 +1,3 @@@ def f():",
+    lines = ["commit " + "d398e70e66" * 4, "Merge: 7580526 1b8dbfa", "Author: a <a@b>", "Date:   now", "",
+             "    Add pydantic-core", "",
+             "diff --cc pydantic/_internal/_generate_schema.py", "mode 000000,100644..100644", "index 1,2..3",
+             "@@@ -1,3 -1,3 +1,3 @@@ def f():",
              *(f"  -    x = {k}" for k in range(5)),
              "diff --git a/old_name.py b/new_name.py", "similarity index 90%", "rename from old_name.py",
              "rename to new_name.py", "--- a/old_name.py", "+++ b/new_name.py", "@@ -1 +1 @@", "-a", "+b"]
+    assert is_git_output(lines)
     layout = git_layout(lines)
     names = [unit.name for unit in layout.units]
     assert "pydantic/_internal/_generate_schema.py" in names and "new_name.py" in names

@@ -24,7 +24,7 @@ _HUNK = re.compile(r"@@@? [^@]* @@@? ?(.*)")
 _PATH = re.compile(r"diff --(?:git|cc|combined) (?:\"?a/)?(.*?)\"?(?: (?:\"?b/)|$)")
 # Lines git writes in a commit's header and a file's diff header, besides its hunks.
 _HEADER = re.compile(
-    r"(?:Author|AuthorDate|Commit|CommitDate|Date|Merge|Reflog|Notes):|index |--- |\+\+\+ |new file mode|"
+    r"(?:Author|AuthorDate|Commit|CommitDate|Date|Merge|Reflog|Notes):|index |--- |\+\+\+ |(?:new file )?mode |"
     r"deleted file mode|old mode|new mode|similarity index|dissimilarity index|rename from|rename to|"
     r"copy from|copy to|Binary files|GIT binary patch|literal \d|delta \d"
 )
