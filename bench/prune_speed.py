@@ -11,7 +11,8 @@ lifetimes and raw strings that span lines (the string scan's worst case: a token
 characters), escaped = Go lines of escaped quotes ending in a backslash (the one-line string
 scan's worst case), typed = TypeScript blocks opened by 400-character lines of `a:a:a:...` (the
 worst case of naming a function assigned to a name), git = this project's own `git log -p`, repeated
-to size (read as commits, files and hunks; skipped outside a git checkout). The question is the first case's; the view is
+to size (read as commits, files and hunks), search = its `git grep -n -i def -- '*.py'`, repeated to size
+(each line ranked; both skipped outside a git checkout). The question is the first case's; the view is
 bounded by the child's response budget, as prune_text bounds it. Prints the median wall time of
 select_lines over --repeat runs (after one warm-up run), and ms per 1k lines to
 show whether the cost grows linearly.
@@ -105,6 +106,17 @@ def typed_ts(lines_wanted: int) -> tuple[list[str], str]:
     return (block * (lines_wanted // len(block) + 1))[:lines_wanted], "how does run start"
 
 
+def search_output(lines_wanted: int) -> tuple[list[str], str]:
+    """`git grep -n -i def -- '*.py'` of this checkout (search output: each line ranked, as code's),
+    repeated to size; no lines outside one."""
+    done = subprocess.run(["git", "-C", str(ROOT), "grep", "-I", "-n", "-i", "def", "--", "*.py"], capture_output=True,
+                          text=True, errors="replace")
+    found = done.stdout.rstrip("\n").split("\n")
+    if done.returncode or len(found) < 100:
+        return [], ""
+    return (found * (lines_wanted // len(found) + 1))[:lines_wanted], "where is the response budget applied"
+
+
 def git_log(lines_wanted: int) -> tuple[list[str], str]:
     """`git log -p` of this checkout, repeated to size; no lines outside one."""
     done = subprocess.run(["git", "-C", str(ROOT), "log", "-p", "-n", "300"], capture_output=True, text=True,
@@ -133,11 +145,12 @@ def main() -> None:
     inputs += [("typed", size, partial(typed_ts, size)) for size in SIZES]
     if git_log(100)[0]:
         inputs += [("git", size, partial(git_log, size)) for size in SIZES]
+        inputs += [("search", size, partial(search_output, size)) for size in SIZES]
     results = []
     for label, size, make in inputs:
         lines, question = make()
         source_type = "code" if label == "python" or label in CRAFTED_PATHS else label
-        source_type = "logs" if label == "git" else source_type
+        source_type = "logs" if label in ("git", "search") else source_type
         path = CRAFTED_PATHS.get(label)
         select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET, path=path)
         times = []

@@ -2,7 +2,8 @@
 
 Read as log records, every match was a record of its own, scored by its text alone: the file a
 question named lost to lines of other files that repeat its words. A file's matches (ten in a
-row at most) are a unit named by its path.
+row at most) are a unit named by its path, and its lines are ranked one by one within it, as
+code's are (the layout's `by_line`).
 
 Diagnostics (`x.c:12:5: error: ...`, mypy's `x.py:3: error:`) have the same shape but are a
 build's log: they stay with the logs layout, which keeps error lines whatever the question.
@@ -63,7 +64,6 @@ def search_layout(lines: list[str]) -> Layout:
     """A file's matches (at most MAX_GROUP lines in a row) are a unit, named by its path; the
     lines between that are no match (a `--`, a command's own output after the search) are
     units of their own, worth more when they report an error, as in the logs layout."""
-    errors = error_lines(lines)
     units: list[Unit] = []
     start, path = 0, None
     for i, line in enumerate([*lines, None]):
@@ -75,6 +75,6 @@ def search_layout(lines: list[str]) -> Layout:
                     label = path if len(path) <= LABEL_CHARS else "…" + path[-(LABEL_CHARS - 1) :]
                     units.append(Unit(start, i - 1, label, name=path.replace("/", " ")))
                 else:
-                    units.append(Unit(start, i - 1, "", prior=float(any(errors[start:i]))))
+                    units.append(Unit(start, i - 1, "", prior=float(any(error_lines(lines[start:i])))))
             start, path = i, here
-    return Layout(units=units, always=set())
+    return Layout(units=units, always=set(), by_line=True)

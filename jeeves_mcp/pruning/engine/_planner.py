@@ -69,7 +69,7 @@ def scored_text(
     # A question about the documentation wants the docstrings as much as the code.
     prose = layout.prose if not ABOUT_DOCS.search(question) else frozenset()
     code = source_type == "code"
-    scored = score_units(lines, layout.units, qterms, identifiers, by_line=source_type != "logs",
+    scored = score_units(lines, layout.units, qterms, identifiers, by_line=source_type != "logs" or layout.by_line,
                          compound=code, references=code, neighbours=source_type == "docs", prose=prose)
     if code and (named := named_lines(question, len(lines), path)):
         favour_named_lines(scored, layout, named)

@@ -13,7 +13,7 @@ from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change, numbered_v
 from ._line_model import learned_values
 from ._markers import block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
-from ._planner import plan_code, scored_text, text_layout
+from ._planner import CODE_TEMP, plan_code, scored_text, text_layout
 from ._sniff import without_line_numbers
 from ._text import bounded_question, query_identifiers, query_terms
 from ._units import Layout
@@ -65,6 +65,9 @@ UNSURE_SHARE = 0.1
 # one that keeps the most expected recall net of that price, so a ranking sure of a few
 # lines keeps a small view and one spread over many lines a large one.
 VIEW_PRICE = 0.4
+# Search output: the share of the view its best lines fill before VIEW_PRICE decides (0.12 from
+# two looked-at sets, 0.08 / 0.12 without the price: smaller views, less recall than BM25 there).
+SEARCH_SHARE = 0.12
 # ... but never less than this (or half a small text): below it pruning saves little and risks much.
 CODE_MIN_BYTES = 2048
 # A partly kept unit is completed when the rest takes at most this share of the budget.
@@ -119,12 +122,15 @@ def select_lines(
     scores = scored.units
     _check(deadline)
     ranking: Ranking | _UnitRanking | None = None
-    if source_type in PLANNED or (source_type == "docs" and _unstructured(layout, n)):
+    if source_type in PLANNED or (source_type == "docs" and _unstructured(layout, n)) or layout.by_line:
         docs = source_type == "docs"
         chances: Sequence[float]
         if docs:
             chances = unit_chances(scores, DOCS_TEMP)
             values = line_values(n, layout, chances, scored.lines, prose=prose)
+        elif layout.by_line:  # search output: the planner's values, no model fitted to it
+            chances = unit_chances(scores, CODE_TEMP)
+            values = line_values(n, layout, chances, scored.lines, prose=frozenset())
         else:
             text = plan_code(lines, layout, scored, prose, qterms, line_prior, line_subjects)
             chances = text.chances
@@ -133,6 +139,8 @@ def select_lines(
         view = numbered_view_bytes(shown)
         if docs:
             share = DOCS_SHARE
+        elif layout.by_line:
+            share = SEARCH_SHARE
         else:
             share = CODE_SHARE + UNSURE_SHARE * (1 - max(chances, default=0.0))
         budget = max(min(CODE_MIN_BYTES, 0.6 * sum(view)), share * sum(view))

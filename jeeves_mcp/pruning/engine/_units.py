@@ -33,3 +33,6 @@ class Layout:
     prose: set[int] = field(default_factory=set)  # docstring lines: worth less than code
     # unit -> the unit it belongs with (a file's diff -> its commit): worth at least as much
     follows: dict[int, int] = field(default_factory=dict)
+    # Logs whose lines are ranked one by one, as code's are (search output: the best matches
+    # of every file rather than a file's matches ten at a time)
+    by_line: bool = False
