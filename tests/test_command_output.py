@@ -136,6 +136,17 @@ def test_a_log_keeps_its_error_whatever_its_lines_look_like(shape: str, prefix: 
     assert selection.keep[lines.index(ERROR_LINE)] and not all(selection.keep)
 
 
+def test_search_output_ranks_the_lines_of_a_file_one_by_one() -> None:
+    """The asked-about match, the 25th of its file's 30, comes first in the view's order (a
+    smaller result keeps it before any other line), not with the ten lines around it."""
+    lines = [f"src/shop/orders.py:{10 * k}:    order.total = compute(order, item_{k})" for k in range(30)]
+    lines[24] = "src/shop/orders.py:240:    order.total = apply_discount_coupon(order, coupon_code)"
+    lines += [f"src/shop/m{k}.py:{k}:    order.total = compute(order)" for k in range(200)]
+    selection = select_lines(lines, "where is the discount coupon applied to the order total?", "logs", max_bytes=2048)
+    assert selection.keep[24]
+    assert selection.order is not None and selection.order[0] == 24, selection.order[:12]
+
+
 def test_a_command_run_after_a_search_keeps_its_traceback() -> None:
     lines = [f"src/app/module_{n}.py:{n + 3}:    discriminator = schema.get('kind')" for n in range(60)]
     lines += ["Traceback (most recent call last):", '  File "run.py", line 3, in <module>',

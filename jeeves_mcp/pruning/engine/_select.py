@@ -131,6 +131,7 @@ def select_lines(
         elif layout.by_line:  # search output: the planner's values, no model fitted to it
             chances = unit_chances(scores, CODE_TEMP)
             values = line_values(n, layout, chances, scored.lines, prose=frozenset())
+            _check(deadline)
         else:
             text = plan_code(lines, layout, scored, prose, qterms, line_prior, line_subjects)
             chances = text.chances
