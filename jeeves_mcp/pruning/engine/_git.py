@@ -16,7 +16,7 @@ import re
 
 from ._units import Layout, Unit
 
-__all__ = ["git_layout", "is_git_output"]
+__all__ = ["git_layout", "is_git_output", "short_path"]
 
 _COMMIT = re.compile(r"commit [0-9a-f]{7,64}\b")
 _FILES = ("diff --git ", "diff --cc ", "diff --combined ")
@@ -110,7 +110,7 @@ def _clip(name: str, most: int = LABEL_CHARS) -> str:
     return name if len(name) <= most else name[: most - 1] + "…"
 
 
-def _short_path(path: str) -> str:
+def short_path(path: str) -> str:
     """A path a label can show whole: its end, where the file's name is."""
     return path if len(path) <= LABEL_CHARS else "…" + path[-(LABEL_CHARS - 1) :]
 
@@ -123,7 +123,7 @@ def _file_units(
     header_end = (hunks[0] if hunks else end + 1) - 1
     path = _path(lines, start, header_end)
     heads = [head] if head is not None else []
-    label = _short_path(path)
+    label = short_path(path)
     if end - start + 1 <= MAX_FILE_UNIT or not hunks:
         return [Unit(start, end, label, name=path, owner=subject, sig=(start, header_end), heads=heads)]
     units = [Unit(start, header_end, label, name=path, owner=subject, sig=(start, header_end), heads=heads)]

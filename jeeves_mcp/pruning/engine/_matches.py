@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from ._git import short_path
 from ._logs import error_lines
 from ._units import Layout, Unit
 
@@ -34,8 +35,6 @@ MOST = 0.9
 # Matches of one file in a row past this many start a new unit: a file with hundreds of
 # matches is not kept or pruned whole (5, 10, 40 measured on two looked-at sets: 10).
 MAX_GROUP = 10
-# Characters of a path in a label (markers show 40 of a unit's label).
-LABEL_CHARS = 38
 
 
 def _parts(line: str) -> tuple[str, str] | None:
@@ -72,8 +71,7 @@ def search_layout(lines: list[str]) -> Layout:
         if i == len(lines) or here != path or i - start >= MAX_GROUP:
             if i > start:
                 if path is not None:
-                    label = path if len(path) <= LABEL_CHARS else "…" + path[-(LABEL_CHARS - 1) :]
-                    units.append(Unit(start, i - 1, label, name=path.replace("/", " ")))
+                    units.append(Unit(start, i - 1, short_path(path), name=path.replace("/", " ")))
                 else:
                     units.append(Unit(start, i - 1, "", prior=float(any(error_lines(lines[start:i])))))
             start, path = i, here
