@@ -1,7 +1,8 @@
 """Command output with a structure of its own, pruned for a question. git's log, show and diff
 output: a commit with its changes, a file's diff or a hunk whole, markers naming the commits and
-files they hide (texts made by real git). Search output (grep -n, rg -n, the grep tool): a file's
-matches together, markers naming the files they hide."""
+files they hide (texts made by real git). Search output (grep -rn, rg -n, the grep tool, and
+`path:text` of rg or grep -r without -n): a file's matches together, markers naming the files
+they hide."""
 
 from __future__ import annotations
 
@@ -119,6 +120,11 @@ LOG_SHAPES = {
     "gcc": "src/crc32.c:{n}:20: warning: conversion may change value [-Wconversion]",
     "mypy": "src/boltons/urlutils.py:{n}: note: see the annotation of value {n}",
     "shellcheck": "deploy.sh:{n}:5: note: Double quote to prevent globbing [SC2086]",
+    # `path:text` with no line number, as `rg X` prints to a pipe
+    "pylog": "INFO:app.db:request {n} served",
+    "logger": "app.db:request {n} served",
+    "loggers": "worker.{w}:job {n} done",
+    "pytest": "tests/test_api.py::test_case_{n} PASSED",
 }
 ERROR_LINE = "ERROR: payment for order 4411 failed: card declined"
 
@@ -126,7 +132,7 @@ ERROR_LINE = "ERROR: payment for order 4411 failed: card declined"
 @pytest.mark.parametrize("shape", sorted(LOG_SHAPES))
 @pytest.mark.parametrize("prefix", ["", "git"])
 def test_a_log_keeps_its_error_whatever_its_lines_look_like(shape: str, prefix: str, tmp_path: Path) -> None:
-    lines = [LOG_SHAPES[shape].format(m=n // 60 % 60, s=n % 60, d=n % 28 + 1, n=n) for n in range(300)]
+    lines = [LOG_SHAPES[shape].format(m=n // 60 % 60, s=n % 60, d=n % 28 + 1, n=n, w="ab"[n % 2]) for n in range(300)]
     lines.insert(170, ERROR_LINE)
     if prefix:  # `git log -1 && make`: a build log with a commit on top
         history(tmp_path)
@@ -134,6 +140,25 @@ def test_a_log_keeps_its_error_whatever_its_lines_look_like(shape: str, prefix: 
     assert not is_search_output(lines) and not is_git_output(lines)
     selection = select_lines(lines, "what went wrong overnight?", "logs")
     assert selection.keep[lines.index(ERROR_LINE)] and not all(selection.keep)
+
+
+def test_search_output_without_line_numbers_keeps_the_file_asked_about() -> None:
+    """`rg X` and `grep -r X` print `path:text` to a pipe, and `path-text` for context lines."""
+    lines = []
+    for module in ("billing", "shipping", "inventory", "accounts", "reports", "payroll"):
+        for k in range(1, 13):
+            lines += [f"src/{module}/service.py-    # step {k}", f"src/{module}/service.py:    timeout = get('t', {k})", "--"]
+    lines += ["src/gateway/retry.py-def retry(attempt):", "src/gateway/retry.py:    timeout = backoff_timeout(attempt)"]
+    lines += ["CHANGES:- retry timeouts", "CHANGES:- more timeouts"]
+    lines += [f"tests/test_{k}.py:    client.timeout = {k}" for k in range(60)]
+    assert is_search_output(lines)
+    selection = select_lines(lines, "how does the gateway retry compute its backoff timeout?", "logs")
+    assert selection.keep[lines.index("src/gateway/retry.py:    timeout = backoff_timeout(attempt)")]
+    assert not all(selection.keep)
+    reasons = {reason for reason in selection.reasons if reason}
+    assert reasons and all(reason.startswith("hors focus: ") and "/" in reason for reason in reasons), reasons
+    # A context line whose text reads as a path of its own is its match's neighbour.
+    assert is_search_output(["a/x.py-b.py:1", "a/x.py:timeout", "a/y.py:timeout", "a/y.py:timeouts"])
 
 
 def test_search_output_ranks_the_lines_of_a_file_one_by_one() -> None:
@@ -189,6 +214,25 @@ async def test_git_log_through_bash_keeps_the_commit_asked_about(child: Child, w
     stdout = result["stdout"]
     assert "Reject empty passwords at signup" in stdout and "+def step_3_9(value):" in stdout
     assert "+def step_0_0(value):" not in stdout
+
+
+@pytest.mark.parametrize("cmd", ["grep -r timeout .", "grep -r -C1 timeout ."])
+async def test_grep_without_line_numbers_through_bash_keeps_the_file_asked_about(
+    cmd: str, child: Child, workspace: Path,
+) -> None:
+    for module in ("billing", "shipping", "inventory", "accounts", "reports", "payroll"):
+        (workspace / f"{module}.py").write_text(
+            "".join(f"def step_{k}(settings):\n    return settings.get('timeout', {k})\n\n" for k in range(12)))
+    (workspace / "gateway.py").write_text("def retry(attempt):\n    timeout = backoff_timeout(attempt)\n")
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        result = tool_json(await call(http, child, "bash", {
+            "cmd": cmd, "context_focus_question": "how does the gateway retry compute its backoff?",
+        }))
+    assert result["pruning"]["applied"], result["pruning"]
+    stdout = result["stdout"]
+    assert "./gateway.py:    timeout = backoff_timeout(attempt)" in stdout
+    markers = [line for line in stdout.split("\n") if line.startswith("⟦")]
+    assert markers and all(".py" in line.split("raison=", 1)[1] for line in markers), markers
 
 
 async def test_the_grep_tool_keeps_the_matches_of_the_file_asked_about(child: Child, workspace: Path) -> None:

@@ -1,12 +1,15 @@
 """Search output with a question, made from commit tasks and the bare clones they came from.
 
     python bench/data/make_search_output.py COMMITS.jsonl OUT.jsonl --mirror MIRRORS [--max 150]
+                                            [--no-line-numbers]
 
 For each commit task (make_commits.py's: source OWNER/NAME@SHA:PATH, text = the file before the fix,
 gold = the lines the fix changed) whose subject holds a word of four letters or more that a changed
 line holds too: `git grep -I -n -w -i WORD SHA^` over the whole repository (text files), as an agent's search for
 that word. The question is the subject; the gold is the output's lines of the fixed file within the
 fix's range, first to last. Outputs of 10 KB to 400 KB only (smaller ones fit a result whole).
+--no-line-numbers makes the same cases with `path:text` rows, as `rg WORD` and `grep -r WORD`
+print to a pipe.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 MIN_CHARS, MAX_CHARS = 10_000, 400_000
 
 
-def search_case(case: dict, mirrors: Path) -> dict | None:
+def search_case(case: dict, mirrors: Path, numbered: bool = True) -> dict | None:
     repo, rest = case["source"].split("@", 1)
     sha, path = rest.split(":", 1)
     lines = case["text"].split("\n")
@@ -44,6 +47,8 @@ def search_case(case: dict, mirrors: Path) -> dict | None:
             if row.startswith(path + ":") and first <= int(row[len(path) + 1 :].split(":", 1)[0]) <= last]
     if not hits:
         return None
+    if not numbered:
+        rows = [row.split(":", 1)[0] + ":" + row.split(":", 2)[2] for row in rows]
     return {"id": f"grep-{case['id']}", "text": "\n".join(rows), "question": case["question"],
             "gold": [hits[0] + 1, hits[-1] + 1], "source_type": "logs", "source": repo}
 
@@ -54,10 +59,11 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("--mirror", type=Path, required=True, help="MIRRORS: OWNER+NAME/repo bare clones")
     ap.add_argument("--max", type=int, default=150)
+    ap.add_argument("--no-line-numbers", action="store_true", help="rows `path:text`, as rg prints to a pipe")
     args = ap.parse_args()
     out: list[dict] = []
     for line in args.commits.read_text().splitlines():
-        if line.strip() and (case := search_case(json.loads(line), args.mirror)):
+        if line.strip() and (case := search_case(json.loads(line), args.mirror, not args.no_line_numbers)):
             out.append(case)
             if len(out) >= args.max:
                 break

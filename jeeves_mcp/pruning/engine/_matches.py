@@ -1,4 +1,5 @@
-"""Units of search output (`grep -n`, `rg -n`, `git grep -n`, the `grep` tool): a file's matches.
+"""Units of search output (`grep -rn`, `rg -n`, `git grep -n`, the `grep` tool, and `rg` or
+`grep -r` without line numbers): a file's matches.
 
 Read as log records, every match was a record of its own, scored by its text alone: the file a
 question named lost to lines of other files that repeat its words. A file's matches (ten in a
@@ -12,12 +13,13 @@ build's log: they stay with the logs layout, which keeps error lines whatever th
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from ._git import short_path
 from ._logs import error_lines
 from ._units import Layout, Unit
 
-__all__ = ["is_search_output", "search_layout"]
+__all__ = ["is_search_output", "line_paths", "search_layout"]
 
 # `path:12:text`: a path with no blank (a log line's `Nov 29 01:02:03` is not one), git-quoted
 # when it holds a colon; not a time's `01:02:03` (a digit after the second colon).
@@ -32,42 +34,104 @@ _DIAGNOSTIC = re.compile(r"\d+:| (?:fatal )?(?:error|warning|note|info|hint):", 
 DIAGNOSTICS = 0.2
 # Share of the lines that must be matches or context lines.
 MOST = 0.9
+# `path:text`, what `rg X` and `grep -r X` print to a pipe; not `path::` (pytest's node ids).
+# Most of its lines' paths have a slash or a file's extension (not a log's `INFO:root:`, a
+# logger's `urllib3.connectionpool:`). Context lines are `path-text`, told by the path of a
+# match beside them.
+_BARE = re.compile(r"(/?(?:[\w.@+~-]+/)*[\w.@+~-]+):(?!:)")
+_FILE_LIKE = re.compile(r"/|\.[A-Za-z][A-Za-z0-9]{0,5}$")
 # Matches of one file in a row past this many start a new unit: a file with hundreds of
 # matches is not kept or pruned whole (5, 10, 40 measured on two looked-at sets: 10).
 MAX_GROUP = 10
 
 
-def _parts(line: str) -> tuple[str, str] | None:
-    """(path, the rest) of a match or context line, or None."""
+def _numbered_path(line: str) -> str | None:
     match = _MATCH.match(line) or _CONTEXT.match(line)
-    return None if match is None else (match.group(1), line[match.end() :])
+    return None if match is None else match.group(1)
 
 
-def is_search_output(lines: list[str]) -> bool:
+def _bare_paths(lines: list[str]) -> list[str | None]:
+    """The path of each line of `path:text` search output (None for a line that is none)."""
+    found = [match.group(1) if (match := _BARE.match(line)) else None for line in lines]
+    # A name with no slash nor extension (`CHANGES`, `.gitignore`) is a path where it has
+    # several matches: once, it is an exception's `ValueError: ...` after the search.
+    count = Counter(found)
+    found = [path if path is None or count[path] > 1 or _FILE_LIKE.search(path) else None for path in found]
+    below: list[str | None] = [None] * len(lines)
+    for i in range(len(lines) - 2, -1, -1):
+        below[i] = found[i + 1] or below[i + 1]
+    paths: list[str | None] = []
+    above: str | None = None
+    for i, line in enumerate(lines):
+        path = found[i]
+        if path is None or path not in (above, below[i]):
+            # A context line (`path-text`) belongs to the match above or below; its text may
+            # read as a path of its own (`a.py-x:`), so the neighbours' paths decide first.
+            for near in (above, below[i]):
+                if near is not None and line.startswith(near + "-"):
+                    path = near
+                    break
+        paths.append(path)
+        if path is not None and line.startswith(path + ":"):
+            above = path
+    return paths
+
+
+def _rows(lines: list[str]) -> list[int]:
+    """The lines of the first 2,000 to tell search output by: not blank, no `--` separator."""
+    return [i for i, line in enumerate(lines[:2000]) if line.strip() and line != "--"]
+
+
+def _numbered(lines: list[str]) -> bool:
     """Nearly every line a match or a context line, most of them matches, and none a
     compiler's or linter's diagnostic."""
-    rows = [line for line in lines[:2000] if line.strip() and line != "--"]
+    rows = _rows(lines)
     matches = parsed = diagnostics = 0
-    for line in rows:
-        match = _MATCH.match(line)
+    for i in rows:
+        match = _MATCH.match(lines[i])
         if match is not None:
-            diagnostics += _DIAGNOSTIC.match(line, match.end()) is not None
+            diagnostics += _DIAGNOSTIC.match(lines[i], match.end()) is not None
             matches += 1
             parsed += 1
-        elif _CONTEXT.match(line):
+        elif _CONTEXT.match(lines[i]):
             parsed += 1
     return len(rows) >= 3 and parsed >= MOST * len(rows) and 0 < matches and diagnostics < DIAGNOSTICS * matches
 
 
-def search_layout(lines: list[str]) -> Layout:
+def _bare(lines: list[str], paths: list[str | None]) -> bool:
+    """Nearly every line a match or a context line, of two files or more, each file's lines
+    together (as a search prints them: a log's lines interleave, and a log of one logger,
+    `app.db:text`, is of one "file")."""
+    rows = _rows(lines)
+    parsed = [i for i in rows if paths[i] is not None]
+    matches = sum(lines[i].startswith(f"{paths[i]}:") for i in parsed)
+    runs = sum(k == 0 or paths[i] != paths[parsed[k - 1]] for k, i in enumerate(parsed))
+    files = sum(_FILE_LIKE.search(paths[i]) is not None for i in parsed)  # type: ignore[arg-type]
+    return (len(rows) >= 3 and len(parsed) >= MOST * len(rows) and matches > 0
+            and files * 2 > len(parsed) and runs == len({paths[i] for i in parsed}) > 1)
+
+
+def line_paths(lines: list[str]) -> list[str | None] | None:
+    """The file each line of search output is a match or a context line of (None for a line
+    that is neither), or None when the text is no search output."""
+    if _numbered(lines):
+        return [_numbered_path(line) for line in lines]
+    sample = lines[:2000]  # a log is told from its first lines, as by _numbered
+    return _bare_paths(lines) if _bare(sample, _bare_paths(sample)) else None
+
+
+def is_search_output(lines: list[str]) -> bool:
+    return line_paths(lines) is not None
+
+
+def search_layout(lines: list[str], paths: list[str | None]) -> Layout:
     """A file's matches (at most MAX_GROUP lines in a row) are a unit, named by its path; the
     lines between that are no match (a `--`, a command's own output after the search) are
     units of their own, worth more when they report an error, as in the logs layout."""
     units: list[Unit] = []
     start, path = 0, None
-    for i, line in enumerate([*lines, None]):
-        parts = _parts(line) if line is not None else None
-        here = parts[0] if parts else None
+    for i in range(len(lines) + 1):
+        here = paths[i] if i < len(lines) else None
         if i == len(lines) or here != path or i - start >= MAX_GROUP:
             if i > start:
                 if path is not None:

@@ -13,7 +13,7 @@ from ._git import git_layout, is_git_output
 from ._line_model import PlannedText
 from ._line_refs import favour_named_lines, named_lines
 from ._logs import logs_layout
-from ._matches import is_search_output, search_layout
+from ._matches import line_paths, search_layout
 from ._plan import line_values, unit_chances
 from ._prior import SUBJECT_SHARE, on_topic, with_priors
 from ._rank import Scores, score_units
@@ -55,7 +55,8 @@ def text_layout(lines: list[str], source_type: str, path: str | None) -> Layout:
         return docs_layout(lines)
     if is_git_output(lines):
         return git_layout(lines)
-    return search_layout(lines) if is_search_output(lines) else logs_layout(lines)
+    paths = line_paths(lines)
+    return logs_layout(lines) if paths is None else search_layout(lines, paths)
 
 
 def scored_text(
