@@ -2,6 +2,7 @@
 
     python bench/prune_quality.py [--set NAME ...] [--extra FILE ...] [--by-source] [--json]
                                   [--history MIRRORS] [--shown-as read|numbered|logs]
+                                  [--window LINES [--window-alone]]
 
 Sets (each a JSONL of cases with `text`, `question`, `source_type`, `source` and
 `gold` = [first, last], 1-based inclusive lines over `text.split("\\n")`):
@@ -22,6 +23,12 @@ figure. `--by-source` prints one row per repository/library.
 --shown-as says how the text reaches the engine: as a focused read gives it (the default), as
 `nl -ba F` through `bash` gives it (a number and a tab before each line), or as command output
 (logs, no path, no history: how `bash` pruned a printed file before 2026-11-29).
+
+--window LINES shows each code case as a window of that many lines holding the gold (its first
+line drawn from the case's id), as `read` with an offset and a limit or `sed -n 'A,Bp' F` gives
+it: the engine ranks it within the file around it, as the read and bash tools give it, or alone
+with --window-alone (how a window was pruned before 2026-11-29's ninth session). A case whose
+file is not longer than the window, or whose gold is over half of it, is left out.
 
 --history MIRRORS gives each case whose source is OWNER/NAME@SHA:PATH the recency prior a focused
 read in a git workspace gets (jeeves_mcp/pruning/history.py), blamed in MIRRORS/OWNER+NAME/repo
@@ -487,6 +494,7 @@ import argparse
 import json
 import math
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -502,7 +510,7 @@ sys.path.insert(0, str(ROOT))
 from jeeves_mcp.pipeline import fit_result  # noqa: E402
 from jeeves_mcp.pruner_config import PrunerConfig  # noqa: E402
 from jeeves_mcp.pruning.contract import LineHistory, PruneOptions, Selection  # noqa: E402
-from jeeves_mcp.pruning.engine import hidden_unit_name, select_lines, terms  # noqa: E402
+from jeeves_mcp.pruning.engine import Around, hidden_unit_name, select_lines, terms  # noqa: E402
 from jeeves_mcp.pruning.history import RECENT_COMMITS, history_from_blame  # noqa: E402
 from jeeves_mcp.pruning.pruner import fit_by_order  # noqa: E402
 from jeeves_mcp.pruning.render import Row, fit_rows, pruned_rows, rows_text, text_bytes  # noqa: E402
@@ -645,15 +653,36 @@ def shown_as(c: dict, how: str) -> tuple[dict, list[str]]:
     return c, lines
 
 
-def run_case(c: dict, baseline: bool, how: str = "read") -> dict:
+def window_of_case(c: dict, prior: LineHistory | None, size: int, alone: bool,
+                   ) -> tuple[dict, LineHistory | None, Around | None] | None:
+    """The case shown as a window of `size` lines holding its gold, the window's history, and
+    the file around it (None with `alone`); None when the case has no such window."""
+    lines = c["text"].split("\n")
+    first, last = c["gold"]
+    if c["source_type"] != "code" or len(lines) <= size or last - first + 1 > size // 2:
+        return None
+    start = random.Random(c["id"]).randint(max(0, last - size), min(first - 1, len(lines) - size))
+    window = {**c, "text": "\n".join(lines[start : start + size]), "gold": [first - start, last - start]}
+    around = None if alone else Around(lines, start, *((prior.prior, prior.subjects) if prior else ()))
+    if prior is not None:
+        prior = LineHistory(prior.prior[start : start + size], prior.subjects[start : start + size])
+    return window, prior, around
+
+
+def run_case(c: dict, baseline: bool, how: str = "read", window: int = 0, alone: bool = False) -> dict | None:
     # The history is the file's (bash finds it as read does), never a command output's.
     prior, blame_ms = history_prior(c, c["text"].split("\n")) if how != "logs" else (None, 0.0)
+    around = None
+    if window:
+        if (shown := window_of_case(c, prior, window, alone)) is None:
+            return None
+        c, prior, around = shown
     c, lines = shown_as(c, how)
     t0 = time.perf_counter()
     sel = select_lines(lines, c["question"], c["source_type"], path=c.get("path"),
                        max_bytes=RESPONSE_BUDGET,
                        line_prior=None if prior is None else prior.prior,
-                       line_subjects=None if prior is None else prior.subjects)
+                       line_subjects=None if prior is None else prior.subjects, around=around)
     ms = (time.perf_counter() - t0) * 1000
     assert len(sel.keep) == len(lines)
     keep, view_bytes, rows = seen_lines(lines, sel)
@@ -771,6 +800,11 @@ def main() -> None:
                     help="how the text reaches the engine: a focused read (default), `nl -ba F` "
                          "through bash (numbered lines), or as command output (logs, no path, no "
                          "history: how bash pruned a printed file before it was read as the file)")
+    ap.add_argument("--window", type=int, default=0, metavar="LINES",
+                    help="show each code case as a window of LINES lines holding its gold, ranked "
+                         "within its file (as read with offset/limit and sed -n give it)")
+    ap.add_argument("--window-alone", action="store_true",
+                    help="with --window: the window ranked alone, without the file around it")
     args = ap.parse_args()
     global HISTORY
     HISTORY = args.history
@@ -795,7 +829,8 @@ def main() -> None:
         if path is None or not path.exists():
             print(f"{name}: {path} missing, skipped", file=sys.stderr)
             continue
-        rows = [run_case(c, not args.no_baseline, args.shown_as) for c in load(path)]
+        rows = [row for c in load(path)
+                if (row := run_case(c, not args.no_baseline, args.shown_as, args.window, args.window_alone))]
         for r in rows:
             r["held_out"] = r["source"] not in tuned_sources
         all_rows[name] = rows

@@ -12,7 +12,8 @@ characters), escaped = Go lines of escaped quotes ending in a backslash (the one
 scan's worst case), typed = TypeScript blocks opened by 400-character lines of `a:a:a:...` (the
 worst case of naming a function assigned to a name), git = this project's own `git log -p`, repeated
 to size (read as commits, files and hunks), search = its `git grep -n -i def -- '*.py'`, repeated to size
-(each line ranked; both skipped outside a git checkout). The question is the first case's; the view is
+(each line ranked; both skipped outside a git checkout), window = 200 lines from the middle of the
+code text, ranked within it (as `read` with an offset gives them: the size is the file's). The question is the first case's; the view is
 bounded by the child's response budget, as prune_text bounds it. Prints the median wall time of
 select_lines over --repeat runs (after one warm-up run), and ms per 1k lines to
 show whether the cost grows linearly.
@@ -37,7 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from prune_quality import RESPONSE_BUDGET, SETS  # noqa: E402
 
-from jeeves_mcp.pruning.engine import select_lines  # noqa: E402
+from jeeves_mcp.pruning.engine import Around, select_lines  # noqa: E402
 from jeeves_mcp.pruning.engine._code import AST_MAX_LINES  # noqa: E402
 
 SIZES = (2_000, 10_000, 50_000)
@@ -127,17 +128,25 @@ def git_log(lines_wanted: int) -> tuple[list[str], str]:
     return (log * (lines_wanted // len(log) + 1))[:lines_wanted], "where is the response budget applied"
 
 
+def window_in_code(lines_wanted: int) -> tuple[list[str], str, Around]:
+    """200 lines from the middle of the code text of that size, and the text around them."""
+    lines, question = corpus("needles", lines_wanted)
+    first = len(lines) // 2
+    return lines[first : first + 200], question, Around(lines, first)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    inputs: list[tuple[str, int, Callable[[], tuple[list[str], str]]]] = []
+    inputs: list[tuple[str, int, Callable[[], tuple]]] = []
     for name, source_type in KINDS.items():
         if not SETS[name].exists():
             continue
         inputs += [(source_type, size, partial(corpus, name, size)) for size in SIZES]
         if name == "needles":
+            inputs += [("window", size, partial(window_in_code, size)) for size in SIZES]
             inputs += [("python", size, partial(python_module, size))
                        for size in SIZES if size <= AST_MAX_LINES]
     inputs += [("quoted", size, partial(quoted_rust, size)) for size in SIZES]
@@ -148,15 +157,17 @@ def main() -> None:
         inputs += [("search", size, partial(search_output, size)) for size in SIZES]
     results = []
     for label, size, make in inputs:
-        lines, question = make()
-        source_type = "code" if label == "python" or label in CRAFTED_PATHS else label
+        lines, question, *around = make()
+        source_type = "code" if label in ("python", "window") or label in CRAFTED_PATHS else label
         source_type = "logs" if label in ("git", "search") else source_type
         path = CRAFTED_PATHS.get(label)
-        select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET, path=path)
+        run = partial(select_lines, lines, question, source_type, max_bytes=RESPONSE_BUDGET, path=path,
+                      around=around[0] if around else None)
+        run()
         times = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            select_lines(lines, question, source_type, max_bytes=RESPONSE_BUDGET, path=path)
+            run()
             times.append((time.perf_counter() - t0) * 1000)
         ms = statistics.median(times)
         results.append(

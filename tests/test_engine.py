@@ -13,7 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jeeves_mcp.pruning.engine import PruneTimeout, Selection, guess_source_type, select_lines
+from jeeves_mcp.pruning.engine import (
+    Around,
+    PruneTimeout,
+    Selection,
+    guess_source_type,
+    select_lines,
+)
 from jeeves_mcp.pruning.engine._line_refs import named_lines
 from jeeves_mcp.pruning.render import (
     numbered_line_bytes,
@@ -1255,3 +1261,35 @@ def test_the_module_docstring_unit_and_the_next_def_do_not_overlap() -> None:
     lines = ['"""Module.', "", "* item one", '* item two"""', "# comment", "def f():", "    return 1"]
     units = sorted((u.start, u.end) for u in code_layout(lines, "m.py").units)
     assert units == [(0, 3), (4, 6)]
+
+
+def shop_source() -> list[str]:
+    """A class of eight methods of 44 lines, each named by what it does and its body words
+    not saying it."""
+    lines = ["class Shop:", ""]
+    for k, name in enumerate(["ship_parcel", "print_label", "apply_coupon", "refund_card",
+                              "close_ledger", "audit_stock", "merge_carts", "notify_buyer"]):
+        lines += [f"    def {name}(self, order):", f'        """{name.replace("_", " ")}."""']
+        lines += [f"        step_{k}_{j} = order.value_{j} * {j} + self.offset_{j}" for j in range(40)]
+        lines += ["        return step_0", ""]
+    return lines
+
+
+def test_a_window_is_ranked_within_its_file() -> None:
+    """A window that starts inside a method (`read` with an offset, `sed -n 'A,Bp'`) keeps
+    that method's lines when the question names it: ranked alone, the lines under the
+    window's edge were a nameless block."""
+    lines = shop_source()
+    start = lines.index("    def refund_card(self, order):") + 10
+    window = lines[start : start + 200]
+    rest = lines.index("    def close_ledger(self, order):") - start  # refund_card's lines in the window
+    question = "how is a card refund computed?"
+    alone = select_lines(window, question, "code", max_bytes=10240)
+    within = select_lines(window, question, "code", max_bytes=10240, around=Around(lines, start))
+    assert sum(within.keep[:rest]) >= rest - 1 and not all(within.keep)
+    assert sum(alone.keep[:rest]) < rest // 2  # what the file around it adds
+    # Markers name the methods they hide with their class, whose line is above the window.
+    assert any(reason and reason.startswith("hors focus: Shop.") for reason in within.reasons)
+    # A file that does not hold the window is not used.
+    other = Around(["x = 1"] * 300, 10)
+    assert select_lines(window, question, "code", max_bytes=10240, around=other).keep == alone.keep

@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 
 from tests._child import Child, tool_json
+from tests.test_engine import shop_source
 from tests.test_http import call
 
 MARKER = re.compile(r"^⟦PRUNÉ: prune_id=(\S+) lignes (\d+)-(\d+) \((\d+)\) raison=(.*)⟧$")
@@ -224,6 +225,28 @@ async def test_a_window_of_a_file_keeps_the_files_line_numbers(child: Child, wor
         })).json()
         assert before["error"]["code"] == -32005
         assert before["error"]["data"]["available"]["start_line"] == first
+
+
+async def test_a_window_is_ranked_within_the_file_it_was_cut_from(child: Child, workspace: Path) -> None:
+    """`read` with an offset and `sed -n 'A,Bp'` through bash: a window that starts inside
+    the method asked about keeps that method's lines (the file around the window names them)."""
+    source = shop_source()
+    (workspace / "shop.py").write_text("\n".join(source) + "\n")
+    first = source.index("    def refund_card(self, order):") + 11  # 1-based, ten lines into it
+    rest = range(first, source.index("    def close_ledger(self, order):") + 1)  # its lines in the window
+    question = "how is a card refund computed?"
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        for name, args, key in [
+            ("read", {"path": "shop.py", "offset": first, "limit": 200}, "content"),
+            ("bash", {"cmd": f"sed -n '{first},{first + 199}p' shop.py"}, "stdout"),
+        ]:
+            result = tool_json(await call(http, child, name, {**args, "context_focus_question": question}))
+            assert result["pruning"]["applied"], (name, result["pruning"])
+            shown = result[key].split("\n")
+            numbers = {int(line.split("│", 1)[0]) for line in shown if "│" in line and not line.startswith("⟦")}
+            assert len(numbers & set(rest)) >= len(rest) - 1, (name, sorted(numbers))
+            markers = [MARKER.match(line) for line in shown if line.startswith("⟦")]
+            assert markers and any(match and match.group(5).startswith("hors focus: Shop.") for match in markers)
 
 
 def large_module(target_at: int = 750, helpers: int = 1500) -> str:

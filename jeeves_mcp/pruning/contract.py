@@ -44,6 +44,17 @@ class LineHistory:
 
 
 @dataclass(frozen=True)
+class Window:
+    """The file a text is a window of (`read` with an offset, `sed -n 'A,Bp' F`): its text,
+    the number of the window's first line in it, and the file's history. The built-in
+    engine ranks the window within the file."""
+
+    file_text: str
+    first_line: int
+    history: LineHistory | None = None
+
+
+@dataclass(frozen=True)
 class Selection:
     keep: list[bool]
     reasons: list[str | None]
@@ -72,6 +83,7 @@ class Engine(Protocol):
         options: PruneOptions,
         path: str | None,
         line_prior: LineHistory | None = None,
+        window: Window | None = None,
     ) -> Selection: ...
 
     async def aclose(self) -> None: ...

@@ -33,6 +33,7 @@ from .contract import (
     LineHistory,
     PruneOptions,
     Selection,
+    Window,
     check_selection,
     estimate_tokens,
 )
@@ -54,6 +55,7 @@ class LocalEngine:
         options: PruneOptions,
         path: str | None,
         line_prior: LineHistory | None = None,
+        window: Window | None = None,
     ) -> Selection:
         from jeeves_mcp.pruning import engine  # imported on first use: keeps child start-up light
 
@@ -61,6 +63,13 @@ class LocalEngine:
         deadline = time.monotonic() + timeout_s
 
         def work() -> Selection:
+            around = None
+            if window is not None:  # split here, in the worker thread: a file may be 2 MiB
+                history = window.history
+                around = engine.Around(
+                    window.file_text.removesuffix("\n").split("\n"), window.first_line - 1,
+                    None if history is None else history.prior, None if history is None else history.subjects,
+                )
             chosen = engine.select_lines(
                 lines,
                 question,
@@ -72,6 +81,7 @@ class LocalEngine:
                 max_bytes=options.max_bytes,
                 line_prior=None if line_prior is None else line_prior.prior,
                 line_subjects=None if line_prior is None else line_prior.subjects,
+                around=around,
             )
             return Selection(list(chosen.keep), list(chosen.reasons), chosen.order)
 
@@ -134,11 +144,21 @@ class Pruner:
         request_id: str | None = None,
         first_line: int = 1,
         line_prior: LineHistory | None = None,
+        whole: str | None = None,
     ) -> PruneOutcome:
+        """`whole`: the file `text` is lines of from `first_line` (a read's or a printed
+        file's), which `line_prior` is then the history of; else `line_prior` is `text`'s."""
         started = time.monotonic()
         if text.endswith("\n"):
             text = text[:-1]  # a final newline ends the last line; it does not start another
         lines = text.split("\n")
+        window = None
+        if whole is not None:
+            history = line_prior
+            line_prior = None if history is None else history[first_line - 1 :]
+            # A window (not the file whole) of a file the engine may read whole.
+            if len(whole.removesuffix("\n")) > len(text) and len(whole) <= self.config.max_prune_input_bytes:
+                window = Window(whole, first_line, history)
         if line_prior is not None:
             line_prior = line_prior[: len(lines)] if len(line_prior) >= len(lines) else None
         prune_id = self.store.put(text, first_line=first_line)
@@ -152,7 +172,7 @@ class Pruner:
         _log.event(log, "pruner.call_start", endpoint=self.engine.name, request_id=request_id)
         try:
             selection = await self.engine.select(
-                lines, question, source_type, options=options, path=path, line_prior=line_prior
+                lines, question, source_type, options=options, path=path, line_prior=line_prior, window=window
             )
         except EngineError as exc:
             _log.event(

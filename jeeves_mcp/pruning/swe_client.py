@@ -64,6 +64,7 @@ from jeeves_mcp.pruning.contract import (
     LineHistory,
     PruneOptions,
     Selection,
+    Window,
     protected_lines,
 )
 from jeeves_mcp.pruning.render import FOCUS_REASON
@@ -131,6 +132,7 @@ class ExternalEngine:
         options: PruneOptions,
         path: str | None,
         line_prior: LineHistory | None = None,  # SWE-Pruner's protocol has no place for it
+        window: Window | None = None,  # nor for the file around a window
     ) -> Selection:
         code = "\n".join(lines)
         request = PruneRequest(

@@ -84,8 +84,12 @@ class TextOutput:
     path_hint: str | None = None
     first_line: int = 1  # original number of its first line (a window of a file)
     # Per line, a worth known before the question is read (recently changed lines of a
-    # file, see pruning.history); asked for only when the text is pruned.
+    # file, see pruning.history); asked for only when the text is pruned. With `whole`, the
+    # whole file's.
     line_prior: Callable[[], Awaitable[LineHistory | None]] | None = None
+    # The file `text` is lines of from first_line (a read, a printed file): a window of it
+    # is ranked within it.
+    whole: str | None = None
 
 
 @dataclass

@@ -197,7 +197,7 @@ async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOu
     if first is None:
         return None
     output = TextOutput("stdout", stdout, source_type_for(path), display_path(ctx.config, path), first)
-    return with_history(ctx, output, path, text, line_count(stdout))
+    return with_history(ctx, output, path, text)
 
 
 def _first_line(shown: ShownFile, text: str, stdout: str) -> int | None:

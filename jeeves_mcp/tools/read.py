@@ -121,27 +121,29 @@ async def file_text(root: Path, path: Path, shown: str) -> tuple[str, bool]:
         raise path_error(exc, shown) from exc
 
 
-def with_history(ctx: CallContext, content: TextOutput, path: Path, text: str, count: int) -> TextOutput:
-    """`content`, `count` lines from its `first_line` of the file `path` whose text is `text`,
-    given the recency prior of those lines (see pruning.history) when it is code and small
-    enough to have one: splitting a large file into lines would hold the event loop for seconds."""
+def with_history(ctx: CallContext, content: TextOutput, path: Path, text: str) -> TextOutput:
+    """`content`, lines from its `first_line` of the file `path` whose text is `text`, given
+    that file (a window of code is ranked within it) and the recency prior of its lines (see
+    pruning.history) when it is code and small enough to have one: splitting a large file
+    into lines would hold the event loop for seconds."""
+    if content.source_type != "code":
+        return content
+    content.whole = text
     timeout_ms = ctx.config.history_timeout_ms
     # A character is a byte at least: a longer text is over history's limit, it gets no prior.
-    if content.source_type != "code" or timeout_ms <= 0 or len(text) > HISTORY_MAX_BYTES:
+    if timeout_ms <= 0 or len(text) > HISTORY_MAX_BYTES:
         return content
-    first = content.first_line - 1
 
-    async def window_history() -> LineHistory | None:
-        prior = await line_history(
+    async def file_history() -> LineHistory | None:
+        return await line_history(
             path,
             text.removesuffix("\n").split("\n") if text else [],
             root=ctx.config.root,
             timeout_s=timeout_ms / 1000,
             kill_grace_s=ctx.config.kill_grace_ms / 1000,
         )
-        return None if prior is None else prior[first : first + count]
 
-    content.line_prior = window_history
+    content.line_prior = file_history
     return content
 
 
@@ -175,7 +177,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     span = "" if returned == total else f" (lines {offset}-{offset + returned - 1})"
     summary = clip_summary(f"read {shown}: {plural(total, 'line')}, {human_bytes(size)}{span}")
     content = TextOutput("content", window, source_type_for(path), shown, first_line=offset)
-    content = with_history(ctx, content, path, text, returned)
+    content = with_history(ctx, content, path, text)
     return ToolOutput(summary=summary, fields=fields, texts=[content])
 
 

@@ -6,6 +6,7 @@ import math
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from jeeves_mcp.pruning.contract import Selection, protected_lines
 from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change, numbered_view_bytes
@@ -16,9 +17,9 @@ from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._planner import CODE_TEMP, plan_code, scored_text, text_layout
 from ._sniff import without_line_numbers
 from ._text import bounded_question, query_identifiers, query_terms
-from ._units import Layout
+from ._units import Layout, window_of
 
-__all__ = ["PruneTimeout", "Selection", "select_lines"]
+__all__ = ["Around", "PruneTimeout", "Selection", "select_lines"]
 
 
 # Share of the characters the ranked units may fill; the best unit is kept even past it.
@@ -81,6 +82,23 @@ IMPORTS_CHEAP = 0.5
 ABOUT_IMPORTS = re.compile(r"\bimport(?:s|ed|ing)?\b", re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class Around:
+    """The file a window of code was cut from (`read` with an offset, `sed -n 'A,Bp'`): the
+    window is ranked as a part of it, its functions whole with their names and the file's
+    words, and only its own lines are kept. `first`: the index of the window's first line."""
+
+    lines: Sequence[str]
+    first: int
+    line_prior: Sequence[float] | None = None
+    line_subjects: Sequence[str | None] | None = None
+
+    def holds(self, window: Sequence[str]) -> bool:
+        n = len(window)
+        return 0 <= self.first and self.first + n <= len(self.lines) and n < len(self.lines) and all(
+            a == b for a, b in zip(self.lines[self.first : self.first + n], window, strict=True))
+
+
 def _check(deadline: float | None) -> None:
     if deadline is not None and time.monotonic() > deadline:
         raise PruneTimeout("pruning deadline passed")
@@ -98,11 +116,14 @@ def select_lines(
     max_bytes: int | None = None,
     line_prior: Sequence[float] | None = None,
     line_subjects: Sequence[str | None] | None = None,
+    around: Around | None = None,
 ) -> Selection:
     """The lines to keep; `max_bytes` is the size the caller's view may take (line
     numbers and markers included), so that the lines chosen first fit it. `line_prior`
     (code only): per line, a worth known before the question is read (recent changes);
-    `line_subjects` (code only): per line, the subject of the commit that last changed it."""
+    `line_subjects` (code only): per line, the subject of the commit that last changed it;
+    `around` (code only): the file `lines` are a window of, with its priors, which replace
+    the window's."""
     if source_type not in ("code", "logs", "docs"):
         raise ValueError(f"unknown source_type {source_type!r}")
     n = len(lines)
@@ -116,8 +137,10 @@ def select_lines(
     # Numbered lines (`cat -n`, `nl` in a command's output) are read without their numbers
     # and priced with them.
     lines = without_line_numbers(shown) or shown
+    whole = around if source_type == "code" and around is not None and around.holds(lines) else None
+    file_lines = list(whole.lines) if whole is not None else lines
     layout, prose, scored = scored_text(
-        lines, question, source_type, path, qterms, identifiers, between=lambda: _check(deadline)
+        file_lines, question, source_type, path, qterms, identifiers, between=lambda: _check(deadline)
     )
     scores = scored.units
     _check(deadline)
@@ -132,11 +155,21 @@ def select_lines(
             chances = unit_chances(scores, CODE_TEMP)
             values = line_values(n, layout, chances, scored.lines, prose=frozenset())
             _check(deadline)
-        else:
+        elif whole is None:
             text = plan_code(lines, layout, scored, prose, qterms, line_prior, line_subjects)
             chances = text.chances
             _check(deadline)
             values = learned_values(text)
+        else:
+            # Ranked within the file: the window's units are the file's, cut at its edges, and
+            # their chances are the file's. A window holding nothing the file ranks high is
+            # kept larger: what the question says does not tell why it was asked for.
+            text = plan_code(file_lines, layout, scored, prose, qterms, whole.line_prior, whole.line_subjects)
+            _check(deadline)
+            values = learned_values(text)[whole.first : whole.first + n]
+            layout, index = window_of(layout, whole.first, n)
+            chances = [text.chances[k] for k in index]
+            scores = [scores[k] for k in index]
         view = numbered_view_bytes(shown)
         if docs:
             share = DOCS_SHARE

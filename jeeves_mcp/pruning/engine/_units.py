@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Layout", "Unit"]
+__all__ = ["Layout", "Unit", "window_of"]
 
 
 @dataclass(slots=True)
@@ -36,3 +36,36 @@ class Layout:
     # Logs whose lines are ranked one by one, as code's are (search output: the best matches
     # of every file rather than a file's matches ten at a time)
     by_line: bool = False
+
+
+def window_of(layout: Layout, first: int, n: int) -> tuple[Layout, list[int]]:
+    """The layout of lines `first` to `first + n - 1` of a text laid out whole, numbered from
+    0, and for each of its units the index of the unit it was cut from in `layout.units`."""
+    last = first + n - 1
+
+    def inside(a: int, b: int) -> tuple[int, int] | None:
+        a, b = max(a, first), min(b, last)
+        return (a - first, b - first) if a <= b else None
+
+    def rows(of: set[int]) -> set[int]:
+        return {i - first for i in of if first <= i <= last}
+
+    units: list[Unit] = []
+    index: list[int] = []
+    for k, u in enumerate(layout.units):
+        if (span := inside(u.start, u.end)) is None:
+            continue
+        heads = [head for a, b in u.heads if (head := inside(a, b)) is not None]
+        sig = None if u.sig is None else inside(*u.sig)
+        units.append(Unit(span[0], span[1], u.label, u.name, u.owner, sig, heads, u.prior))
+        index.append(k)
+    position = {k: j for j, k in enumerate(index)}
+    return Layout(
+        units=units,
+        always=rows(layout.always),
+        atoms=[atom for a, b in layout.atoms if (atom := inside(a, b)) is not None],
+        context=rows(layout.context),
+        prose=rows(layout.prose),
+        follows={position[k]: position[lead] for k, lead in layout.follows.items() if k in position and lead in position},
+        by_line=layout.by_line,
+    ), index
