@@ -689,7 +689,7 @@ def run_case(c: dict, baseline: bool, how: str = "read", window: int = 0, alone:
     recall, red = measure(keep, lines, c["gold"])
     row = {"id": c["id"], "source": source_of(c), "lines": len(lines), "recall": recall,
            "reduction": red, "ms": ms, "view_bytes": view_bytes}
-    named = names_the_gold(c, lines, keep, rows)
+    named = names_the_gold(c, lines, keep, rows, around)
     if named is not None:
         row["named"] = named
     if prior is not None:
@@ -729,15 +729,20 @@ def seen_lines(lines: list[str], selection: Selection) -> tuple[list[bool], int,
     return seen, text_bytes(rows_text(shown["rows"])), shown["rows"]
 
 
-def names_the_gold(c: dict, lines: list[str], seen: list[bool], rows: list[Row]) -> bool | None:
+def names_the_gold(c: dict, lines: list[str], seen: list[bool], rows: list[Row],
+                   around: Around | None = None) -> bool | None:
     """Whether the marker over the first gold line the view hides names the innermost named
-    unit holding it, so an agent could recover it by name; None when the view shows every
-    gold line or no named unit holds the hidden one."""
+    unit holding it (in the file `around` when the lines are a window of it), so an agent
+    could recover it by name; None when the view shows every gold line or no named unit holds
+    the hidden one."""
     a, b = c["gold"]
     hidden = next((i for i in range(a - 1, b) if not seen[i]), None)
     if hidden is None:
         return None
-    label = hidden_unit_name(lines, c["source_type"], hidden, c.get("path"))
+    if around is None:
+        label = hidden_unit_name(lines, c["source_type"], hidden, c.get("path"))
+    else:
+        label = hidden_unit_name(list(around.lines), c["source_type"], around.first + hidden, c.get("path"))
     if label is None:
         return None
     marker = next((r for r in rows if r.marker and r.start <= hidden + 1 <= r.end), None)

@@ -1288,8 +1288,15 @@ def test_a_window_is_ranked_within_its_file() -> None:
     within = select_lines(window, question, "code", max_bytes=10240, around=Around(lines, start))
     assert sum(within.keep[:rest]) >= rest - 1 and not all(within.keep)
     assert sum(alone.keep[:rest]) < rest // 2  # what the file around it adds
+    unrelated = alone
     # Markers name the methods they hide with their class, whose line is above the window.
     assert any(reason and reason.startswith("hors focus: Shop.") for reason in within.reasons)
+    # "line N" is the file's line N, not the window's: a traceback's numbers are the file's.
+    named = start + 120  # its index in the file
+    alone = select_lines(window, f"why does line {named + 1} raise?", "code", max_bytes=10240)
+    within = select_lines(window, f"why does line {named + 1} raise?", "code", max_bytes=10240,
+                          around=Around(lines, start))
+    assert within.keep[named - start] and not alone.keep[named - start]
     # A file that does not hold the window is not used.
     other = Around(["x = 1"] * 300, 10)
-    assert select_lines(window, question, "code", max_bytes=10240, around=other).keep == alone.keep
+    assert select_lines(window, question, "code", max_bytes=10240, around=other).keep == unrelated.keep
