@@ -14,7 +14,7 @@ import pytest
 
 from jeeves_mcp.pruning.engine import select_lines
 from jeeves_mcp.pruning.engine._git import git_layout, is_git_output
-from jeeves_mcp.pruning.engine._matches import is_search_output
+from jeeves_mcp.pruning.engine._matches import is_search_output, line_paths
 from tests._child import Child, tool_json
 from tests.test_http import call
 
@@ -125,6 +125,15 @@ LOG_SHAPES = {
     "logger": "app.db:request {n} served",
     "loggers": "worker.{w}:job {n} done",
     "pytest": "tests/test_api.py::test_case_{n} PASSED",
+    # ... and reports of several files, each file's lines together (review18: these lost
+    # their error to the search layout)
+    "gcc-files": "src/m{g}.c:{n}:5: warning: unused variable 'v{n}' [-Wunused-variable]",
+    "ruff-concise": "src/m{g}.py:{n}:1: F401 `os` imported but unused",
+    "mypy-files": "src/m{g}.py:{n}: note: see the annotation of value {n}",
+    "go-build": "./pkg{g}/store.go:{n}:2: undefined: cacheEntry{n}",
+    "severity": "src/m{g}.go: warning: exported function F{n} should have a comment",
+    "checksums": "dist/pkg-{g}.tar.gz: OK",
+    "logger-groups": "myshop.{logger}:INFO:step {n} ok",
 }
 ERROR_LINE = "ERROR: payment for order 4411 failed: card declined"
 
@@ -132,7 +141,9 @@ ERROR_LINE = "ERROR: payment for order 4411 failed: card declined"
 @pytest.mark.parametrize("shape", sorted(LOG_SHAPES))
 @pytest.mark.parametrize("prefix", ["", "git"])
 def test_a_log_keeps_its_error_whatever_its_lines_look_like(shape: str, prefix: str, tmp_path: Path) -> None:
-    lines = [LOG_SHAPES[shape].format(m=n // 60 % 60, s=n % 60, d=n % 28 + 1, n=n, w="ab"[n % 2]) for n in range(300)]
+    loggers = ("config", "db", "cache", "api", "tasks", "views")
+    lines = [LOG_SHAPES[shape].format(m=n // 60 % 60, s=n % 60, d=n % 28 + 1, n=n, w="ab"[n % 2], g=n // 50,
+                                      logger=loggers[n // 50]) for n in range(300)]
     lines.insert(170, ERROR_LINE)
     if prefix:  # `git log -1 && make`: a build log with a commit on top
         history(tmp_path)
@@ -159,6 +170,18 @@ def test_search_output_without_line_numbers_keeps_the_file_asked_about() -> None
     assert reasons and all(reason.startswith("hors focus: ") and "/" in reason for reason in reasons), reasons
     # A context line whose text reads as a path of its own is its match's neighbour.
     assert is_search_output(["a/x.py-b.py:1", "a/x.py:timeout", "a/y.py:timeout", "a/y.py:timeouts"])
+
+
+def test_the_file_of_each_line_of_search_output_without_line_numbers() -> None:
+    """Context lines whose text reads as `name:` (YAML) or starts with `:` (rst roles), file
+    names holding `-`, and the search tool's own messages among the matches (review18)."""
+    lines = ["./ci.yml-name: CI", "./ci.yml-on: push", "./ci.yml:  timeout: 5", "--",
+             "./x.rst-:exc:`E` is raised", "./x.rst::class:`Foo` holds a timeout", "./x.rst-  more text",
+             "grep: ./x.pyc: binary file matches",
+             "./a-b.py-x = 1", "./a-b.py:timeout = 2", "grep: ./b.pyc: binary file matches",
+             "./c.py:timeout = 3", "./c.py:timeout = 4"]
+    assert line_paths(lines) == ["./ci.yml"] * 3 + [None] + ["./x.rst"] * 3 + [None] + ["./a-b.py"] * 2 + [None] + [
+        "./c.py"] * 2
 
 
 def test_search_output_ranks_the_lines_of_a_file_one_by_one() -> None:

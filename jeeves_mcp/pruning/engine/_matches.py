@@ -34,12 +34,26 @@ _DIAGNOSTIC = re.compile(r"\d+:| (?:fatal )?(?:error|warning|note|info|hint):", 
 DIAGNOSTICS = 0.2
 # Share of the lines that must be matches or context lines.
 MOST = 0.9
-# `path:text`, what `rg X` and `grep -r X` print to a pipe; not `path::` (pytest's node ids).
-# Most of its lines' paths have a slash or a file's extension (not a log's `INFO:root:`, a
-# logger's `urllib3.connectionpool:`). Context lines are `path-text`, told by the path of a
-# match beside them.
-_BARE = re.compile(r"(/?(?:[\w.@+~-]+/)*[\w.@+~-]+):(?!:)")
-_FILE_LIKE = re.compile(r"/|\.[A-Za-z][A-Za-z0-9]{0,5}$")
+# `path:text`, what `rg X` and `grep -r X` print to a pipe (a path with no blank nor colon);
+# context lines are `path-text`, told by the path of a match beside them. Not `path::name`,
+# pytest's node ids (`tests/x.py::test_a PASSED`).
+_BARE = re.compile(r'([^:\s"][^:\s]*):')
+_NODE_ID = re.compile(r":\w+(?:::\w+)*(?:\[[^\]]*\])?(?:\s|$)")
+# Most of the paths have a slash or a source or text file's extension: a logger's name
+# (`myshop.db:`, `uvicorn.error:`, `INFO:root:`) is none.
+_EXTENSIONS = frozenset("""
+    py pyi pyx pxd c h cc cpp cxx hpp hh hxx cs fs java kt kts scala groovy go rs rb php js jsx mjs cjs
+    ts tsx mts cts vue svelte swift m mm sh bash zsh fish ps1 pl pm lua r jl ex exs erl clj hs ml dart
+    sql md rst txt adoc json jsonc yaml yml toml ini cfg conf xml html htm css scss sass less proto
+    gradle cmake mk in lock properties tf nix el vim graphql ipynb tex csv tsv j2 jinja tmpl
+""".split())
+_EXTENSION = re.compile(r"\.(\w{1,6})$")
+# The search tool's own messages among its matches (`grep: ./a.pyc: binary file matches`).
+_TOOL_MESSAGE = re.compile(r"(?:grep|rg|git grep|ag|ack): ")
+# A match's text that makes a build's or a checker's report of `path:text` lines: a line and a
+# column number (gcc without a caret, ruff concise), a severity (`x.go: error ...`), a status
+# (`sha256sum -c`'s `pkg.tar.gz: OK`).
+_REPORTED = re.compile(r"\s*(?:\d|(?:fatal )?(?:error|warning|note)\b|(?:OK|FAILED)$)", re.IGNORECASE)
 # Matches of one file in a row past this many start a new unit: a file with hundreds of
 # matches is not kept or pruned whole (5, 10, 40 measured on two looked-at sets: 10).
 MAX_GROUP = 10
@@ -50,36 +64,62 @@ def _numbered_path(line: str) -> str | None:
     return None if match is None else match.group(1)
 
 
+def _file_like(path: str) -> bool:
+    ext = _EXTENSION.search(path)
+    return "/" in path or (ext is not None and ext.group(1).lower() in _EXTENSIONS)
+
+
+def _bare_path(line: str) -> str | None:
+    match = _BARE.match(line)
+    if match is None or _NODE_ID.match(line, match.end()) or _TOOL_MESSAGE.match(line):
+        return None
+    return match.group(1)
+
+
 def _bare_paths(lines: list[str]) -> list[str | None]:
     """The path of each line of `path:text` search output (None for a line that is none)."""
-    found = [match.group(1) if (match := _BARE.match(line)) else None for line in lines]
+    found = [_bare_path(line) for line in lines]
+    known = {path for path in found if path is not None}
+    # A context line whose text reads as `name:` (`./ci.yml-name: CI`) is of the path before
+    # its `-`, when that path is one of a match.
+    context_of: dict[str, str] = {}
+    for name in known:
+        cut = name.find("-")
+        while cut > 0:
+            if name[:cut] in known:
+                context_of[name] = name[:cut]
+                break
+            cut = name.find("-", cut + 1)
+    count = Counter(found)
     # A name with no slash nor extension (`CHANGES`, `.gitignore`) is a path where it has
     # several matches: once, it is an exception's `ValueError: ...` after the search.
-    count = Counter(found)
-    found = [path if path is None or count[path] > 1 or _FILE_LIKE.search(path) else None for path in found]
+    matched = [None if path is None or path in context_of or not (count[path] > 1 or _file_like(path)) else path
+               for path in found]
     below: list[str | None] = [None] * len(lines)
     for i in range(len(lines) - 2, -1, -1):
-        below[i] = found[i + 1] or below[i + 1]
+        below[i] = matched[i + 1] or below[i + 1]
     paths: list[str | None] = []
     above: str | None = None
     for i, line in enumerate(lines):
-        path = found[i]
-        if path is None or path not in (above, below[i]):
-            # A context line (`path-text`) belongs to the match above or below; its text may
-            # read as a path of its own (`a.py-x:`), so the neighbours' paths decide first.
+        path = matched[i]
+        if path is not None:
+            above = path
+        elif (named := found[i]) is not None and named in context_of:
+            path = context_of[named]
+        elif line:
             for near in (above, below[i]):
-                if near is not None and line.startswith(near + "-"):
+                if near is not None and line.startswith(near) and line.startswith("-", len(near)):
                     path = near
                     break
         paths.append(path)
-        if path is not None and line.startswith(path + ":"):
-            above = path
     return paths
 
 
 def _rows(lines: list[str]) -> list[int]:
-    """The lines of the first 2,000 to tell search output by: not blank, no `--` separator."""
-    return [i for i, line in enumerate(lines[:2000]) if line.strip() and line != "--"]
+    """The lines of the first 2,000 to tell search output by: not blank, no `--` separator,
+    none of the search tool's own messages."""
+    return [i for i, line in enumerate(lines[:2000])
+            if line.strip() and line != "--" and not _TOOL_MESSAGE.match(line)]
 
 
 def _numbered(lines: list[str]) -> bool:
@@ -101,14 +141,17 @@ def _numbered(lines: list[str]) -> bool:
 def _bare(lines: list[str], paths: list[str | None]) -> bool:
     """Nearly every line a match or a context line, of two files or more, each file's lines
     together (as a search prints them: a log's lines interleave, and a log of one logger,
-    `app.db:text`, is of one "file")."""
+    `app.db:text`, is of one "file"), most paths a file's, and not a build's or a checker's
+    report."""
     rows = _rows(lines)
     parsed = [i for i in rows if paths[i] is not None]
-    matches = sum(lines[i].startswith(f"{paths[i]}:") for i in parsed)
+    matches = [i for i in parsed if lines[i].startswith(f"{paths[i]}:")]
+    reported = sum(_REPORTED.match(lines[i], len(paths[i]) + 1) is not None for i in matches)  # type: ignore[arg-type]
     runs = sum(k == 0 or paths[i] != paths[parsed[k - 1]] for k, i in enumerate(parsed))
-    files = sum(_FILE_LIKE.search(paths[i]) is not None for i in parsed)  # type: ignore[arg-type]
-    return (len(rows) >= 3 and len(parsed) >= MOST * len(rows) and matches > 0
-            and files * 2 > len(parsed) and runs == len({paths[i] for i in parsed}) > 1)
+    files = sum(_file_like(paths[i]) for i in parsed)  # type: ignore[arg-type]
+    return (len(rows) >= 3 and len(parsed) >= MOST * len(rows) and len(matches) > 0
+            and reported < DIAGNOSTICS * len(matches) and files * 2 > len(parsed)
+            and runs == len({paths[i] for i in parsed}) > 1)
 
 
 def line_paths(lines: list[str]) -> list[str | None] | None:
@@ -117,7 +160,10 @@ def line_paths(lines: list[str]) -> list[str | None] | None:
     if _numbered(lines):
         return [_numbered_path(line) for line in lines]
     sample = lines[:2000]  # a log is told from its first lines, as by _numbered
-    return _bare_paths(lines) if _bare(sample, _bare_paths(sample)) else None
+    paths = _bare_paths(sample)
+    if not _bare(sample, paths):
+        return None
+    return paths if len(sample) == len(lines) else _bare_paths(lines)
 
 
 def is_search_output(lines: list[str]) -> bool:
