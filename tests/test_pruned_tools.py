@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 
 from tests._child import Child, tool_json
-from tests.test_engine import shop_source
+from tests.test_engine import SHOP_METHODS, shop_source
 from tests.test_http import call
 
 MARKER = re.compile(r"^⟦PRUNÉ: prune_id=(\S+) lignes (\d+)-(\d+) \((\d+)\) raison=(.*)⟧$")
@@ -229,17 +229,25 @@ async def test_a_window_of_a_file_keeps_the_files_line_numbers(child: Child, wor
 
 async def test_a_window_is_ranked_within_the_file_it_was_cut_from(child: Child, workspace: Path) -> None:
     """`read` with an offset and `sed -n 'A,Bp'` through bash: a window that starts inside
-    the method asked about keeps that method's lines (the file around the window names them)."""
+    the method asked about keeps that method's lines (the file around the window names them);
+    a numbered window too, though its numbers make it longer than the file (review19 F3)."""
     source = shop_source()
     (workspace / "shop.py").write_text("\n".join(source) + "\n")
     first = source.index("    def refund_card(self, order):") + 11  # 1-based, ten lines into it
     rest = range(first, source.index("    def close_ledger(self, order):") + 1)  # its lines in the window
     question = "how is a card refund computed?"
+    # The method asked about first: a window from ten lines into it to the end is most of the file.
+    later = shop_source((*SHOP_METHODS[3:], *SHOP_METHODS[:3]))
+    (workspace / "later.py").write_text("\n".join(later) + "\n")
+    start = later.index("    def refund_card(self, order):") + 11
     async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
         for name, args, key in [
             ("read", {"path": "shop.py", "offset": first, "limit": 200}, "content"),
             ("bash", {"cmd": f"sed -n '{first},{first + 199}p' shop.py"}, "stdout"),
+            ("bash", {"cmd": f"nl -ba later.py | sed -n '{start},$p'"}, "stdout"),
         ]:
+            if "later.py" in args.get("cmd", ""):
+                first, rest = start, range(start, later.index("    def close_ledger(self, order):") + 1)
             result = tool_json(await call(http, child, name, {**args, "context_focus_question": question}))
             assert result["pruning"]["applied"], (name, result["pruning"])
             shown = result[key].split("\n")
@@ -247,6 +255,18 @@ async def test_a_window_is_ranked_within_the_file_it_was_cut_from(child: Child, 
             assert len(numbers & set(rest)) >= len(rest) - 1, (name, sorted(numbers))
             markers = [MARKER.match(line) for line in shown if line.startswith("⟦")]
             assert markers and any(match and match.group(5).startswith("hors focus: Shop.") for match in markers)
+
+
+async def test_a_window_of_a_file_too_large_to_lay_out_is_ranked_alone(child: Child, workspace: Path) -> None:
+    """Over 512 KiB the file is not laid out for a window of it (review19: 2 MiB of calls held
+    the engine past its 3 s deadline, and the window came back unpruned)."""
+    calls = "f(" + ",".join("abcdefghijklmnopqrstuvwxyz" * 2) + ")\n"
+    (workspace / "calls.py").write_text(calls * (1900 * 1024 // len(calls)) + "\n".join(shop_source()) + "\n")
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        result = tool_json(await call(http, child, "read", {
+            "path": "calls.py", "offset": 3000, "limit": 200, "context_focus_question": "where is g12 computed?",
+        }))
+    assert result["pruning"]["applied"] and not result["pruning"]["fallback"], result["pruning"]
 
 
 def large_module(target_at: int = 750, helpers: int = 1500) -> str:

@@ -40,6 +40,12 @@ from .contract import (
 
 log = logging.getLogger("jeeves_mcp.pruning")
 
+# A window of a file larger than this is ranked alone: laying out the file (an `ast` parse of
+# 2 MiB holds the interpreter for seconds) would be paid again for each page of it.
+AROUND_MAX_CHARS = 512 * 1024
+# Share of the engine's time a window may take ranked within its file before it is ranked alone.
+AROUND_TIME_SHARE = 0.5
+
 
 class LocalEngine:
     """The built-in engine (`jeeves_mcp.pruning.engine`), run in a worker thread."""
@@ -62,14 +68,7 @@ class LocalEngine:
         timeout_s = options.timeout_ms / 1000
         deadline = time.monotonic() + timeout_s
 
-        def work() -> Selection:
-            around = None
-            if window is not None:  # split here, in the worker thread: a file may be 2 MiB
-                history = window.history
-                around = engine.Around(
-                    window.file_text.removesuffix("\n").split("\n"), window.first_line - 1,
-                    None if history is None else history.prior, None if history is None else history.subjects,
-                )
+        def choose(around: engine.Around | None, by: float) -> Selection:
             chosen = engine.select_lines(
                 lines,
                 question,
@@ -77,13 +76,26 @@ class LocalEngine:
                 max_prune_ratio=options.max_prune_ratio,
                 min_keep_lines=options.min_keep_lines,
                 path=path,
-                deadline=deadline,
+                deadline=by,
                 max_bytes=options.max_bytes,
                 line_prior=None if line_prior is None else line_prior.prior,
                 line_subjects=None if line_prior is None else line_prior.subjects,
                 around=around,
             )
             return Selection(list(chosen.keep), list(chosen.reasons), chosen.order)
+
+        def work() -> Selection:
+            if window is not None:  # split here, in the worker thread
+                history = window.history
+                around = engine.Around(
+                    window.file_text.removesuffix("\n").split("\n"), window.first_line - 1,
+                    None if history is None else history.prior, None if history is None else history.subjects,
+                )
+                try:
+                    return choose(around, min(deadline, time.monotonic() + AROUND_TIME_SHARE * timeout_s))
+                except engine.PruneTimeout:
+                    pass  # the file costs too much: the window alone, in the time left
+            return choose(None, deadline)
 
         # The engine checks its deadline itself; the outer bound only covers a
         # thread that stopped checking, which is then abandoned.
@@ -156,8 +168,10 @@ class Pruner:
         if whole is not None:
             history = line_prior
             line_prior = None if history is None else history[first_line - 1 :]
-            # A window (not the file whole) of a file the engine may read whole.
-            if len(whole.removesuffix("\n")) > len(text) and len(whole) <= self.config.max_prune_input_bytes:
+            # A window, not the file whole (counted in lines: `nl` numbers make a window longer).
+            if 0 < len(whole) <= min(AROUND_MAX_CHARS, self.config.max_prune_input_bytes) and (
+                first_line > 1 or len(lines) < whole.count("\n") + (not whole.endswith("\n"))
+            ):
                 window = Window(whole, first_line, history)
         if line_prior is not None:
             line_prior = line_prior[: len(lines)] if len(line_prior) >= len(lines) else None
