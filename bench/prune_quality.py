@@ -2,7 +2,7 @@
 
     python bench/prune_quality.py [--set NAME ...] [--extra FILE ...] [--by-source] [--json]
                                   [--history MIRRORS] [--shown-as read|numbered|logs]
-                                  [--window LINES [--window-alone]]
+                                  [--window LINES [--window-alone] [--window-off]]
 
 Sets (each a JSONL of cases with `text`, `question`, `source_type`, `source` and
 `gold` = [first, last], 1-based inclusive lines over `text.split("\\n")`):
@@ -28,7 +28,9 @@ figure. `--by-source` prints one row per repository/library.
 line drawn from the case's id), as `read` with an offset and a limit or `sed -n 'A,Bp' F` gives
 it: the engine ranks it within the file around it, as the read and bash tools give it, or alone
 with --window-alone (how a window was pruned before 2026-11-29's ninth session). A case whose
-file is not longer than the window, or whose gold is over half of it, is left out.
+file is not longer than the window, or whose gold is over half of it, is left out. With
+--window-off the window does not hold the gold (a page of a file the agent reads through): only
+its reduction tells anything.
 
 --history MIRRORS gives each case whose source is OWNER/NAME@SHA:PATH the recency prior a focused
 read in a git workspace gets (jeeves_mcp/pruning/history.py), blamed in MIRRORS/OWNER+NAME/repo
@@ -653,15 +655,25 @@ def shown_as(c: dict, how: str) -> tuple[dict, list[str]]:
     return c, lines
 
 
-def window_of_case(c: dict, prior: LineHistory | None, size: int, alone: bool,
+def window_of_case(c: dict, prior: LineHistory | None, size: int, alone: bool, off: bool = False,
                    ) -> tuple[dict, LineHistory | None, Around | None] | None:
-    """The case shown as a window of `size` lines holding its gold, the window's history, and
-    the file around it (None with `alone`); None when the case has no such window."""
+    """The case shown as a window of `size` lines holding its gold (with `off`, one that does
+    not: its gold is then the window's first line, only its reduction tells anything), the
+    window's history, and the file around it (None with `alone`); None when the case has no
+    such window."""
     lines = c["text"].split("\n")
     first, last = c["gold"]
     if c["source_type"] != "code" or len(lines) <= size or last - first + 1 > size // 2:
         return None
-    start = random.Random(c["id"]).randint(max(0, last - size), min(first - 1, len(lines) - size))
+    pick = random.Random(c["id"])
+    if off:
+        starts = [s for s in range(0, len(lines) - size, 50) if s + size < first - 1 or s > last]
+        if not starts:
+            return None
+        start = pick.choice(starts)
+        first, last = start + 1, start + 1
+    else:
+        start = pick.randint(max(0, last - size), min(first - 1, len(lines) - size))
     window = {**c, "text": "\n".join(lines[start : start + size]), "gold": [first - start, last - start]}
     around = None if alone else Around(lines, start, *((prior.prior, prior.subjects) if prior else ()))
     if prior is not None:
@@ -669,12 +681,13 @@ def window_of_case(c: dict, prior: LineHistory | None, size: int, alone: bool,
     return window, prior, around
 
 
-def run_case(c: dict, baseline: bool, how: str = "read", window: int = 0, alone: bool = False) -> dict | None:
+def run_case(c: dict, baseline: bool, how: str = "read", window: int = 0, alone: bool = False,
+             off: bool = False) -> dict | None:
     # The history is the file's (bash finds it as read does), never a command output's.
     prior, blame_ms = history_prior(c, c["text"].split("\n")) if how != "logs" else (None, 0.0)
     around = None
     if window:
-        if (shown := window_of_case(c, prior, window, alone)) is None:
+        if (shown := window_of_case(c, prior, window, alone, off)) is None:
             return None
         c, prior, around = shown
     c, lines = shown_as(c, how)
@@ -810,6 +823,9 @@ def main() -> None:
                          "within its file (as read with offset/limit and sed -n give it)")
     ap.add_argument("--window-alone", action="store_true",
                     help="with --window: the window ranked alone, without the file around it")
+    ap.add_argument("--window-off", action="store_true",
+                    help="with --window: windows that do not hold the gold (as paging through a file "
+                         "gives them): read the reduction, the recall is of the window's first line")
     args = ap.parse_args()
     global HISTORY
     HISTORY = args.history
@@ -835,7 +851,8 @@ def main() -> None:
             print(f"{name}: {path} missing, skipped", file=sys.stderr)
             continue
         rows = [row for c in load(path)
-                if (row := run_case(c, not args.no_baseline, args.shown_as, args.window, args.window_alone))]
+                if (row := run_case(c, not args.no_baseline, args.shown_as, args.window, args.window_alone,
+                                    args.window_off))]
         for r in rows:
             r["held_out"] = r["source"] not in tuned_sources
         all_rows[name] = rows

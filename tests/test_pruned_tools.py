@@ -120,6 +120,34 @@ async def test_a_file_printed_by_bash_is_pruned_as_read_prunes_it(child: Child, 
                 assert back["raw_text"].split("\n") == expected, cmd
 
 
+async def test_a_source_file_outside_the_root_printed_by_bash_is_laid_out_as_code(
+    child: Child, workspace: Path, tmp_path: Path,
+) -> None:
+    """A library's module outside the run root (not read by the pruner): laid out by its name,
+    numbered from the command's first line; a log, or the last lines of a file, stay output."""
+    library = tmp_path / "lib"
+    library.mkdir()
+    (library / "module.py").write_text(module_source())
+    (library / "module.log").write_text(module_source())
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        for cmd, first in [(f"cat {library}/module.py", 1), (f"sed -n '60,$p' {library}/module.py", 60)]:
+            result, markers = await shown_by_bash(http, child, cmd)
+            stdout = result["stdout"]
+            assert "def parse_config_file(path):" in stdout, cmd
+            assert all("helper_" in match.group(5) for match in markers), cmd
+            assert min(int(match.group(2)) for match in markers) >= first, cmd
+            back = tool_json(await call(http, child, "recover_text", {
+                "prune_id": markers[0].group(1), "include_line_numbers": False,
+                "ranges": [{"start_line": int(markers[0].group(2)), "end_line": int(markers[0].group(3))}],
+            }))
+            assert back["raw_text"].split("\n") == module_source().split("\n")[
+                int(markers[0].group(2)) - 1 : int(markers[0].group(3))], cmd
+        for cmd in (f"cat {library}/module.log", f"tail -n 150 {library}/module.py"):
+            result = tool_json(await call(http, child, "bash", {"cmd": cmd, "context_focus_question": QUESTION}))
+            markers = [MARKER.match(line) for line in result["stdout"].split("\n") if line.startswith("⟦")]
+            assert not any(match and "helper_" in match.group(5) for match in markers), cmd
+
+
 async def test_bash_output_is_read_as_the_file_the_command_names(child: Child, workspace: Path) -> None:
     """After `cd DIR &&` the file is DIR's; output that is not the file's lines stays logs."""
     (workspace / "module.py").write_text("x = 1\n" * 300)

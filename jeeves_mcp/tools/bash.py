@@ -180,6 +180,14 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     )
 
 
+# Files outside the run root whose printed lines are laid out as their name says: source code
+# and documentation (anything else, a log, a config, stays command output).
+OUTSIDE_ROOT_SUFFIXES = frozenset(
+    ".py .pyi .pyx .c .h .cc .cpp .cxx .hpp .cs .java .kt .scala .go .rs .rb .php .js .mjs .cjs .ts .tsx"
+    " .jsx .swift .lua .pl .pm .ex .exs .erl .hs .ml .dart .md .rst .adoc".split()
+)
+
+
 async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOutput | None:
     """`stdout` as `read` shows the file `cmd` printed (a window of it): pruned as that file
     is, with its lines' history and numbers. None when `cmd` is no such command, or its
@@ -190,6 +198,9 @@ async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOu
     raw = os.path.join(cwd, shown.cd or ".", shown.path)
     try:
         path = resolve_in_root(ctx.config, raw)
+    except ToolError as exc:
+        return _outside_root(shown, raw, stdout) if exc.code == "FORBIDDEN" else None
+    try:
         text, _ = await file_text(ctx.config.root, path, shown.path)
     except ToolError:
         return None
@@ -198,6 +209,18 @@ async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOu
         return None
     output = TextOutput("stdout", stdout, source_type_for(path), display_path(ctx.config, path), first)
     return with_history(ctx, output, path, text)
+
+
+def _outside_root(shown: ShownFile, raw: str, stdout: str) -> TextOutput | None:
+    """`stdout` as the lines of a source or documentation file outside the run root (a
+    library's module the agent looks into), which the pruner does not read: laid out by the
+    file's name, numbered from the line the command starts at, with no history. Not the last
+    lines of a file (`tail -n N`), whose first line only the file tells, nor a name that does
+    not say what the file holds (`/var/log/syslog` is a log, pruned as one)."""
+    path = Path(os.path.normpath(raw))
+    if shown.from_end or path.suffix.lower() not in OUTSIDE_ROOT_SUFFIXES:
+        return None
+    return TextOutput("stdout", stdout, source_type_for(path), str(path), shown.start)
 
 
 def _first_line(shown: ShownFile, text: str, stdout: str) -> int | None:
