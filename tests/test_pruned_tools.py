@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import httpx
@@ -120,11 +121,12 @@ async def test_a_file_printed_by_bash_is_pruned_as_read_prunes_it(child: Child, 
                 assert back["raw_text"].split("\n") == expected, cmd
 
 
-async def test_a_source_file_outside_the_root_printed_by_bash_is_laid_out_as_code(
+async def test_a_file_the_pruner_does_not_read_printed_by_bash_is_laid_out_by_its_name(
     child: Child, workspace: Path, tmp_path: Path,
 ) -> None:
-    """A library's module outside the run root (not read by the pruner): laid out by its name,
-    numbered from the command's first line; a log, or the last lines of a file, stay output."""
+    """A library's module outside the run root, a file at a git revision (neither read by the
+    pruner): laid out by its name, numbered from the command's first line; a log, or the last
+    lines of a file, stay output."""
     library = tmp_path / "lib"
     library.mkdir()
     (library / "module.py").write_text(module_source())
@@ -142,6 +144,17 @@ async def test_a_source_file_outside_the_root_printed_by_bash_is_laid_out_as_cod
             }))
             assert back["raw_text"].split("\n") == module_source().split("\n")[
                 int(markers[0].group(2)) - 1 : int(markers[0].group(3))], cmd
+        # The file as a commit left it: read from git, laid out by its name.
+        subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+        (workspace / "module.py").write_text(module_source())
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "add", "module.py"],
+                       cwd=workspace, check=True)
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "m"],
+                       cwd=workspace, check=True)
+        (workspace / "module.py").write_text("x = 1\n")
+        result, markers = await shown_by_bash(http, child, "git show HEAD:module.py")
+        assert "def parse_config_file(path):" in result["stdout"]
+        assert all("helper_" in match.group(5) for match in markers)
         for cmd in (f"cat {library}/module.log", f"tail -n 150 {library}/module.py"):
             result = tool_json(await call(http, child, "bash", {"cmd": cmd, "context_focus_question": QUESTION}))
             markers = [MARKER.match(line) for line in result["stdout"].split("\n") if line.startswith("⟦")]

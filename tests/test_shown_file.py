@@ -28,6 +28,8 @@ from tests.test_pruned_tools import module_source
         ("nl -ba a.py | sed -n '1,200p'", ShownFile("a.py", count=200, numbered=True)),
         ("cd src && cat x.py", ShownFile("x.py", cd="src")),
         ("cat 'a b.py'", ShownFile("a b.py")),
+        ("git show HEAD~3:src/x.py", ShownFile("src/x.py", rev="HEAD~3")),
+        ("git show v1.2:x.py | sed -n '40,120p'", ShownFile("x.py", start=40, count=81, rev="v1.2")),
     ],
 )
 def test_commands_that_print_one_file(cmd: str, shown: ShownFile) -> None:
@@ -64,6 +66,11 @@ def test_commands_that_print_one_file(cmd: str, shown: ShownFile) -> None:
         "sed -n '1," + "9" * 5000 + "p' a.py",  # more digits than int() takes
         "cat " + "a" * 5000,  # longer than a command that prints a file
         "true '" + "|" * 5000 + "'",
+        "git show HEAD",  # a commit, not a file
+        "git show --stat HEAD:x.py",
+        "git show HEAD:",
+        "git show :x.py",
+        "git show HEAD@{1}:x.py",  # the shell expands the braces
     ],
 )
 def test_commands_that_do_not(cmd: str) -> None:

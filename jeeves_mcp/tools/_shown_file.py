@@ -1,5 +1,5 @@
 """Which file a `bash` command prints: `cat F`, `sed -n '40,120p' F`, `head -n 80 F`,
-`nl -ba F | sed -n '1,200p'`, after an optional `cd DIR &&`.
+`nl -ba F | sed -n '1,200p'`, `git show REV:F`, after an optional `cd DIR &&`.
 
 Agents that read files through a shell (Codex does) get the file's text as command output.
 Pruned as logs, it lost the lines a fix edits far more often than the same text pruned as
@@ -23,7 +23,7 @@ _SED_WINDOW = re.compile(r"(\d{1,18})(?:,(\d{1,18}|\$))?p")
 _COUNT = re.compile(r"\d{1,18}")
 # What a command this grammar knows starts with; anything else is not lexed at all (shlex's
 # time grows with the square of a word's length, and a command may be 2 MiB long).
-_PRINTER_HEAD = re.compile(r"\s*(?:cd\s+\S+\s*&&\s*)?(?:cat|nl|sed|head|tail)\s")
+_PRINTER_HEAD = re.compile(r"\s*(?:cd\s+\S+\s*&&\s*)?(?:cat|nl|sed|head|tail|git\s+show)\s")
 MAX_COMMAND_CHARS = 4096
 # A name the shell would expand (a variable, a glob, a home) is not the name we see.
 _EXPANDED = re.compile(r"[$`*?\[{]|^~")
@@ -45,6 +45,7 @@ class ShownFile:
     count: int | None = None
     from_end: bool = False
     numbered: bool = False
+    rev: str | None = None  # `git show REV:F`: the file as it was at REV, not the working tree's
 
     def first_line(self, text: str, shown: str) -> int | None:
         """The file's line number of the first line of `shown` (the output, numbers taken off)
@@ -107,11 +108,16 @@ def shown_file(cmd: str) -> ShownFile | None:
 
 
 def _printer(words: list[str]) -> ShownFile | None:
-    """A command that prints one file (a window of it): cat, nl, sed -n, head, tail."""
+    """A command that prints one file (a window of it): cat, nl, sed -n, head, tail, git show."""
     name, args = words[0], words[1:]
     if not args or args[-1].startswith("-"):
         return None
     path, options = args[-1], args[:-1]
+    if name == "git":
+        rev, colon, path = path.partition(":")
+        if options != ["show"] or not colon or not rev or not path or _EXPANDED.search(rev):
+            return None
+        return ShownFile(path, rev=rev)
     if name == "cat":
         if options not in ([], ["-n"]):
             return None

@@ -180,9 +180,10 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     )
 
 
-# Files outside the run root whose printed lines are laid out as their name says: source code
-# and documentation (anything else, a log, a config, stays command output).
-OUTSIDE_ROOT_SUFFIXES = frozenset(
+# Files the pruner does not read (outside the run root, at a git revision) whose printed lines
+# are laid out as their name says: source code and documentation (anything else, a log, a
+# config, stays command output).
+BY_NAME_SUFFIXES = frozenset(
     ".py .pyi .pyx .c .h .cc .cpp .cxx .hpp .cs .java .kt .scala .go .rs .rb .php .js .mjs .cjs .ts .tsx"
     " .jsx .swift .lua .pl .pm .ex .exs .erl .hs .ml .dart .md .rst .adoc".split()
 )
@@ -196,10 +197,12 @@ async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOu
     if shown is None:
         return None
     raw = os.path.join(cwd, shown.cd or ".", shown.path)
+    if shown.rev is not None:
+        return _by_name(shown, shown.path, stdout)
     try:
         path = resolve_in_root(ctx.config, raw)
     except ToolError as exc:
-        return _outside_root(shown, raw, stdout) if exc.code == "FORBIDDEN" else None
+        return _by_name(shown, raw, stdout) if exc.code == "FORBIDDEN" else None
     try:
         text, _ = await file_text(ctx.config.root, path, shown.path)
     except ToolError:
@@ -211,14 +214,14 @@ async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOu
     return with_history(ctx, output, path, text)
 
 
-def _outside_root(shown: ShownFile, raw: str, stdout: str) -> TextOutput | None:
-    """`stdout` as the lines of a source or documentation file outside the run root (a
-    library's module the agent looks into), which the pruner does not read: laid out by the
-    file's name, numbered from the line the command starts at, with no history. Not the last
-    lines of a file (`tail -n N`), whose first line only the file tells, nor a name that does
-    not say what the file holds (`/var/log/syslog` is a log, pruned as one)."""
+def _by_name(shown: ShownFile, raw: str, stdout: str) -> TextOutput | None:
+    """`stdout` as the lines of a source or documentation file the pruner does not read (one
+    outside the run root, a library's module the agent looks into; a `git show REV:F`): laid
+    out by the file's name, numbered from the line the command starts at, with no history. Not
+    the last lines of a file (`tail -n N`), whose first line only the file tells, nor a name
+    that does not say what the file holds (`/var/log/syslog` is a log, pruned as one)."""
     path = Path(os.path.normpath(raw))
-    if shown.from_end or path.suffix.lower() not in OUTSIDE_ROOT_SUFFIXES:
+    if shown.from_end or path.suffix.lower() not in BY_NAME_SUFFIXES:
         return None
     return TextOutput("stdout", stdout, source_type_for(path), str(path), shown.start)
 
