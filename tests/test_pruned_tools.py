@@ -129,6 +129,11 @@ async def test_a_file_the_pruner_does_not_read_printed_by_bash_is_laid_out_by_it
     lines of a file, stay output."""
     library = tmp_path / "lib"
     library.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-C", str(workspace)]
+    (workspace / "module.py").write_text(module_source())
+    for args in (["init", "-q"], ["add", "module.py"], ["commit", "-qm", "m"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    (workspace / "module.py").write_text("x = 1\n")  # the working tree's is another
     (library / "module.py").write_text(module_source())
     (library / "module.log").write_text(module_source())
     async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
@@ -145,13 +150,6 @@ async def test_a_file_the_pruner_does_not_read_printed_by_bash_is_laid_out_by_it
             assert back["raw_text"].split("\n") == module_source().split("\n")[
                 int(markers[0].group(2)) - 1 : int(markers[0].group(3))], cmd
         # The file as a commit left it: read from git, laid out by its name.
-        subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
-        (workspace / "module.py").write_text(module_source())
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "add", "module.py"],
-                       cwd=workspace, check=True)
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "m"],
-                       cwd=workspace, check=True)
-        (workspace / "module.py").write_text("x = 1\n")
         result, markers = await shown_by_bash(http, child, "git show HEAD:module.py")
         assert "def parse_config_file(path):" in result["stdout"]
         assert all("helper_" in match.group(5) for match in markers)
