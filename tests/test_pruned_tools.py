@@ -121,6 +121,13 @@ async def test_a_file_printed_by_bash_is_pruned_as_read_prunes_it(child: Child, 
                 assert back["raw_text"].split("\n") == expected, cmd
 
 
+def committed(repo: Path) -> None:
+    """`repo` made a git repository whose one commit holds its files."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-C", str(repo)]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "files"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+
+
 async def test_a_file_the_pruner_does_not_read_printed_by_bash_is_laid_out_by_its_name(
     child: Child, workspace: Path, tmp_path: Path,
 ) -> None:
@@ -129,10 +136,8 @@ async def test_a_file_the_pruner_does_not_read_printed_by_bash_is_laid_out_by_it
     lines of a file, stay output."""
     library = tmp_path / "lib"
     library.mkdir()
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-C", str(workspace)]
     (workspace / "module.py").write_text(module_source())
-    for args in (["init", "-q"], ["add", "module.py"], ["commit", "-qm", "m"]):
-        subprocess.run([*git, *args], check=True, capture_output=True)
+    committed(workspace)
     (workspace / "module.py").write_text("x = 1\n")  # the working tree's is another
     (library / "module.py").write_text(module_source())
     (library / "module.log").write_text(module_source())
