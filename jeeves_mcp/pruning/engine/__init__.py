@@ -5,9 +5,10 @@ classes, log records, document sections), the units are ranked against the
 question with BM25F, and the best ones are kept whole with what encloses them.
 """
 
-from ._select import Around, PruneTimeout, Selection, hidden_unit_name, select_lines
+from ._select import PruneTimeout, Selection, hidden_unit_name, select_lines
 from ._sniff import guess_source_type, without_line_numbers
 from ._text import is_word_char, query_terms, terms
+from ._units import Around
 
 __all__ = [
     "Around",

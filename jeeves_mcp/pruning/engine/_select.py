@@ -6,7 +6,6 @@ import math
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 
 from jeeves_mcp.pruning.contract import Selection, protected_lines
 from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change, numbered_view_bytes
@@ -17,9 +16,9 @@ from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._planner import CODE_TEMP, plan_code, scored_text, text_layout
 from ._sniff import without_line_numbers
 from ._text import bounded_question, query_identifiers, query_terms
-from ._units import Layout, window_of
+from ._units import Around, Layout, window_of
 
-__all__ = ["Around", "PruneTimeout", "Selection", "select_lines"]
+__all__ = ["PruneTimeout", "Selection", "select_lines"]
 
 
 # Share of the characters the ranked units may fill; the best unit is kept even past it.
@@ -88,23 +87,6 @@ CONTEXT_CHEAP = 0.05
 # up and none down over five sets (commits-fresh3 +0.5 points), reduction level.
 IMPORTS_CHEAP = 0.5
 ABOUT_IMPORTS = re.compile(r"\bimport(?:s|ed|ing)?\b", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Around:
-    """The file a window of code was cut from (`read` with an offset, `sed -n 'A,Bp'`): the
-    window is ranked as a part of it, its functions whole with their names and the file's
-    words, and only its own lines are kept. `first`: the index of the window's first line."""
-
-    lines: Sequence[str]
-    first: int
-    line_prior: Sequence[float] | None = None
-    line_subjects: Sequence[str | None] | None = None
-
-    def holds(self, window: Sequence[str]) -> bool:
-        n = len(window)
-        return 0 <= self.first and self.first + n <= len(self.lines) and n < len(self.lines) and all(
-            a == b for a, b in zip(self.lines[self.first : self.first + n], window, strict=True))
 
 
 def _check(deadline: float | None) -> None:

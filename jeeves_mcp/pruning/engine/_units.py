@@ -7,9 +7,10 @@ and the signatures of everything that encloses it, or a section's heading path).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Layout", "Unit", "window_of"]
+__all__ = ["Around", "Layout", "Unit", "window_of"]
 
 
 @dataclass(slots=True)
@@ -69,3 +70,20 @@ def window_of(layout: Layout, first: int, n: int) -> tuple[Layout, list[int]]:
         follows={position[k]: position[lead] for k, lead in layout.follows.items() if k in position and lead in position},
         by_line=layout.by_line,
     ), index
+
+
+@dataclass(frozen=True)
+class Around:
+    """The file a window of code was cut from (`read` with an offset, `sed -n 'A,Bp'`): the
+    window is ranked as a part of it, its functions whole with their names and the file's
+    words, and only its own lines are kept. `first`: the index of the window's first line."""
+
+    lines: Sequence[str]
+    first: int
+    line_prior: Sequence[float] | None = None
+    line_subjects: Sequence[str | None] | None = None
+
+    def holds(self, window: Sequence[str]) -> bool:
+        n = len(window)
+        return 0 <= self.first and self.first + n <= len(self.lines) and n < len(self.lines) and all(
+            a == b for a, b in zip(self.lines[self.first : self.first + n], window, strict=True))
