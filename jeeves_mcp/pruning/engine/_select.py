@@ -70,8 +70,8 @@ VIEW_PRICE = 0.4
 # high had its lines' values even and was kept two thirds whole, 21 points of reduction below
 # the window ranked alone (200-line windows off the fix's lines, two looked-at commit sets);
 # with the file's (1), a window holding the fix kept no more of it than ranked alone. 0.3: off
-# the fix level with alone, on it +1.7 / +3.1 points of recall and of reduction (0.2: +2.4 /
-# +4.3 at level reduction, off it -4 / -7).
+# the fix level with alone, on it +1.7 to +3.1 points of recall and +1.3 to +2.3 of reduction
+# (0.2: +2.4 to +4.3 at level reduction, off it -4 to -7).
 FILE_VALUE_WEIGHT = 0.3
 # Search output: the share of the view its best lines fill before VIEW_PRICE decides (0.12 from
 # two looked-at sets, 0.08 / 0.12 without the price: smaller views, less recall than BM25 there).
