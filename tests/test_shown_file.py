@@ -29,6 +29,9 @@ from tests.test_pruned_tools import module_source
         ("cd src && cat x.py", ShownFile("x.py", cd="src")),
         ("cat 'a b.py'", ShownFile("a b.py")),
         ("git show HEAD~3:src/x.py", ShownFile("src/x.py", rev="HEAD~3")),
+        # A window of a window: numbered from where the first starts (review20).
+        ("sed -n '100,$p' a.py | sed -n '20,100p'", ShownFile("a.py", start=119, count=81)),
+        ("tail -n +100 a.py | head -n 80", ShownFile("a.py", start=100, count=80)),
         ("git show v1.2:x.py | sed -n '40,120p'", ShownFile("x.py", start=40, count=81, rev="v1.2")),
     ],
 )
@@ -66,6 +69,7 @@ def test_commands_that_print_one_file(cmd: str, shown: ShownFile) -> None:
         "sed -n '1," + "9" * 5000 + "p' a.py",  # more digits than int() takes
         "cat " + "a" * 5000,  # longer than a command that prints a file
         "true '" + "|" * 5000 + "'",
+        "sed -n '100,$p' a.py | tail -n 5",  # the last lines of a part of the file
         "git show HEAD",  # a commit, not a file
         "git show --stat HEAD:x.py",
         "git show HEAD:",

@@ -103,7 +103,12 @@ def shown_file(cmd: str) -> ShownFile | None:
         if window is None or shown.count is not None or shown.from_end:
             return None
         start, count, from_end = window
-        shown = replace(shown, start=start, count=count, from_end=from_end)
+        if from_end and shown.start > 1:  # the last lines of a part of the file
+            return None
+        # A window of what the first command printed from its line `start` (review20: numbered
+        # from the second window's first line alone, the lines of a file outside the root were
+        # shown under another line's number).
+        shown = replace(shown, start=shown.start + start - 1, count=count, from_end=from_end)
     return replace(shown, cd=cd)
 
 

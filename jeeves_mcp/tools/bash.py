@@ -197,8 +197,8 @@ async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOu
     if shown is None:
         return None
     raw = os.path.join(cwd, shown.cd or ".", shown.path)
-    if shown.rev is not None:
-        return _by_name(shown, shown.path, stdout)
+    if shown.rev is not None:  # a directory's listing (`tree REV:src`) is no file's lines
+        return None if stdout.startswith("tree ") else _by_name(shown, shown.path, stdout)
     try:
         path = resolve_in_root(ctx.config, raw)
     except ToolError as exc:
