@@ -182,6 +182,10 @@ def test_the_file_of_each_line_of_search_output_without_line_numbers() -> None:
              "./c.py:timeout = 3", "./c.py:timeout = 4"]
     assert line_paths(lines) == ["./ci.yml"] * 3 + [None] + ["./x.rst"] * 3 + [None] + ["./a-b.py"] * 2 + [None] + [
         "./c.py"] * 2
+    # Any character but a blank or a colon (Next.js routes).
+    routes = ["app/[slug]/page.tsx:export default Page", "app/[slug]/page.tsx:const slug = 1",
+              "app/(auth)/$id.tsx:const id = 2"]
+    assert line_paths(routes) == ["app/[slug]/page.tsx"] * 2 + ["app/(auth)/$id.tsx"]
 
 
 def test_search_output_ranks_the_lines_of_a_file_one_by_one() -> None:
