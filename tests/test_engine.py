@@ -1303,3 +1303,23 @@ def test_a_window_is_ranked_within_its_file() -> None:
     # A file that does not hold the window is not used.
     other = Around(["x = 1"] * 300, 10)
     assert select_lines(window, question, "code", max_bytes=10240, around=other).keep == unrelated.keep
+
+
+def test_python_too_dense_for_ast_is_laid_out_by_indentation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of nothing but calls held the interpreter in `ast` for seconds (2.3 s for 535 KB):
+    past AST_MAX_TOKENS commas and brackets, the indentation layout reads it."""
+    from jeeves_mcp.pruning.engine import _code
+
+    parsed: list[int] = []
+    python_layout = _code._python_layout
+
+    def counted(lines: list[str]) -> object:
+        parsed.append(len(lines))
+        return python_layout(lines)
+
+    monkeypatch.setattr(_code, "_python_layout", counted)
+    calls = ["f(" + ",".join("abcdefghijklmnopqrstuvwxyz" * 2) + ")"] * 2000 + ["def g12(value):", "    return value"]
+    layout = _code.code_layout(calls, "calls.py")
+    assert parsed == [] and any(unit.name == "g12" for unit in layout.units)
+    _code.code_layout(PY_SOURCE.split("\n"), "inventory.py")
+    assert parsed  # a module of ordinary density is parsed
