@@ -243,14 +243,19 @@ async def test_git_log_through_bash_keeps_the_commit_asked_about(child: Child, w
     assert "+def step_0_0(value):" not in stdout
 
 
-@pytest.mark.parametrize("cmd", ["grep -r timeout .", "grep -r -C1 timeout ."])
-async def test_grep_without_line_numbers_through_bash_keeps_the_file_asked_about(
-    cmd: str, child: Child, workspace: Path,
-) -> None:
+def timeout_modules(workspace: Path) -> None:
+    """Six modules that read a timeout twelve times each, and the gateway that computes one."""
     for module in ("billing", "shipping", "inventory", "accounts", "reports", "payroll"):
         (workspace / f"{module}.py").write_text(
             "".join(f"def step_{k}(settings):\n    return settings.get('timeout', {k})\n\n" for k in range(12)))
     (workspace / "gateway.py").write_text("def retry(attempt):\n    timeout = backoff_timeout(attempt)\n")
+
+
+@pytest.mark.parametrize("cmd", ["grep -r timeout .", "grep -r -C1 timeout ."])
+async def test_grep_without_line_numbers_through_bash_keeps_the_file_asked_about(
+    cmd: str, child: Child, workspace: Path,
+) -> None:
+    timeout_modules(workspace)
     async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
         result = tool_json(await call(http, child, "bash", {
             "cmd": cmd, "context_focus_question": "how does the gateway retry compute its backoff?",
@@ -263,10 +268,7 @@ async def test_grep_without_line_numbers_through_bash_keeps_the_file_asked_about
 
 
 async def test_the_grep_tool_keeps_the_matches_of_the_file_asked_about(child: Child, workspace: Path) -> None:
-    for module in ("billing", "shipping", "inventory", "accounts", "reports", "payroll"):
-        (workspace / f"{module}.py").write_text(
-            "".join(f"def step_{k}(settings):\n    return settings.get('timeout', {k})\n\n" for k in range(12)))
-    (workspace / "gateway.py").write_text("def retry(attempt):\n    timeout = backoff_timeout(attempt)\n")
+    timeout_modules(workspace)
     async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
         result = tool_json(await call(http, child, "grep", {
             "pattern": "timeout", "context_focus_question": "how does the gateway retry compute its backoff?",

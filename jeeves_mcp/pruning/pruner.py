@@ -21,6 +21,7 @@ from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.pruning.render import (
     BUDGET_REASON,
     Row,
+    line_count,
     pruned_rows,
     raw_rows,
     rows_text,
@@ -170,7 +171,7 @@ class Pruner:
             line_prior = None if history is None else history[first_line - 1 :]
             # A window, not the file whole (counted in lines: `nl` numbers make a window longer).
             if 0 < len(whole) <= min(AROUND_MAX_CHARS, self.config.max_prune_input_bytes) and (
-                first_line > 1 or len(lines) < whole.count("\n") + (not whole.endswith("\n"))
+                first_line > 1 or len(lines) < line_count(whole)
             ):
                 window = Window(whole, first_line, history)
         if line_prior is not None:

@@ -347,6 +347,11 @@ def _ends(data: bytes, room: int) -> tuple[str, str]:
             "…" + data[-(room - front):].decode("utf-8", "ignore"))
 
 
+def line_count(text: str) -> int:
+    """Lines of `text`; a final newline ends the last line, it does not start one."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     """"1 line", "2 lines"."""
     return f"{count} {noun if count == 1 else plural_form or noun + 's'}"

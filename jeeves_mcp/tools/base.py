@@ -16,6 +16,7 @@ from jeeves_mcp.proc import pinned_root
 
 # Re-exported: the tools import them from here.
 from jeeves_mcp.pruning.render import human_bytes as human_bytes
+from jeeves_mcp.pruning.render import line_count as line_count
 from jeeves_mcp.pruning.render import plural as plural
 
 if TYPE_CHECKING:
@@ -279,11 +280,6 @@ def text_budget(config: PrunerConfig) -> int:
     """Bytes of output text one result starts with; the pipeline lowers it until
     the serialized result fits `response_budget_bytes`."""
     return max(256, config.response_budget_bytes - ENVELOPE_BYTES)
-
-
-def line_count(text: str) -> int:
-    """Lines of `text`; a final newline ends the last line, it does not start one."""
-    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
 def clip_summary(text: str, limit: int = 100) -> str:

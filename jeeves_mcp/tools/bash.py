@@ -31,7 +31,7 @@ from jeeves_mcp.tools.base import (
     resolve_in_root,
     timeout_ms_arg,
 )
-from jeeves_mcp.tools.read import file_text, source_type_for, with_history
+from jeeves_mcp.tools.read import file_text, source_type_for, with_file
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -211,7 +211,7 @@ async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOu
     if first is None:
         return None
     output = TextOutput("stdout", stdout, source_type_for(path), display_path(ctx.config, path), first)
-    return with_history(ctx, output, path, text)
+    return with_file(ctx, output, path, text)
 
 
 def _by_name(shown: ShownFile, raw: str, stdout: str) -> TextOutput | None:

@@ -121,7 +121,7 @@ async def file_text(root: Path, path: Path, shown: str) -> tuple[str, bool]:
         raise path_error(exc, shown) from exc
 
 
-def with_history(ctx: CallContext, content: TextOutput, path: Path, text: str) -> TextOutput:
+def with_file(ctx: CallContext, content: TextOutput, path: Path, text: str) -> TextOutput:
     """`content`, lines from its `first_line` of the file `path` whose text is `text`, given
     that file (a window of code is ranked within it) and the recency prior of its lines (see
     pruning.history) when it is code and small enough to have one: splitting a large file
@@ -177,7 +177,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     span = "" if returned == total else f" (lines {offset}-{offset + returned - 1})"
     summary = clip_summary(f"read {shown}: {plural(total, 'line')}, {human_bytes(size)}{span}")
     content = TextOutput("content", window, source_type_for(path), shown, first_line=offset)
-    content = with_history(ctx, content, path, text)
+    content = with_file(ctx, content, path, text)
     return ToolOutput(summary=summary, fields=fields, texts=[content])
 
 

@@ -128,7 +128,7 @@ def select_lines(
     # and priced with them.
     lines = without_line_numbers(shown) or shown
     whole = around if source_type == "code" and around is not None and around.holds(lines) else None
-    file_lines = list(whole.lines) if whole is not None else lines
+    file_lines = whole.lines if whole is not None else lines
     layout, prose, scored = scored_text(
         file_lines, question, source_type, path, qterms, identifiers, between=lambda: _check(deadline)
     )

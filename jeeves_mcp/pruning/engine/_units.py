@@ -78,12 +78,11 @@ class Around:
     window is ranked as a part of it, its functions whole with their names and the file's
     words, and only its own lines are kept. `first`: the index of the window's first line."""
 
-    lines: Sequence[str]
+    lines: list[str]
     first: int
     line_prior: Sequence[float] | None = None
     line_subjects: Sequence[str | None] | None = None
 
-    def holds(self, window: Sequence[str]) -> bool:
-        n = len(window)
-        return 0 <= self.first and self.first + n <= len(self.lines) and n < len(self.lines) and all(
-            a == b for a, b in zip(self.lines[self.first : self.first + n], window, strict=True))
+    def holds(self, window: list[str]) -> bool:
+        """Whether `window` is lines of the file from `first`, and not all of them."""
+        return 0 <= self.first and len(window) < len(self.lines) and self.lines[self.first : self.first + len(window)] == window
