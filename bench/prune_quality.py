@@ -1,8 +1,8 @@
 """Quality of the built-in pruning engine on every benchmark set, beside a line-BM25 baseline.
 
     python bench/prune_quality.py [--set NAME ...] [--extra FILE ...] [--by-source] [--json]
-                                  [--history MIRRORS] [--shown-as read|numbered|logs]
-                                  [--window LINES [--window-alone] [--window-off]]
+                                  [--history MIRRORS] [--shown-as read|numbered|logs|grep]
+                                  [--window LINES [--window-alone] [--window-off]] [--alone]
 
 Sets (each a JSONL of cases with `text`, `question`, `source_type`, `source` and
 `gold` = [first, last], 1-based inclusive lines over `text.split("\\n")`):
@@ -21,8 +21,12 @@ name says "tune" (e.g. commits-tune.jsonl) are the ones the engine was tuned on;
 figure. `--by-source` prints one row per repository/library.
 
 --shown-as says how the text reaches the engine: as a focused read gives it (the default), as
-`nl -ba F` through `bash` gives it (a number and a tab before each line), or as command output
-(logs, no path, no history: how `bash` pruned a printed file before 2026-11-29).
+`nl -ba F` through `bash` gives it (a number and a tab before each line), as command output
+(logs, no path, no history: how `bash` pruned a printed file before 2026-11-29), or as the rows
+`grep -n -w -i WORD F` prints of the file (WORD the question's first word of four letters or more
+that a fixed line holds; the gold the rows within the fix; outputs under 512 bytes, shown whole,
+left out): ranked within the file as the bash tool gives them, or with --alone as command output
+(how they were pruned before 2026-11-29's tenth session).
 
 --window LINES shows each code case as a window of that many lines holding the gold (its first
 line drawn from the case's id), as `read` with an offset and a limit or `sed -n 'A,Bp' F` gives
@@ -681,11 +685,45 @@ def window_of_case(c: dict, prior: LineHistory | None, size: int, alone: bool, o
     return window, prior, around
 
 
+# A word of the question `grep -n -w -i` looks for (make_search_output.py's rule).
+GREP_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+MIN_PRUNE_BYTES = 512  # the bash tool shows a smaller output whole
+
+
+def grep_of_case(c: dict, prior: LineHistory | None, alone: bool,
+                 ) -> tuple[dict, LineHistory | None, Around | None] | None:
+    """The case shown as `grep -n -w -i WORD F` prints it (WORD the question's first word of
+    four letters or more that a fixed line holds; the gold the rows within the fix), with the
+    file around it, as the bash tool gives it; with `alone`, as command output (before
+    2026-11-29's tenth session). None when there is no such word, or the output is shown whole."""
+    lines = c["text"].split("\n")
+    first, last = c["gold"]
+    changed = " ".join(lines[first - 1 : last]).lower()
+    words = [w for w in GREP_WORD.findall(c["question"]) if w.lower() in changed]
+    if c["source_type"] != "code" or not words:
+        return None
+    word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(words[0])}(?![A-Za-z0-9_])", re.IGNORECASE)
+    found = [i for i, line in enumerate(lines) if word.search(line)]
+    text = "\n".join(f"{i + 1}:{lines[i]}" for i in found)
+    hits = [j for j, i in enumerate(found) if first - 1 <= i <= last - 1]
+    if len(text.encode()) < MIN_PRUNE_BYTES or not hits:
+        return None
+    shown = {**c, "text": text, "gold": [hits[0] + 1, hits[-1] + 1]}
+    if alone:
+        return {**shown, "source_type": "logs", "path": None}, None, None
+    return shown, None, Around(lines, 0, *((prior.prior, prior.subjects) if prior else ()), matches=True)
+
+
 def run_case(c: dict, baseline: bool, how: str = "read", window: int = 0, alone: bool = False,
              off: bool = False) -> dict | None:
     # The history is the file's (bash finds it as read does), never a command output's.
     prior, blame_ms = history_prior(c, c["text"].split("\n")) if how != "logs" else (None, 0.0)
     around = None
+    if how == "grep":
+        if (shown := grep_of_case(c, prior, alone)) is None:
+            return None
+        c, prior, around = shown
+        how = "read"
     if window:
         if (shown := window_of_case(c, prior, window, alone, off)) is None:
             return None
@@ -755,7 +793,10 @@ def names_the_gold(c: dict, lines: list[str], seen: list[bool], rows: list[Row],
     if around is None:
         label = hidden_unit_name(lines, c["source_type"], hidden, c.get("path"))
     else:
-        label = hidden_unit_name(list(around.lines), c["source_type"], around.first + hidden, c.get("path"))
+        at = around.part(lines)
+        if at is None or (row := at[hidden]) is None:
+            return None
+        label = hidden_unit_name(list(around.lines), c["source_type"], row, c.get("path"))
     if label is None:
         return None
     marker = next((r for r in rows if r.marker and r.start <= hidden + 1 <= r.end), None)
@@ -814,15 +855,17 @@ def main() -> None:
                     help="blame each OWNER/NAME@SHA case in DIR/OWNER+NAME/repo (a bare clone with "
                          "history, as the search tool's fetch leaves it) and prune with the recency "
                          "prior a read in a git workspace gets")
-    ap.add_argument("--shown-as", choices=("read", "numbered", "logs"), default="read",
+    ap.add_argument("--shown-as", choices=("read", "numbered", "logs", "grep"), default="read",
                     help="how the text reaches the engine: a focused read (default), `nl -ba F` "
-                         "through bash (numbered lines), or as command output (logs, no path, no "
-                         "history: how bash pruned a printed file before it was read as the file)")
+                         "through bash (numbered lines), as command output (logs, no path, no "
+                         "history: how bash pruned a printed file before it was read as the file), "
+                         "or the rows `grep -n -w -i WORD F` prints of it (WORD from the question)")
     ap.add_argument("--window", type=int, default=0, metavar="LINES",
                     help="show each code case as a window of LINES lines holding its gold, ranked "
                          "within its file (as read with offset/limit and sed -n give it)")
-    ap.add_argument("--window-alone", action="store_true",
-                    help="with --window: the window ranked alone, without the file around it")
+    ap.add_argument("--window-alone", "--alone", action="store_true", dest="window_alone",
+                    help="with --window or --shown-as grep: the text ranked alone, without the file "
+                         "around it")
     ap.add_argument("--window-off", action="store_true",
                     help="with --window: windows that do not hold the gold (as paging through a file "
                          "gives them): read the reduction, the recall is of the window's first line")

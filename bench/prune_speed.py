@@ -13,7 +13,9 @@ scan's worst case), typed = TypeScript blocks opened by 400-character lines of `
 worst case of naming a function assigned to a name), git = this project's own `git log -p`, repeated
 to size (read as commits, files and hunks), search = its `git grep -n -i def -- '*.py'`, repeated to size
 (each line ranked; both skipped outside a git checkout), window = 200 lines from the middle of the
-code text, ranked within it (as `read` with an offset gives them: the size is the file's). The question is the first case's; the view is
+code text, ranked within it (as `read` with an offset gives them: the size is the file's), grep = the
+rows `grep -n return` prints of the code text, ranked within it (as `bash` gives a search of one file:
+the size is the file's). The question is the first case's; the view is
 bounded by the child's response budget, as prune_text bounds it. Prints the median wall time of
 select_lines over --repeat runs (after one warm-up run), and ms per 1k lines to
 show whether the cost grows linearly.
@@ -135,6 +137,13 @@ def window_in_code(lines_wanted: int) -> tuple[list[str], str, Around]:
     return lines[first : first + 200], question, Around(lines, first)
 
 
+def matches_in_code(lines_wanted: int) -> tuple[list[str], str, Around]:
+    """The rows `grep -n return` prints of the code text of that size, and the text they are of."""
+    lines, question = corpus("needles", lines_wanted)
+    rows = [f"{i + 1}:{line}" for i, line in enumerate(lines) if "return" in line]
+    return rows, question, Around(lines, 0, matches=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -147,6 +156,7 @@ def main() -> None:
         inputs += [(source_type, size, partial(corpus, name, size)) for size in SIZES]
         if name == "needles":
             inputs += [("window", size, partial(window_in_code, size)) for size in SIZES]
+            inputs += [("grep", size, partial(matches_in_code, size)) for size in SIZES]
             inputs += [("python", size, partial(python_module, size))
                        for size in SIZES if size <= AST_MAX_LINES]
     inputs += [("quoted", size, partial(quoted_rust, size)) for size in SIZES]
@@ -158,7 +168,7 @@ def main() -> None:
     results = []
     for label, size, make in inputs:
         lines, question, *around = make()
-        source_type = "code" if label in ("python", "window") or label in CRAFTED_PATHS else label
+        source_type = "code" if label in ("python", "window", "grep") or label in CRAFTED_PATHS else label
         source_type = "logs" if label in ("git", "search") else source_type
         path = CRAFTED_PATHS.get(label)
         run = partial(select_lines, lines, question, source_type, max_bytes=RESPONSE_BUDGET, path=path,

@@ -1305,6 +1305,31 @@ def test_a_window_is_ranked_within_its_file() -> None:
     assert select_lines(window, question, "code", max_bytes=10240, around=other).keep == unrelated.keep
 
 
+def test_a_search_of_a_file_is_ranked_within_it() -> None:
+    """`grep -n WORD F` through bash: its rows are the file's lines by number, and the rows in
+    the method asked about are kept. Ranked alone, as command output, every row looked alike."""
+    lines = shop_source()
+    found = [i for i, line in enumerate(lines) if "offset" in line]
+    rows = [f"{i + 1}:{lines[i]}" for i in found]
+    asked = [j for j, i in enumerate(found) if lines.index("    def refund_card(self, order):") < i
+             < lines.index("    def close_ledger(self, order):")]
+    question = "how is a card refund computed?"
+    alone = select_lines(rows, question, "logs", max_bytes=10240)
+    within = select_lines(rows, question, "code", max_bytes=10240, around=Around(lines, 0, matches=True))
+    assert all(within.keep[j] for j in asked) and sum(within.keep) < len(rows) // 2
+    assert sum(alone.keep[j] for j in asked) < len(asked) // 2
+    # Context rows and grep's `--` are lines of the file and of no line.
+    context = [f"{i + 1}-{lines[i]}" if k % 2 else f"{i + 1}:{lines[i]}" for k, i in enumerate(found)]
+    context[1:1] = ["--"]
+    assert Around(lines, 0, matches=True).part(context) == [found[0], None, *found[1:]]
+    # Rows that are not the file's lines (another file's, `-H` names, falling numbers) are a
+    # command's output, ranked as a log.
+    for wrong in ([f"shop.py:{row}" for row in rows], rows[::-1], [f"{i + 2}:{lines[i]}" for i in found]):
+        assert Around(lines, 0, matches=True).part(wrong) is None
+        assert select_lines(wrong, question, "code", max_bytes=10240, around=Around(lines, 0, matches=True)).keep \
+            == select_lines(wrong, question, "logs", max_bytes=10240).keep
+
+
 def test_python_too_dense_for_ast_is_laid_out_by_indentation(monkeypatch: pytest.MonkeyPatch) -> None:
     """A file of nothing but calls held the interpreter in `ast` for seconds (2.3 s for 535 KB):
     past AST_MAX_TOKENS commas and brackets, the indentation layout reads it."""

@@ -179,6 +179,39 @@ async def test_bash_output_is_read_as_the_file_the_command_names(child: Child, w
     assert not any(match and "helper_" in match.group(5) for match in markers)
 
 
+async def test_a_search_of_one_file_through_bash_is_ranked_within_the_file(child: Child, workspace: Path) -> None:
+    """`grep -n WORD F`: its rows are the file's lines by number, ranked as parts of the
+    file's functions (the method asked about keeps its rows, markers name the methods they
+    hide); rows that are not the file's lines by number, or a file that is not code, stay a
+    command's output."""
+    source = shop_source()
+    (workspace / "shop.py").write_text("\n".join(source) + "\n")
+    (workspace / "shop.txt").write_text("\n".join(source) + "\n")
+    found = [i for i, line in enumerate(source) if "offset" in line]
+    rows = [f"{i + 1}:{source[i]}" for i in found]
+    asked = {row for row, i in zip(rows, found, strict=True) if source.index("    def refund_card(self, order):") < i
+             < source.index("    def close_ledger(self, order):")}
+    question = "how is a card refund computed?"
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        for cmd in ("grep -n offset shop.py", "grep -n -e offset shop.py | head -n 400"):
+            result = tool_json(await call(http, child, "bash", {"cmd": cmd, "context_focus_question": question}))
+            assert result["pruning"]["applied"], (cmd, result["pruning"])
+            shown = result["stdout"].split("\n")
+            kept = {line.split("│ ", 1)[1] for line in shown if "│ " in line and not line.startswith("⟦")}
+            assert asked <= kept and len(kept) < len(rows) // 2, cmd
+            markers = [MARKER.match(line) for line in shown if line.startswith("⟦")]
+            assert markers and all(match and match.group(5).startswith("hors focus: Shop.") for match in markers)
+            back = tool_json(await call(http, child, "recover_text", {
+                "prune_id": markers[0].group(1), "include_line_numbers": False,
+                "ranges": [{"start_line": int(markers[0].group(2)), "end_line": int(markers[0].group(3))}],
+            }))
+            assert back["raw_text"].split("\n") == rows[int(markers[0].group(2)) - 1 : int(markers[0].group(3))]
+        for cmd in ("grep -n offset shop.txt", "grep -Hn offset shop.py", "grep -n offset shop.py | cat"):
+            result = tool_json(await call(http, child, "bash", {"cmd": cmd, "context_focus_question": question}))
+            markers = [MARKER.match(line) for line in result["stdout"].split("\n") if line.startswith("⟦")]
+            assert markers and not any(match and "Shop." in match.group(5) for match in markers), cmd
+
+
 async def test_small_outputs_and_missing_questions_are_not_pruned(child: Child) -> None:
     async with httpx.AsyncClient(headers=child.headers()) as http:
         small = tool_json(await call(http, child, "read", {

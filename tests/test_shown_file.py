@@ -33,6 +33,12 @@ from tests.test_pruned_tools import module_source
         ("sed -n '100,$p' a.py | sed -n '20,100p'", ShownFile("a.py", start=119, count=81)),
         ("tail -n +100 a.py | head -n 80", ShownFile("a.py", start=100, count=80)),
         ("git show v1.2:x.py | sed -n '40,120p'", ShownFile("x.py", start=40, count=81, rev="v1.2")),
+        # Searches of one file whose rows are numbered: what the rows hold is checked, not the options.
+        ("grep -n refund a.py", ShownFile("a.py", matches=True)),
+        ("grep -in -C 2 'card refund' src/a.py", ShownFile("src/a.py", matches=True)),
+        ("rg -n -w -e refund -e card a.py | head -n 50", ShownFile("a.py", matches=True)),
+        ("rg --line-number refund a.py", ShownFile("a.py", matches=True)),
+        ("cd src && egrep -n 'a|b' a.py", ShownFile("a.py", cd="src", matches=True)),
     ],
 )
 def test_commands_that_print_one_file(cmd: str, shown: ShownFile) -> None:
@@ -75,6 +81,10 @@ def test_commands_that_print_one_file(cmd: str, shown: ShownFile) -> None:
         "git show HEAD:",
         "git show :x.py",
         "git show HEAD@{1}:x.py",  # the shell expands the braces
+        "grep refund a.py",  # no line numbers: which lines they are is not known
+        "rg -N refund a.py",
+        "grep -n refund a.py | sort -r",
+        "grep -n refund $F",
     ],
 )
 def test_commands_that_do_not(cmd: str) -> None:
@@ -92,6 +102,21 @@ def test_the_output_must_be_the_files_lines_where_the_command_says() -> None:
     assert ShownFile("a", start=40).first_line(text, "line 40\nline 4") is None  # not whole lines
     assert ShownFile("a", start=101).first_line(text, "line 100\n") is None
     assert ShownFile("a").first_line(text, "") is None
+
+
+def test_a_search_must_print_the_files_lines_by_their_numbers() -> None:
+    text = "".join(f"line {n}\n" for n in range(1, 101))
+    search = ShownFile("a", matches=True)
+    assert search.rows_match(text, "4:line 4\n5-line 5\n--\n40:line 40\n")
+    assert search.rows_match(text.removesuffix("\n"), "100:line 100")
+    assert not search.rows_match(text, "a:4:line 4\n")  # `grep -H`: the file's name first
+    assert not search.rows_match(text, "40:line 40\n4:line 4\n")  # numbers falling
+    assert not search.rows_match(text, "4:line 4\n4:line 4\n")  # `-o`: a line twice
+    assert not search.rows_match(text, "4:line 5\n")  # the file changed since
+    assert not search.rows_match(text, "101:line 101\n")
+    assert not search.rows_match(text, "4:line\n")  # not the line whole (`-o`)
+    assert not search.rows_match(text, "--\n")
+    assert not search.rows_match(text, "3\n")  # `grep -c`
 
 
 def test_line_numbers_are_taken_off_only_when_every_line_has_the_next_one() -> None:

@@ -52,6 +52,7 @@ class Window:
     file_text: str
     first_line: int
     history: LineHistory | None = None
+    matches: bool = False  # the text is rows `grep -n` printed of the file (`12:line`), not a window
 
 
 @dataclass(frozen=True)

@@ -69,11 +69,11 @@ class LocalEngine:
         timeout_s = options.timeout_ms / 1000
         deadline = time.monotonic() + timeout_s
 
-        def choose(around: engine.Around | None, by: float) -> Selection:
+        def choose(around: engine.Around | None, by: float, as_type: str = source_type) -> Selection:
             chosen = engine.select_lines(
                 lines,
                 question,
-                source_type,
+                as_type,
                 max_prune_ratio=options.max_prune_ratio,
                 min_keep_lines=options.min_keep_lines,
                 path=path,
@@ -91,12 +91,14 @@ class LocalEngine:
                 around = engine.Around(
                     window.file_text.removesuffix("\n").split("\n"), window.first_line - 1,
                     None if history is None else history.prior, None if history is None else history.subjects,
+                    window.matches,
                 )
                 try:
                     return choose(around, min(deadline, time.monotonic() + AROUND_TIME_SHARE * timeout_s))
                 except engine.PruneTimeout:
                     pass  # the file costs too much: the window alone, in the time left
-            return choose(None, deadline)
+            # A search's rows alone are a command's output.
+            return choose(None, deadline, "logs" if window is not None and window.matches else source_type)
 
         # The engine checks its deadline itself; the outer bound only covers a
         # thread that stopped checking, which is then abandoned.
@@ -158,9 +160,11 @@ class Pruner:
         first_line: int = 1,
         line_prior: LineHistory | None = None,
         whole: str | None = None,
+        matches: bool = False,
     ) -> PruneOutcome:
         """`whole`: the file `text` is lines of from `first_line` (a read's or a printed
-        file's), which `line_prior` is then the history of; else `line_prior` is `text`'s."""
+        file's), or with `matches` the rows `grep -n` printed of it; `line_prior` is then the
+        file's history; else `line_prior` is `text`'s."""
         started = time.monotonic()
         if text.endswith("\n"):
             text = text[:-1]  # a final newline ends the last line; it does not start another
@@ -168,12 +172,14 @@ class Pruner:
         window = None
         if whole is not None:
             history = line_prior
-            line_prior = None if history is None else history[first_line - 1 :]
+            line_prior = None if history is None or matches else history[first_line - 1 :]
             # A window, not the file whole (counted in lines: `nl` numbers make a window longer).
             if 0 < len(whole) <= min(AROUND_MAX_CHARS, self.config.max_prune_input_bytes) and (
-                first_line > 1 or len(lines) < line_count(whole)
+                matches or first_line > 1 or len(lines) < line_count(whole)
             ):
-                window = Window(whole, first_line, history)
+                window = Window(whole, first_line, history, matches)
+            elif matches:  # a search's rows of a file too large to lay out: a command's output
+                source_type = "logs"
         if line_prior is not None:
             line_prior = line_prior[: len(lines)] if len(line_prior) >= len(lines) else None
         prune_id = self.store.put(text, first_line=first_line)

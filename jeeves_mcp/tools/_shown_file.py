@@ -1,5 +1,6 @@
 """Which file a `bash` command prints: `cat F`, `sed -n '40,120p' F`, `head -n 80 F`,
-`nl -ba F | sed -n '1,200p'`, `git show REV:F`, after an optional `cd DIR &&`.
+`nl -ba F | sed -n '1,200p'`, `git show REV:F`, after an optional `cd DIR &&`; or searches,
+`grep -n PATTERN F`, `rg -n -C2 PATTERN F | head`, whose rows are lines of F by number.
 
 Agents that read files through a shell (Codex does) get the file's text as command output.
 Pruned as logs, it lost the lines a fix edits far more often than the same text pruned as
@@ -19,11 +20,12 @@ from jeeves_mcp.pruning.recovery import Lines
 __all__ = ["ShownFile", "shown_file"]
 
 # Numbers of up to 18 digits: int() of thousands of digits raises, GNU tools take them.
+_MATCH_ROW = re.compile(r"(\d{1,18})[:-]")
 _SED_WINDOW = re.compile(r"(\d{1,18})(?:,(\d{1,18}|\$))?p")
 _COUNT = re.compile(r"\d{1,18}")
 # What a command this grammar knows starts with; anything else is not lexed at all (shlex's
 # time grows with the square of a word's length, and a command may be 2 MiB long).
-_PRINTER_HEAD = re.compile(r"\s*(?:cd\s+\S+\s*&&\s*)?(?:cat|nl|sed|head|tail|git\s+show)\s")
+_PRINTER_HEAD = re.compile(r"\s*(?:cd\s+\S+\s*&&\s*)?(?:cat|nl|sed|head|tail|git\s+show|[ef]?grep|rg)\s")
 MAX_COMMAND_CHARS = 4096
 # A name the shell would expand (a variable, a glob, a home) is not the name we see.
 _EXPANDED = re.compile(r"[$`*?\[{]|^~")
@@ -46,6 +48,8 @@ class ShownFile:
     from_end: bool = False
     numbered: bool = False
     rev: str | None = None  # `git show REV:F`: the file as it was at REV, not the working tree's
+    # A search of the file (`grep -n`): rows `12:line` (a match), `12-line` (context) and `--`.
+    matches: bool = False
 
     def first_line(self, text: str, shown: str) -> int | None:
         """The file's line number of the first line of `shown` (the output, numbers taken off)
@@ -62,6 +66,23 @@ class ShownFile:
         if text[at:end] != body or (end < len(text) and text[end] != "\n"):
             return None
         return start
+
+
+    def rows_match(self, text: str, shown: str) -> bool:
+        """Whether every row of the search output `shown` is the file's (`text`'s) line of its
+        number, numbers rising, or grep's `--`; the file is not split into lines."""
+        lines = Lines(text.removesuffix("\n"))
+        last = 0
+        for row in shown.removesuffix("\n").split("\n"):
+            if row == "--":
+                continue
+            match = _MATCH_ROW.match(row)
+            if match is None or not last < (number := int(match.group(1))) <= len(lines):
+                return False
+            if lines[number - 1] != row[match.end() :]:
+                return False
+            last = number
+        return last > 0
 
 
 def shown_file(cmd: str) -> ShownFile | None:
@@ -98,6 +119,8 @@ def shown_file(cmd: str) -> ShownFile | None:
         return None
     if any(_EXPANDED.search(name) for name in (shown.path, cd or "")):
         return None
+    if shown.matches:  # its rows carry their numbers: a window of them is rows still
+        return replace(shown, cd=cd) if len(stages) == 1 or _window(stages[1], None) else None
     if len(stages) == 2:
         window = _window(stages[1], None)
         if window is None or shown.count is not None or shown.from_end:
@@ -123,6 +146,11 @@ def _printer(words: list[str]) -> ShownFile | None:
         if options != ["show"] or not colon or not rev or not path or _EXPANDED.search(rev):
             return None
         return ShownFile(path, rev=rev)
+    if name in ("grep", "egrep", "fgrep", "rg"):
+        # What the options ask for is not read: only rows the file's lines by number pass
+        # (ShownFile.rows_match); `-n` is what makes them so.
+        numbered = any(o == "--line-number" or (o[:1] == "-" and o[1:2] != "-" and "n" in o) for o in options)
+        return ShownFile(path, matches=True) if numbered and len(options) >= 1 else None
     if name == "cat":
         if options not in ([], ["-n"]):
             return None

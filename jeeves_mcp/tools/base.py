@@ -91,6 +91,8 @@ class TextOutput:
     # The file `text` is lines of from first_line (a read, a printed file): a window of it
     # is ranked within it.
     whole: str | None = None
+    # `text` is rows `grep -n` printed of the file `whole` (`12:line`): ranked within it.
+    matches: bool = False
 
 
 @dataclass

@@ -202,11 +202,17 @@ async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOu
     try:
         path = resolve_in_root(ctx.config, raw)
     except ToolError as exc:
-        return _by_name(shown, raw, stdout) if exc.code == "FORBIDDEN" else None
+        return _by_name(shown, raw, stdout) if exc.code == "FORBIDDEN" and not shown.matches else None
     try:
         text, _ = await file_text(ctx.config.root, path, shown.path)
     except ToolError:
         return None
+    if shown.matches:
+        # A search's rows are ranked within the file they are lines of, when it is code.
+        if source_type_for(path) != "code" or not shown.rows_match(text, stdout):
+            return None
+        output = TextOutput("stdout", stdout, "code", display_path(ctx.config, path), matches=True)
+        return with_file(ctx, output, path, text)
     first = _first_line(shown, text, stdout)
     if first is None:
         return None

@@ -16,7 +16,7 @@ from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._planner import CODE_TEMP, plan_code, scored_text, text_layout
 from ._sniff import without_line_numbers
 from ._text import bounded_question, query_identifiers, query_terms
-from ._units import Around, Layout, window_of
+from ._units import Around, Layout, part_of
 
 __all__ = ["PruneTimeout", "Selection", "select_lines"]
 
@@ -127,7 +127,10 @@ def select_lines(
     # Numbered lines (`cat -n`, `nl` in a command's output) are read without their numbers
     # and priced with them.
     lines = without_line_numbers(shown) or shown
-    whole = around if source_type == "code" and around is not None and around.holds(lines) else None
+    rows = around.part(lines) if source_type == "code" and around is not None else None
+    if rows is None and around is not None and around.matches:
+        source_type = "logs"  # not the file's rows after all: a command's output
+    whole = around if rows is not None else None
     file_lines = whole.lines if whole is not None else lines
     layout, prose, scored = scored_text(
         file_lines, question, source_type, path, qterms, identifiers, between=lambda: _check(deadline)
@@ -158,10 +161,11 @@ def select_lines(
             text = plan_code(file_lines, layout, scored, prose, qterms, whole.line_prior, whole.line_subjects)
             _check(deadline)
             file_values = learned_values(text)
-            values = file_values[whole.first : whole.first + n]
+            assert rows is not None
+            values = [0.0 if row is None else file_values[row] for row in rows]
             in_window = max(sum(values), 1e-12)
             of_value = in_window ** (1 - FILE_VALUE_WEIGHT) * max(sum(file_values), in_window) ** FILE_VALUE_WEIGHT
-            layout, index = window_of(layout, whole.first, n)
+            layout, index = part_of(layout, rows)
             chances = [text.chances[k] for k in index]
             scores = [scores[k] for k in index]
         view = numbered_view_bytes(shown)

@@ -7,10 +7,12 @@ and the signatures of everything that encloses it, or a section's heading path).
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Around", "Layout", "Unit", "window_of"]
+__all__ = ["Around", "Layout", "Unit", "match_row", "part_of"]
 
 
 @dataclass(slots=True)
@@ -39,17 +41,21 @@ class Layout:
     by_line: bool = False
 
 
-def window_of(layout: Layout, first: int, n: int) -> tuple[Layout, list[int]]:
-    """The layout of lines `first` to `first + n - 1` of a text laid out whole, numbered from
-    0, and for each of its units the index of the unit it was cut from in `layout.units`."""
-    last = first + n - 1
+def part_of(layout: Layout, rows: Sequence[int | None]) -> tuple[Layout, list[int]]:
+    """The layout of a text whose line j is line `rows[j]` of a text laid out whole (a window
+    of it, or the lines a search of it printed; None: a line of the search's own, `--`), rows
+    increasing, numbered from 0, and for each of its units the index of the unit it was cut
+    from in `layout.units`."""
+    at = [j for j, row in enumerate(rows) if row is not None]
+    numbers = [row for row in rows if row is not None]
+    where = dict(zip(numbers, at, strict=True))
 
     def inside(a: int, b: int) -> tuple[int, int] | None:
-        a, b = max(a, first), min(b, last)
-        return (a - first, b - first) if a <= b else None
+        lo, hi = bisect_left(numbers, a), bisect_right(numbers, b) - 1
+        return (at[lo], at[hi]) if lo <= hi else None
 
-    def rows(of: set[int]) -> set[int]:
-        return {i - first for i in of if first <= i <= last}
+    def mapped(of: set[int]) -> set[int]:
+        return {where[i] for i in of if i in where}
 
     units: list[Unit] = []
     index: list[int] = []
@@ -63,26 +69,58 @@ def window_of(layout: Layout, first: int, n: int) -> tuple[Layout, list[int]]:
     position = {k: j for j, k in enumerate(index)}
     return Layout(
         units=units,
-        always=rows(layout.always),
+        always=mapped(layout.always),
         atoms=[atom for a, b in layout.atoms if (atom := inside(a, b)) is not None],
-        context=rows(layout.context),
-        prose=rows(layout.prose),
+        context=mapped(layout.context),
+        prose=mapped(layout.prose),
         follows={position[k]: position[lead] for k, lead in layout.follows.items() if k in position and lead in position},
         by_line=layout.by_line,
     ), index
 
 
+# A row of `grep -n` / `rg -n` over one file: its line's number, `:` for a match or `-` for
+# context, the line; `--` between groups of context.
+_MATCH_ROW = re.compile(r"(\d{1,18})([:-])")
+
+
+def match_row(row: str) -> tuple[int, str] | None:
+    """(0-based line number, text) of a `grep -n` row, or None (a `--`, anything else)."""
+    match = _MATCH_ROW.match(row)
+    return None if match is None else (int(match.group(1)) - 1, row[match.end() :])
+
+
 @dataclass(frozen=True)
 class Around:
-    """The file a window of code was cut from (`read` with an offset, `sed -n 'A,Bp'`): the
-    window is ranked as a part of it, its functions whole with their names and the file's
-    words, and only its own lines are kept. `first`: the index of the window's first line."""
+    """The file a text of code was cut from: a window of it (`read` with an offset, `sed -n
+    'A,Bp'`) from line index `first`, or with `matches` the rows `grep -n PATTERN F` printed of
+    it. The text is ranked as a part of the file, its functions whole with their names and the
+    file's words, and only its own lines are kept."""
 
     lines: list[str]
     first: int
     line_prior: Sequence[float] | None = None
     line_subjects: Sequence[str | None] | None = None
+    matches: bool = False
 
-    def holds(self, window: list[str]) -> bool:
-        """Whether `window` is lines of the file from `first`, and not all of them."""
-        return 0 <= self.first and len(window) < len(self.lines) and self.lines[self.first : self.first + len(window)] == window
+    def part(self, text: list[str]) -> Sequence[int | None] | None:
+        """For each line of `text`, the index of the file's line it is (None: grep's `--`),
+        when `text` is the window from `first` or the search's rows, and not the file whole."""
+        if not self.matches:
+            n = len(text)
+            if 0 <= self.first and n < len(self.lines) and self.lines[self.first : self.first + n] == text:
+                return range(self.first, self.first + n)
+            return None
+        rows: list[int | None] = []
+        last = -1
+        for row in text:
+            if row == "--":
+                rows.append(None)
+                continue
+            if (parsed := match_row(row)) is None:
+                return None
+            i, line = parsed
+            if not last < i < len(self.lines) or self.lines[i] != line:
+                return None
+            rows.append(i)
+            last = i
+        return rows if last >= 0 else None
