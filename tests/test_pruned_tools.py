@@ -183,10 +183,11 @@ async def test_a_search_of_one_file_through_bash_is_ranked_within_the_file(child
     """`grep -n WORD F`: its rows are the file's lines by number, ranked as parts of the
     file's functions (the method asked about keeps its rows, markers name the methods they
     hide); rows that are not the file's lines by number, or a file that is not code, stay a
-    command's output."""
+    command's output, and a search of a file too large to lay out is still pruned."""
     source = shop_source()
     (workspace / "shop.py").write_text("\n".join(source) + "\n")
     (workspace / "shop.txt").write_text("\n".join(source) + "\n")
+    (workspace / "big.py").write_text("x = 1\n" * 100_000 + "\n".join(source) + "\n")  # over 512 KiB: not laid out
     found = [i for i, line in enumerate(source) if "offset" in line]
     rows = [f"{i + 1}:{source[i]}" for i in found]
     asked = {row for row, i in zip(rows, found, strict=True) if source.index("    def refund_card(self, order):") < i
@@ -206,7 +207,8 @@ async def test_a_search_of_one_file_through_bash_is_ranked_within_the_file(child
                 "ranges": [{"start_line": int(markers[0].group(2)), "end_line": int(markers[0].group(3))}],
             }))
             assert back["raw_text"].split("\n") == rows[int(markers[0].group(2)) - 1 : int(markers[0].group(3))]
-        for cmd in ("grep -n offset shop.txt", "grep -Hn offset shop.py", "grep -n offset shop.py | cat"):
+        for cmd in ("grep -n offset shop.txt", "grep -Hn offset shop.py", "grep -n offset shop.py | cat",
+                    "grep -n offset big.py"):
             result = tool_json(await call(http, child, "bash", {"cmd": cmd, "context_focus_question": question}))
             markers = [MARKER.match(line) for line in result["stdout"].split("\n") if line.startswith("⟦")]
             assert markers and not any(match and "Shop." in match.group(5) for match in markers), cmd
