@@ -39,7 +39,9 @@ its reduction tells anything.
 --history MIRRORS gives each case whose source is OWNER/NAME@SHA:PATH the recency prior a focused
 read in a git workspace gets (jeeves_mcp/pruning/history.py), blamed in MIRRORS/OWNER+NAME/repo
 (a bare clone with history, as the search tool's `fetch` leaves it) at the case's `rev`, else at
-SHA^ (a commit task's text is the file before the fix); other cases run without it.
+SHA^ (a commit task's text is the file before the fix); other cases run without it. A search case
+(make_search_output.py's) gets with it the files its rows name, read at SHA^, as the bash and grep
+tools let the engine read them in a checkout (its rows ranked within them).
 
 Figures, at the engine's defaults (max_prune_ratio 0.9, min_keep_lines 0):
 - recall: share of the gold lines kept, averaged over cases; >=0.9: share of cases
@@ -507,6 +509,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -518,9 +521,10 @@ from jeeves_mcp.pruner_config import PrunerConfig  # noqa: E402
 from jeeves_mcp.pruning.contract import LineHistory, PruneOptions, Selection  # noqa: E402
 from jeeves_mcp.pruning.engine import Around, hidden_unit_name, select_lines, terms  # noqa: E402
 from jeeves_mcp.pruning.history import RECENT_COMMITS, history_from_blame  # noqa: E402
-from jeeves_mcp.pruning.pruner import fit_by_order  # noqa: E402
+from jeeves_mcp.pruning.pruner import AROUND_MAX_CHARS, fit_by_order  # noqa: E402
 from jeeves_mcp.pruning.render import Row, fit_rows, pruned_rows, rows_text, text_bytes  # noqa: E402
 from jeeves_mcp.tools.base import text_budget  # noqa: E402
+from jeeves_mcp.tools.read import SOURCE_SUFFIXES  # noqa: E402
 
 # What a focused `read` returns: the pruned rows, line-numbered, with markers, in a
 # result that serializes under the child's response budget (seed 002's 10,240 bytes,
@@ -646,6 +650,25 @@ def history_prior(c: dict, lines: list[str]) -> tuple[LineHistory | None, float]
     return LineHistory(history.prior + [0.0] * pad, history.subjects + [None] * pad), ms
 
 
+def files_of_case(c: dict) -> Callable[[str], str | None] | None:
+    """For a search case (make_search_output.py's: id grep-NAME@SHA:PATH, source OWNER/NAME),
+    the files its rows name as they were at SHA^, read from the bare clone in HISTORY, as the
+    bash and grep tools read them in a checkout (source code by its name only)."""
+    sha = str(c.get("id", "")).partition("@")[2].partition(":")[0]
+    git_dir = None if HISTORY is None else HISTORY / str(c.get("source", "")).replace("/", "+") / "repo"
+    if not c["id"].startswith("grep-") or not sha or git_dir is None or not git_dir.is_dir():
+        return None
+
+    def read(path: str) -> str | None:
+        if Path(path).suffix.lower() not in SOURCE_SUFFIXES:
+            return None
+        done = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{sha}^:{path}"],
+                              capture_output=True, text=True, errors="replace")
+        return done.stdout if done.returncode == 0 and len(done.stdout) <= AROUND_MAX_CHARS else None
+
+    return read
+
+
 def shown_as(c: dict, how: str) -> tuple[dict, list[str]]:
     """The case and its lines as the engine gets them when the text comes through `how`:
     "read" (a focused read), "numbered" (`nl -ba F` or `cat -n F` through `bash`, a number and
@@ -729,11 +752,13 @@ def run_case(c: dict, baseline: bool, how: str = "read", window: int = 0, alone:
             return None
         c, prior, around = shown
     c, lines = shown_as(c, how)
+    files = files_of_case(c) if not alone else None
     t0 = time.perf_counter()
     sel = select_lines(lines, c["question"], c["source_type"], path=c.get("path"),
                        max_bytes=RESPONSE_BUDGET,
                        line_prior=None if prior is None else prior.prior,
-                       line_subjects=None if prior is None else prior.subjects, around=around)
+                       line_subjects=None if prior is None else prior.subjects, around=around,
+                       files=files)
     ms = (time.perf_counter() - t0) * 1000
     assert len(sel.keep) == len(lines)
     keep, view_bytes, rows = seen_lines(lines, sel)

@@ -12,7 +12,8 @@ characters), escaped = Go lines of escaped quotes ending in a backslash (the one
 scan's worst case), typed = TypeScript blocks opened by 400-character lines of `a:a:a:...` (the
 worst case of naming a function assigned to a name), git = this project's own `git log -p`, repeated
 to size (read as commits, files and hunks), search = its `git grep -n -i def -- '*.py'`, repeated to size
-(each line ranked; both skipped outside a git checkout), window = 200 lines from the middle of the
+(each line ranked, the rows of the ten files it values most within those files, read from the
+checkout as the tools read them; both skipped outside a git checkout), window = 200 lines from the middle of the
 code text, ranked within it (as `read` with an offset gives them: the size is the file's), grep = the
 rows `grep -n return` prints of the code text, ranked within it (as `bash` gives a search of one file:
 the size is the file's). The question is the first case's; the view is
@@ -42,6 +43,8 @@ from prune_quality import RESPONSE_BUDGET, SETS  # noqa: E402
 
 from jeeves_mcp.pruning.engine import Around, select_lines  # noqa: E402
 from jeeves_mcp.pruning.engine._code import AST_MAX_LINES  # noqa: E402
+from jeeves_mcp.pruning.pruner import AROUND_MAX_CHARS  # noqa: E402
+from jeeves_mcp.tools.read import SOURCE_SUFFIXES  # noqa: E402
 
 SIZES = (2_000, 10_000, 50_000)
 # The set each source type's text comes from.
@@ -120,6 +123,14 @@ def search_output(lines_wanted: int) -> tuple[list[str], str]:
     return (found * (lines_wanted // len(found) + 1))[:lines_wanted], "where is the response budget applied"
 
 
+def checkout_file(path: str) -> str | None:
+    """A source file of this checkout, as the bash and grep tools read one a search names."""
+    file = ROOT / path
+    if file.suffix not in SOURCE_SUFFIXES or not file.is_file() or file.stat().st_size > AROUND_MAX_CHARS:
+        return None
+    return file.read_text(errors="replace")
+
+
 def git_log(lines_wanted: int) -> tuple[list[str], str]:
     """`git log -p` of this checkout, repeated to size; no lines outside one."""
     done = subprocess.run(["git", "-C", str(ROOT), "log", "-p", "-n", "300"], capture_output=True, text=True,
@@ -172,7 +183,7 @@ def main() -> None:
         source_type = "logs" if label in ("git", "search") else source_type
         path = CRAFTED_PATHS.get(label)
         run = partial(select_lines, lines, question, source_type, max_bytes=RESPONSE_BUDGET, path=path,
-                      around=around[0] if around else None)
+                      around=around[0] if around else None, files=checkout_file if label == "search" else None)
         run()
         times = []
         for _ in range(args.repeat):

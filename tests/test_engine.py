@@ -1330,6 +1330,37 @@ def test_a_search_of_a_file_is_ranked_within_it() -> None:
             == select_lines(wrong, question, "logs", max_bytes=10240).keep
 
 
+def test_a_search_of_many_files_is_ranked_within_each() -> None:
+    """`grep -rn WORD`: the rows of a file the search values most are ranked as that file's
+    own ranking values them (the rows in the method asked about kept), when the file read
+    back holds the rows; else as the search values them."""
+    shop = shop_source()
+    other = [f"def tally_{k}(offset):" if k % 3 == 0 else f"    return offset * {k}" for k in range(300)]
+    rows = [f"src/shop.py:{i + 1}:{line}" for i, line in enumerate(shop) if "offset" in line]
+    rows += [f"src/other.py:{i + 1}:{line}" for i, line in enumerate(other) if "offset" in line]
+    asked = [j for j, row in enumerate(rows) if row.startswith("src/shop.py:")
+             and shop.index("    def refund_card(self, order):") < int(row.split(":")[1]) - 1
+             < shop.index("    def close_ledger(self, order):")]
+    question = "which offset does a card refund add?"  # the word searched for, as an agent's
+    files = {"src/shop.py": "\n".join(shop) + "\n", "src/other.py": "\n".join(other)}
+    read: list[str] = []
+
+    def reader(name: str) -> str | None:
+        read.append(name)
+        return files.get(name)
+
+    alone = select_lines(rows, question, "logs", max_bytes=10240)
+    within = select_lines(rows, question, "logs", max_bytes=10240, files=reader)
+    assert "src/shop.py" in read
+    assert all(within.keep[j] for j in asked) and not all(within.keep)
+    assert sum(alone.keep[j] for j in asked) < len(asked) // 2
+    # A file that is not what the rows show (changed since, or another file) is not used.
+    changed = {"src/shop.py": "\n".join(shop[1:]), "src/other.py": files["src/other.py"]}
+    unread = {"src/other.py": files["src/other.py"]}
+    assert select_lines(rows, question, "logs", max_bytes=10240, files=changed.get).keep \
+        == select_lines(rows, question, "logs", max_bytes=10240, files=unread.get).keep
+
+
 def test_python_too_dense_for_ast_is_laid_out_by_indentation(monkeypatch: pytest.MonkeyPatch) -> None:
     """A file of nothing but calls held the interpreter in `ast` for seconds (2.3 s for 535 KB):
     past AST_MAX_TOKENS commas and brackets, the indentation layout reads it."""

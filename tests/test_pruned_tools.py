@@ -214,6 +214,50 @@ async def test_a_search_of_one_file_through_bash_is_ranked_within_the_file(child
             assert markers and not any(match and "Shop." in match.group(5) for match in markers), cmd
 
 
+async def test_a_search_of_many_files_is_ranked_within_the_files_it_names(
+    child: Child, workspace: Path, tmp_path: Path,
+) -> None:
+    """`grep -rn WORD DIR` through bash and the `grep` tool: the rows of the files the search
+    values most are ranked as those files' own rankings value them. A file outside the run root
+    that rows name is never read: the view is the same whether it exists or not."""
+    shop = shop_source()
+    other = [f"def tally_{k}(offset):" if k % 3 == 0 else f"    return offset * {k}" for k in range(300)]
+    (workspace / "src" / "shop.py").write_text("\n".join(shop) + "\n")
+    (workspace / "src" / "other.py").write_text("\n".join(other) + "\n")
+    asked = {line for line in shop[shop.index("    def refund_card(self, order):") : shop.index("    def close_ledger(self, order):")]
+             if "offset" in line}
+    question = "which offset does a card refund add?"
+
+    def kept(result: dict, key: str) -> set[str]:
+        shown = [line.split("│ ", 1)[1] for line in result[key].split("\n") if "│ " in line and not line.startswith("⟦")]
+        return {row.split(":", 2)[2] for row in shown if row.count(":") >= 2}
+
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        for name, args, key in [
+            ("bash", {"cmd": "grep -rn offset src"}, "stdout"),
+            ("grep", {"pattern": "offset", "paths": ["src"], "max_matches": 1000}, "matches"),
+        ]:
+            result = tool_json(await call(http, child, name, {**args, "context_focus_question": question}))
+            assert result["pruning"]["applied"], (name, result["pruning"])
+            assert asked <= kept(result, key), name
+        # Rows naming a file outside the root, printed by a command that is no search.
+        outside = tmp_path / "lib"
+        outside.mkdir()
+        rows = [f"{outside}/shop.py:{i + 1}:{line}" for i, line in enumerate(shop) if "offset" in line]
+        rows += [f"{outside}/other.py:{i + 1}:{line}" for i, line in enumerate(other) if "offset" in line]
+        (workspace / "rows.log").write_text("\n".join(rows) + "\n")
+        views = []
+        for present in (False, True):
+            if present:
+                (outside / "shop.py").write_text("\n".join(shop) + "\n")
+                (outside / "other.py").write_text("\n".join(other) + "\n")
+            result = tool_json(await call(http, child, "bash", {
+                "cmd": "cat rows.log | cat", "context_focus_question": question}))
+            assert result["pruning"]["applied"]
+            views.append(kept(result, "stdout"))
+        assert views[0] == views[1] and not asked <= views[1]
+
+
 async def test_small_outputs_and_missing_questions_are_not_pruned(child: Child) -> None:
     async with httpx.AsyncClient(headers=child.headers()) as http:
         small = tool_json(await call(http, child, "read", {

@@ -8,6 +8,7 @@ protected block are defined here once.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -55,6 +56,11 @@ class Window:
     matches: bool = False  # the text is rows `grep -n` printed of the file (`12:line`), not a window
 
 
+# The text of the file a search output's row names (`src/a.py:12:line`), or None; called in the
+# engine's thread. The built-in engine ranks a search's rows within their files.
+FileReader = Callable[[str], str | None]
+
+
 @dataclass(frozen=True)
 class Selection:
     keep: list[bool]
@@ -85,6 +91,7 @@ class Engine(Protocol):
         path: str | None,
         line_prior: LineHistory | None = None,
         window: Window | None = None,
+        files: FileReader | None = None,
     ) -> Selection: ...
 
     async def aclose(self) -> None: ...

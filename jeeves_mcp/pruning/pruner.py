@@ -31,6 +31,7 @@ from jeeves_mcp.pruning.render import (
 from .contract import (
     Engine,
     EngineError,
+    FileReader,
     LineHistory,
     PruneOptions,
     Selection,
@@ -63,6 +64,7 @@ class LocalEngine:
         path: str | None,
         line_prior: LineHistory | None = None,
         window: Window | None = None,
+        files: FileReader | None = None,
     ) -> Selection:
         from jeeves_mcp.pruning import engine  # imported on first use: keeps child start-up light
 
@@ -82,6 +84,7 @@ class LocalEngine:
                 line_prior=None if line_prior is None else line_prior.prior,
                 line_subjects=None if line_prior is None else line_prior.subjects,
                 around=around,
+                files=files,
             )
             return Selection(list(chosen.keep), list(chosen.reasons), chosen.order)
 
@@ -161,6 +164,7 @@ class Pruner:
         line_prior: LineHistory | None = None,
         whole: str | None = None,
         matches: bool = False,
+        files: FileReader | None = None,
     ) -> PruneOutcome:
         """`whole`: the file `text` is lines of from `first_line` (a read's or a printed
         file's), or with `matches` the rows `grep -n` printed of it; `line_prior` is then the
@@ -193,7 +197,8 @@ class Pruner:
         _log.event(log, "pruner.call_start", endpoint=self.engine.name, request_id=request_id)
         try:
             selection = await self.engine.select(
-                lines, question, source_type, options=options, path=path, line_prior=line_prior, window=window
+                lines, question, source_type, options=options, path=path, line_prior=line_prior, window=window,
+                files=files,
             )
         except EngineError as exc:
             _log.event(

@@ -93,6 +93,9 @@ class TextOutput:
     whole: str | None = None
     # `text` is rows `grep -n` printed of the file `whole` (`12:line`): ranked within it.
     matches: bool = False
+    # The text of a file a search's row names (`path:12:line`), or None: the rows are ranked
+    # within their files (read in the engine's thread, only for search output).
+    files: Callable[[str], str | None] | None = None
 
 
 @dataclass

@@ -31,7 +31,13 @@ from jeeves_mcp.tools.base import (
     resolve_in_root,
     timeout_ms_arg,
 )
-from jeeves_mcp.tools.read import file_text, source_type_for, with_file
+from jeeves_mcp.tools.read import (
+    SOURCE_SUFFIXES,
+    file_reader,
+    file_text,
+    source_type_for,
+    with_file,
+)
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -166,7 +172,8 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     if result.exit_code != 0:
         code = result.exit_code if result.exit_code is not None else 128 + (result.signal or 0)
         error = ToolError("COMMAND_FAILED", f"command {status_word}", exit_code=code)
-    out = TextOutput("stdout", stdout, "logs")
+    # A search's rows (`grep -rn`, `rg -n`) are ranked within the files they name.
+    out = TextOutput("stdout", stdout, "logs", files=file_reader(ctx.config, cwd))
     question = args.get("context_focus_question")
     # Only output that will be pruned: a smaller one is shown whole, a larger one is not pruned.
     if (
@@ -183,10 +190,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
 # Files the pruner does not read (outside the run root, at a git revision) whose printed lines
 # are laid out as their name says: source code and documentation (anything else, a log, a
 # config, stays command output).
-BY_NAME_SUFFIXES = frozenset(
-    ".py .pyi .pyx .c .h .cc .cpp .cxx .hpp .cs .java .kt .scala .go .rs .rb .php .js .mjs .cjs .ts .tsx"
-    " .jsx .swift .lua .pl .pm .ex .exs .erl .hs .ml .dart .md .rst .adoc".split()
-)
+BY_NAME_SUFFIXES = SOURCE_SUFFIXES | {".md", ".rst", ".adoc"}
 
 
 async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOutput | None:

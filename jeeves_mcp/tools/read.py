@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -12,9 +13,11 @@ import trio
 from jeeves_mcp.beneath import mode_permits
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import command_user
+from jeeves_mcp.pruner_config import PrunerConfig
 from jeeves_mcp.pruning.contract import LineHistory
 from jeeves_mcp.pruning.history import MAX_FILE_BYTES as HISTORY_MAX_BYTES
 from jeeves_mcp.pruning.history import line_history
+from jeeves_mcp.pruning.pruner import AROUND_MAX_CHARS
 from jeeves_mcp.pruning.recovery import Lines
 from jeeves_mcp.tools.base import (
     FOCUS_PROPERTY,
@@ -105,6 +108,34 @@ def _decode(handle: BinaryIO) -> tuple[str, bool]:
         return data.decode("utf-8"), False
     except UnicodeDecodeError:
         return data.decode("utf-8", "replace"), True
+
+
+# Source code by its name: the files a search's rows are ranked within (see file_reader), and
+# those printed through bash that the pruner does not read (tools/bash.py).
+SOURCE_SUFFIXES = frozenset(
+    ".py .pyi .pyx .c .h .cc .cpp .cxx .hpp .cs .java .kt .scala .go .rs .rb .php .js .mjs .cjs .ts .tsx"
+    " .jsx .swift .lua .pl .pm .ex .exs .erl .hs .ml .dart".split()
+)
+
+
+def file_reader(config: PrunerConfig, base: Path) -> Callable[[str], str | None]:
+    """The text of the source file a search output's row names (relative to `base`, the
+    command's directory) as `read` would open it, for the engine to rank the rows within it
+    in its own thread; None for anything `read` would refuse, a file that is not source code
+    by its name, or one over AROUND_MAX_CHARS."""
+
+    def text_of(name: str) -> str | None:
+        if name.startswith("~") or Path(name).suffix.lower() not in SOURCE_SUFFIXES:
+            return None
+        try:
+            path = resolve_in_root(config, os.path.join(base, name))
+            handle, size = _open_regular(config.root, path, name)
+            with handle:
+                return None if size > AROUND_MAX_CHARS else _decode(handle)[0]
+        except (ToolError, OSError):
+            return None
+
+    return text_of
 
 
 async def file_text(root: Path, path: Path, shown: str) -> tuple[str, bool]:

@@ -19,7 +19,7 @@ from ._git import short_path
 from ._logs import error_lines
 from ._units import Layout, Unit
 
-__all__ = ["is_search_output", "line_paths", "search_layout"]
+__all__ = ["is_search_output", "line_paths", "row_of", "search_layout"]
 
 # `path:12:text`: a path with no blank (a log line's `Nov 29 01:02:03` is not one), git-quoted
 # when it holds a colon; not a time's `01:02:03` (a digit after the second colon).
@@ -62,6 +62,15 @@ MAX_GROUP = 10
 def _numbered_path(line: str) -> str | None:
     match = _MATCH.match(line) or _CONTEXT.match(line)
     return None if match is None else match.group(1)
+
+
+def row_of(line: str) -> tuple[str, int, str] | None:
+    """(path, line number, line) of a numbered search's match or context row; None for any
+    other line, or a git-quoted path (not the name as the file system spells it)."""
+    match = _MATCH.match(line) or _CONTEXT.match(line)
+    if match is None or match.group(1).startswith('"') or len(match.group(2)) > 18:
+        return None  # int() of thousands of digits raises
+    return match.group(1), int(match.group(2)), line[match.end() :]
 
 
 def _file_like(path: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from jeeves_mcp.pruning.contract import Selection, protected_lines
 from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change, numbered_view_bytes
@@ -14,6 +14,7 @@ from ._line_model import learned_values
 from ._markers import block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._planner import CODE_TEMP, plan_code, scored_text, text_layout
+from ._searched import within_files
 from ._sniff import without_line_numbers
 from ._text import bounded_question, query_identifiers, query_terms
 from ._units import Around, Layout, part_of
@@ -107,13 +108,15 @@ def select_lines(
     line_prior: Sequence[float] | None = None,
     line_subjects: Sequence[str | None] | None = None,
     around: Around | None = None,
+    files: Callable[[str], str | None] | None = None,
 ) -> Selection:
     """The lines to keep; `max_bytes` is the size the caller's view may take (line
     numbers and markers included), so that the lines chosen first fit it. `line_prior`
     (code only): per line, a worth known before the question is read (recent changes);
     `line_subjects` (code only): per line, the subject of the commit that last changed it;
     `around` (code only): the file `lines` are a window of, with its priors, which replace
-    the window's."""
+    the window's; `files`: the text of the file a search output's row names (see
+    within_files), or None."""
     if source_type not in ("code", "logs", "docs"):
         raise ValueError(f"unknown source_type {source_type!r}")
     n = len(lines)
@@ -149,6 +152,10 @@ def select_lines(
             chances = unit_chances(scores, CODE_TEMP)
             values = line_values(n, layout, chances, scored.lines, prose=frozenset())
             _check(deadline)
+            if files is not None:  # half the time left, at most, for the files' layouts
+                until = None if deadline is None else (time.monotonic() + deadline) / 2
+                values = within_files(lines, values, files, question, qterms, identifiers, until)
+                _check(deadline)
         elif whole is None:
             text = plan_code(lines, layout, scored, prose, qterms, line_prior, line_subjects)
             chances = text.chances
