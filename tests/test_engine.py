@@ -1359,6 +1359,10 @@ def test_a_search_of_many_files_is_ranked_within_each() -> None:
     unread = {"src/other.py": files["src/other.py"]}
     assert select_lines(rows, question, "logs", max_bytes=10240, files=changed.get).keep \
         == select_lines(rows, question, "logs", max_bytes=10240, files=unread.get).keep
+    # Rows without their numbers (`rg WORD` to a pipe) are the next lines that read the same.
+    bare = [re.sub(r":\d+:", ":", row, count=1) for row in rows]
+    assert all(select_lines(bare, question, "logs", max_bytes=10240, files=files.get).keep[j] for j in asked)
+    assert sum(select_lines(bare, question, "logs", max_bytes=10240).keep[j] for j in asked) < len(asked) // 2
 
 
 def test_python_too_dense_for_ast_is_laid_out_by_indentation(monkeypatch: pytest.MonkeyPatch) -> None:
