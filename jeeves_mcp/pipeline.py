@@ -241,7 +241,7 @@ class ToolRunner:
                 text.text, question, text.source_type,
                 PruneOptions(timeout_ms=self.config.prune_timeout_ms, max_bytes=share),
                 path=text.path_hint, request_id=request_id, first_line=text.first_line,
-                line_prior=prior, whole=text.whole, matches=text.matches, files=text.files,
+                line_prior=prior, whole=text.whole, matches=text.grep_rows, files=text.files,
             )
             pruned.rows.append(outcome.rows)
             pruned.ids.append(outcome.prune_id)

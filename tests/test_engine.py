@@ -1330,6 +1330,61 @@ def test_a_search_of_a_file_is_ranked_within_it() -> None:
             == select_lines(wrong, question, "logs", max_bytes=10240).keep
 
 
+def test_a_part_of_a_layout_keeps_each_unit_over_the_rows_it_holds() -> None:
+    """part_of: a unit of the file over the rows that are its lines, its heads and signature
+    too; rows of no line (`--`) between, units holding no row left out."""
+    from jeeves_mcp.pruning.engine._units import Layout, Unit, part_of
+
+    units = [Unit(0, 9, "def a", sig=(0, 1), heads=[(0, 1)]), Unit(10, 19, "def b", sig=(10, 10), heads=[(10, 10)]),
+             Unit(20, 29, "def c")]
+    layout = Layout(units, always={0, 15}, atoms=[(12, 16)], context={3}, prose={11}, follows={2: 1})
+    part, index = part_of(layout, [1, 4, None, 11, 12, 15, 28])
+    assert index == [0, 1, 2]
+    assert [(u.start, u.end, u.sig, u.heads) for u in part.units] == [
+        (0, 1, (0, 0), [(0, 0)]), (3, 5, None, []), (6, 6, None, [])]
+    assert part.always == {5} and part.atoms == [(4, 5)] and part.prose == {3} and part.context == set()
+    assert part.follows == {2: 1}
+    window, _ = part_of(layout, range(8, 13))
+    assert [(u.start, u.end) for u in window.units] == [(0, 1), (2, 4)]
+
+
+async def test_a_search_of_a_file_the_engine_cannot_lay_out_is_ranked_as_command_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rows of a search of a file over AROUND_MAX_CHARS, or whose layout passes its share
+    of the engine's time, are ranked as a log: as code they are `12:text` lines."""
+    from jeeves_mcp.pruner_config import PrunerConfig
+    from jeeves_mcp.pruning import LocalEngine, PruneOptions, Pruner
+    from jeeves_mcp.pruning import engine as engine_module
+    from jeeves_mcp.pruning.pruner import AROUND_MAX_CHARS
+    from jeeves_mcp.pruning.recovery import RecoveryStore
+
+    lines = shop_source()
+    rows = "\n".join(f"{i + 1}:{line}" for i, line in enumerate(lines) if "offset" in line)
+    question = "how is a card refund computed from its offsets?"
+    pruner = Pruner(PrunerConfig(), RecoveryStore(60, 1 << 24), LocalEngine())
+
+    async def view(source_type: str, **file: object) -> str:
+        outcome = await pruner.prune(rows, question, source_type, PruneOptions(), **file)  # type: ignore[arg-type]
+        return outcome.contract()["pruned_text"].replace(outcome.prune_id, "ID")
+
+    as_log, as_code = await view("logs"), await view("code")
+    assert as_log != as_code
+    whole = "\n".join(lines) + "\n"
+    assert await view("code", whole=whole, matches=True) not in (as_log, as_code)
+    large = whole + "#" * AROUND_MAX_CHARS
+    assert await view("code", whole=large, matches=True) == as_log
+    select_lines = engine_module.select_lines
+
+    def timed_out(*args: object, around: object = None, **kwargs: object) -> object:
+        if around is not None:
+            raise engine_module.PruneTimeout("the file took its time")
+        return select_lines(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine_module, "select_lines", timed_out)
+    assert await view("code", whole=whole, matches=True) == as_log
+
+
 def test_a_search_of_many_files_is_ranked_within_each() -> None:
     """`grep -rn WORD`: the rows of a file the search values most are ranked as that file's
     own ranking values them (the rows in the method asked about kept), when the file read

@@ -185,16 +185,17 @@ async def test_a_search_of_one_file_through_bash_is_ranked_within_the_file(child
     hide); rows that are not the file's lines by number, or a file that is not code, stay a
     command's output, and a search of a file too large to lay out is still pruned."""
     source = shop_source()
-    (workspace / "shop.py").write_text("\n".join(source) + "\n")
-    (workspace / "shop.txt").write_text("\n".join(source) + "\n")
+    for name in ("shop.py", "shop.txt", "src/shop.py"):
+        (workspace / name).write_text("\n".join(source) + "\n")
     (workspace / "big.py").write_text("x = 1\n" * 100_000 + "\n".join(source) + "\n")  # over 512 KiB: not laid out
-    found = [i for i, line in enumerate(source) if "offset" in line]
-    rows = [f"{i + 1}:{source[i]}" for i in found]
-    asked = {row for row, i in zip(rows, found, strict=True) if source.index("    def refund_card(self, order):") < i
-             < source.index("    def close_ledger(self, order):")}
+    asked = {f"{i + 1}:{line}" for i, line in enumerate(source) if "offset" in line
+             and source.index("    def refund_card(self, order):") < i < source.index("    def close_ledger(self, order):")}
     question = "how is a card refund computed?"
     async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
-        for cmd in ("grep -n offset shop.py", "grep -n -e offset shop.py | head -n 400"):
+        # A window of the rows (the rows asked about are in the last 250), context rows and `--`.
+        for cmd in ("grep -n offset shop.py", "grep -n -e offset shop.py | tail -n 250",
+                    "cd src && grep -n -C1 offset shop.py"):
+            rows = subprocess.run(cmd, shell=True, cwd=workspace, capture_output=True, text=True).stdout.split("\n")[:-1]
             result = tool_json(await call(http, child, "bash", {"cmd": cmd, "context_focus_question": question}))
             assert result["pruning"]["applied"], (cmd, result["pruning"])
             shown = result["stdout"].split("\n")
@@ -202,11 +203,13 @@ async def test_a_search_of_one_file_through_bash_is_ranked_within_the_file(child
             assert asked <= kept and len(kept) < len(rows) // 2, cmd
             markers = [MARKER.match(line) for line in shown if line.startswith("⟦")]
             assert markers and all(match and match.group(5).startswith("hors focus: Shop.") for match in markers)
-            back = tool_json(await call(http, child, "recover_text", {
-                "prune_id": markers[0].group(1), "include_line_numbers": False,
-                "ranges": [{"start_line": int(markers[0].group(2)), "end_line": int(markers[0].group(3))}],
-            }))
-            assert back["raw_text"].split("\n") == rows[int(markers[0].group(2)) - 1 : int(markers[0].group(3))]
+            for match in markers:  # 20 rows of each: a longer range is cut to the response budget
+                start, end = int(match.group(2)), min(int(match.group(3)), int(match.group(2)) + 19)
+                back = tool_json(await call(http, child, "recover_text", {
+                    "prune_id": match.group(1), "include_line_numbers": False,
+                    "ranges": [{"start_line": start, "end_line": end}],
+                }))
+                assert back["raw_text"].split("\n") == rows[start - 1 : end], cmd
         for cmd in ("grep -n offset shop.txt", "grep -Hn offset shop.py", "grep -n offset shop.py | cat",
                     "grep -n offset big.py"):
             result = tool_json(await call(http, child, "bash", {"cmd": cmd, "context_focus_question": question}))

@@ -15,12 +15,12 @@ import re
 import shlex
 from dataclasses import dataclass, replace
 
+from jeeves_mcp.pruning.engine import match_row
 from jeeves_mcp.pruning.recovery import Lines
 
 __all__ = ["ShownFile", "shown_file"]
 
 # Numbers of up to 18 digits: int() of thousands of digits raises, GNU tools take them.
-_MATCH_ROW = re.compile(r"(\d{1,18})[:-]")
 _SED_WINDOW = re.compile(r"(\d{1,18})(?:,(\d{1,18}|\$))?p")
 _COUNT = re.compile(r"\d{1,18}")
 # What a command this grammar knows starts with; anything else is not lexed at all (shlex's
@@ -70,19 +70,18 @@ class ShownFile:
 
     def rows_match(self, text: str, shown: str) -> bool:
         """Whether every row of the search output `shown` is the file's (`text`'s) line of its
-        number, numbers rising, or grep's `--`; the file is not split into lines."""
-        lines = Lines(text.removesuffix("\n"))
-        last = 0
+        number, numbers rising, or grep's `--`. The file is split: it is one the engine lays
+        out (at most 512 KiB); a row at a time, a line found from the last took seconds."""
+        lines = text.removesuffix("\n").split("\n")
+        last = -1
         for row in shown.removesuffix("\n").split("\n"):
             if row == "--":
                 continue
-            match = _MATCH_ROW.match(row)
-            if match is None or not last < (number := int(match.group(1))) <= len(lines):
+            parsed = match_row(row)
+            if parsed is None or not last < parsed[0] < len(lines) or lines[parsed[0]] != parsed[1]:
                 return False
-            if lines[number - 1] != row[match.end() :]:
-                return False
-            last = number
-        return last > 0
+            last = parsed[0]
+        return last >= 0
 
 
 def shown_file(cmd: str) -> ShownFile | None:
@@ -108,7 +107,7 @@ def shown_file(cmd: str) -> ShownFile | None:
     for word in words:
         if word == "|":
             stages.append([])
-        elif set(word) <= set("|&;<>()"):
+        elif word and set(word) <= set("|&;<>()"):
             return None  # a redirection, a list, a subshell
         else:
             stages[-1].append(word)

@@ -92,7 +92,7 @@ class TextOutput:
     # is ranked within it.
     whole: str | None = None
     # `text` is rows `grep -n` printed of the file `whole` (`12:line`): ranked within it.
-    matches: bool = False
+    grep_rows: bool = False
     # The text of a file a search's row names (`path:12:line`), or None: the rows are ranked
     # within their files (read in the engine's thread, only for search output).
     files: Callable[[str], str | None] | None = None

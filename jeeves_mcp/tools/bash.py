@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import trio
+
 from jeeves_mcp._log import quoted
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import TAG_VAR, TREE_VAR, command_user, run_command
@@ -35,6 +37,7 @@ from jeeves_mcp.tools.read import (
     SOURCE_SUFFIXES,
     file_reader,
     file_text,
+    source_text,
     source_type_for,
     with_file,
 )
@@ -207,20 +210,28 @@ async def _as_file(ctx: CallContext, cwd: Path, cmd: str, stdout: str) -> TextOu
         path = resolve_in_root(ctx.config, raw)
     except ToolError as exc:
         return _by_name(shown, raw, stdout) if exc.code == "FORBIDDEN" and not shown.matches else None
+    if shown.matches:
+        return await _search_of_file(ctx, path, shown, stdout)
     try:
         text, _ = await file_text(ctx.config.root, path, shown.path)
     except ToolError:
         return None
-    if shown.matches:
-        # A search's rows are ranked within the file they are lines of, when it is code.
-        if source_type_for(path) != "code" or not shown.rows_match(text, stdout):
-            return None
-        output = TextOutput("stdout", stdout, "code", display_path(ctx.config, path), matches=True)
-        return with_file(ctx, output, path, text)
     first = _first_line(shown, text, stdout)
     if first is None:
         return None
     output = TextOutput("stdout", stdout, source_type_for(path), display_path(ctx.config, path), first)
+    return with_file(ctx, output, path, text)
+
+
+async def _search_of_file(ctx: CallContext, path: Path, shown: ShownFile, stdout: str) -> TextOutput | None:
+    """`stdout`, the rows a search of the source file `path` printed (`grep -n`), to be ranked
+    within the file when every row is its line of that number; None otherwise, and for a file
+    the engine would not lay out (over AROUND_MAX_CHARS), which is then neither read whole nor
+    checked (review21: a 60 MB file's check held the child's event loop 16 s)."""
+    text = await trio.to_thread.run_sync(source_text, ctx.config, path, shown.path)
+    if text is None or not shown.rows_match(text, stdout):
+        return None
+    output = TextOutput("stdout", stdout, "code", display_path(ctx.config, path), grep_rows=True)
     return with_file(ctx, output, path, text)
 
 

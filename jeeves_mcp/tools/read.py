@@ -118,22 +118,32 @@ SOURCE_SUFFIXES = frozenset(
 )
 
 
+def source_text(config: PrunerConfig, path: Path, shown: str) -> str | None:
+    """The text of `path` (resolved in the root) as `read` would open it, when it is source code
+    by its name and no larger than AROUND_MAX_CHARS (a file the engine lays out to rank a
+    search's rows within it); None otherwise, the size told before a byte is read. Blocking."""
+    if path.suffix.lower() not in SOURCE_SUFFIXES:
+        return None
+    try:
+        handle, size = _open_regular(config.root, path, shown)
+        with handle:
+            return None if size > AROUND_MAX_CHARS else _decode(handle)[0]
+    except (ToolError, OSError):
+        return None
+
+
 def file_reader(config: PrunerConfig, base: Path) -> Callable[[str], str | None]:
-    """The text of the source file a search output's row names (relative to `base`, the
-    command's directory) as `read` would open it, for the engine to rank the rows within it
-    in its own thread; None for anything `read` would refuse, a file that is not source code
-    by its name, or one over AROUND_MAX_CHARS."""
+    """source_text of the file a search output's row names, relative to `base` (the command's
+    directory), for the engine to call in its own thread; None for a name `read` would refuse."""
 
     def text_of(name: str) -> str | None:
-        if name.startswith("~") or Path(name).suffix.lower() not in SOURCE_SUFFIXES:
+        if name.startswith("~"):
             return None
         try:
             path = resolve_in_root(config, os.path.join(base, name))
-            handle, size = _open_regular(config.root, path, name)
-            with handle:
-                return None if size > AROUND_MAX_CHARS else _decode(handle)[0]
-        except (ToolError, OSError):
+        except ToolError:
             return None
+        return source_text(config, path, name)
 
     return text_of
 

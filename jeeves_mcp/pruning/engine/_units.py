@@ -104,7 +104,7 @@ class Around:
 
     def part(self, text: list[str]) -> Sequence[int | None] | None:
         """For each line of `text`, the index of the file's line it is (None: grep's `--`),
-        when `text` is the window from `first` or the search's rows, and not the file whole."""
+        when `text` is the window from `first` (not the file whole) or the search's rows."""
         if not self.matches:
             n = len(text)
             if 0 <= self.first and n < len(self.lines) and self.lines[self.first : self.first + n] == text:
