@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import httpx
+import trio
 
 from tests._child import Child, tool_json
 from tests.test_engine import SHOP_METHODS, shop_source
@@ -195,7 +196,8 @@ async def test_a_search_of_one_file_through_bash_is_ranked_within_the_file(child
         # A window of the rows (the rows asked about are in the last 250), context rows and `--`.
         for cmd in ("grep -n offset shop.py", "grep -n -e offset shop.py | tail -n 250",
                     "cd src && grep -n -C1 offset shop.py"):
-            rows = subprocess.run(cmd, shell=True, cwd=workspace, capture_output=True, text=True).stdout.split("\n")[:-1]
+            ran = await trio.run_process(cmd, shell=True, cwd=workspace, capture_stdout=True)
+            rows = ran.stdout.decode().split("\n")[:-1]
             result = tool_json(await call(http, child, "bash", {"cmd": cmd, "context_focus_question": question}))
             assert result["pruning"]["applied"], (cmd, result["pruning"])
             shown = result["stdout"].split("\n")
