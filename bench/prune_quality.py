@@ -52,7 +52,8 @@ Figures, at the engine's defaults (max_prune_ratio 0.9, min_keep_lines 0):
   section), the share whose marker over that line names the unit (the name whole, one of the
   reason's list; until 2026-11-28's seventh session a substring of the marker), so that an
   agent can tell what to recover;
-- ms: median and p95 wall time of select_lines;
+- ms: median and p95 wall time of select_lines (for a search case with --history, the `git show`
+  of the files it reads included);
 - BM25: line-level BM25 over lower-cased words, each chosen line kept with 3 lines of
   context either side, stopped at the engine's own reduction for the same case (both keep
   the same number of characters).
@@ -654,17 +655,18 @@ def files_of_case(c: dict) -> Callable[[str], str | None] | None:
     """For a search case (make_search_output.py's: id grep-NAME@SHA:PATH, source OWNER/NAME),
     the files its rows name as they were at SHA^, read from the bare clone in HISTORY, as the
     bash and grep tools read them in a checkout (source code by its name only)."""
-    sha = str(c.get("id", "")).partition("@")[2].partition(":")[0]
+    sha = str(c["id"]).partition("@")[2].partition(":")[0]
     git_dir = None if HISTORY is None else HISTORY / str(c.get("source", "")).replace("/", "+") / "repo"
-    if not c["id"].startswith("grep-") or not sha or git_dir is None or not git_dir.is_dir():
+    if not str(c["id"]).startswith("grep-") or not sha or git_dir is None or not git_dir.is_dir():
         return None
 
     def read(path: str) -> str | None:
         if Path(path).suffix.lower() not in SOURCE_SUFFIXES:
             return None
-        done = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{sha}^:{path}"],
-                              capture_output=True, text=True, errors="replace")
-        return done.stdout if done.returncode == 0 and len(done.stdout) <= AROUND_MAX_CHARS else None
+        done = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{sha}^:{path}"], capture_output=True)
+        if done.returncode or len(done.stdout) > AROUND_MAX_CHARS or b"\x00" in done.stdout[:8192]:
+            return None  # as the tools refuse it: over the size the engine lays out, or binary
+        return done.stdout.decode("utf-8", "replace")
 
     return read
 

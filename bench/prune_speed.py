@@ -126,7 +126,7 @@ def search_output(lines_wanted: int) -> tuple[list[str], str]:
 def checkout_file(path: str) -> str | None:
     """A source file of this checkout, as the bash and grep tools read one a search names."""
     file = ROOT / path
-    if file.suffix not in SOURCE_SUFFIXES or not file.is_file() or file.stat().st_size > AROUND_MAX_CHARS:
+    if file.suffix.lower() not in SOURCE_SUFFIXES or not file.is_file() or file.stat().st_size > AROUND_MAX_CHARS:
         return None
     return file.read_text(errors="replace")
 

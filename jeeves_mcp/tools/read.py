@@ -94,12 +94,12 @@ def _open_regular(root: Path, path: Path, shown: str) -> tuple[BinaryIO, int]:
     return os.fdopen(fd, "rb"), info.st_size
 
 
-def _decode(handle: BinaryIO) -> tuple[str, bool]:
-    data = handle.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
+def _decode(handle: BinaryIO, limit: int = MAX_FILE_BYTES) -> tuple[str, bool]:
+    data = handle.read(limit + 1)  # never more: a file may grow after its size was told
+    if len(data) > limit:
         raise ToolError(
             "INVALID_REQUEST",
-            f"file is larger than {human_bytes(MAX_FILE_BYTES)}",
+            f"file is larger than {human_bytes(limit)}",
             hint="read a window with offset/limit or use grep",
         )
     if b"\x00" in data[:8192]:
@@ -127,7 +127,7 @@ def source_text(config: PrunerConfig, path: Path, shown: str) -> str | None:
     try:
         handle, size = _open_regular(config.root, path, shown)
         with handle:
-            return None if size > AROUND_MAX_CHARS else _decode(handle)[0]
+            return None if size > AROUND_MAX_CHARS else _decode(handle, AROUND_MAX_CHARS)[0]
     except (ToolError, OSError):
         return None
 

@@ -22,9 +22,10 @@ __all__ = ["FILES_SHARE", "within_files"]
 # search's): on two looked-at search sets, 0.7 / 0.85 / 1.0 gave recall +7.3 / +7.4 / +6.2
 # points (mean of the two), at level reduction.
 FILES_SHARE = 0.7
-# Files laid out, the most valued first: 5 / 7 gained +5.2 / +6.8, every file +5.7. A file
-# the search values little still holds the rows asked about often enough: laying out only
-# those worth a twentieth of the best lost most of the gain.
+# The most valued files, laid out when they can be: 5 / 7 gained +5.2 / +6.8, every file +5.7.
+# A file the search values little still holds the rows asked about often enough: laying out
+# only those worth a twentieth of the best lost most of the gain, and filling the slots of
+# files that cannot be (not source, missing, changed) with the next ones lost a point.
 MOST_FILES = 10
 # Characters laid out in all, past which no more files are (each is at most 512 KiB; 2 MiB
 # gained nothing more on the looked-at sets).
@@ -35,31 +36,49 @@ def within_files(
     lines: Sequence[str], values: Sequence[float], read: Callable[[str], str | None],
     question: str, qterms: list[str], identifiers: list[str], until: float | None = None,
 ) -> list[float]:
-    """`values` of search output `lines`, each of the MOST_FILES most valued files' rows
-    revalued by that file's own ranking (`read(path)`: the file's text, or None), while
-    time is left before `until` (monotonic)."""
+    """`values` of search output `lines`, the rows of the MOST_FILES most valued files whose
+    rows are their lines (`read(path)`: the file's text, or None) revalued by that file's own
+    ranking, while time is left before `until` (monotonic): a file whose layout runs past it
+    keeps the search's values, and no more files are laid out."""
     rows = _rows(lines)
     out = list(values)
-    chars = 0
     totals = {path: sum(values[j] for j, _, _ in found) for path, found in rows.items()}
+    chars = 0
     for path in sorted(rows, key=lambda p: -totals[p])[:MOST_FILES]:
-        if until is not None and time.monotonic() > until:
+        if _past(until):
             break
         content = read(path)
         if content is None or chars + len(content) > MAX_CHARS:
             continue
-        chars += len(content)
         file_lines = content.removesuffix("\n").split("\n")
         placed = _placed(file_lines, rows[path])
         if placed is None:
             continue  # not the file's lines (it changed, or the rows are not its)
-        layout, prose, scored = scored_text(file_lines, question, "code", path, qterms, identifiers)
+        chars += len(content)
+        try:
+            layout, prose, scored = scored_text(
+                file_lines, question, "code", path, qterms, identifiers, between=lambda: _stop(until))
+        except _Overrun:
+            break
         own = learned_values(plan_code(file_lines, layout, scored, prose, qterms, None, None))
         weights = [own[i] for _, i in placed]
         total, weight = totals[path], max(sum(weights), 1e-12)
         for (j, _), w in zip(placed, weights, strict=True):
             out[j] = (1 - FILES_SHARE) * values[j] + FILES_SHARE * total * w / weight
     return out
+
+
+class _Overrun(Exception):
+    pass
+
+
+def _past(until: float | None) -> bool:
+    return until is not None and time.monotonic() > until
+
+
+def _stop(until: float | None) -> None:
+    if _past(until):
+        raise _Overrun
 
 
 def _rows(lines: Sequence[str]) -> dict[str, list[tuple[int, int | None, str]]]:
@@ -82,20 +101,23 @@ def _placed(file_lines: list[str], found: list[tuple[int, int | None, str]]) -> 
     """(row index, file line index) of each row: the line its number says, or for a row with
     none the next line after the last row's that reads the same (a search prints a file's
     lines in order); None when a row is not the file's line."""
+    # A line's `\r` (a CRLF file) is one the grep tool takes off its rows, and grep keeps.
+    plain = [line.removesuffix("\r") for line in file_lines]
     where: dict[str, list[int]] = {}
     if any(number is None for _, number, _ in found):
-        for i, line in enumerate(file_lines):
+        for i, line in enumerate(plain):
             where.setdefault(line, []).append(i)
     placed: list[tuple[int, int]] = []
     last = -1
-    for j, number, line in found:
+    for j, number, row in found:
+        line = row.removesuffix("\r")
         if number is None:
             at = where.get(line, [])
             k = bisect_right(at, last)
             if k == len(at):
                 return None
             number = at[k]
-        elif not 0 <= number < len(file_lines) or file_lines[number] != line:
+        elif not 0 <= number < len(plain) or plain[number] != line:
             return None
         placed.append((j, number))
         last = number
