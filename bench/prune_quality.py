@@ -495,6 +495,21 @@ longer cut a body; test titles as names. Measured on the way, not adopted:)
 - Swift and Kotlin computed properties named (`open var maxCachePeriodInSecond: TimeInterval {`,
   SwiftUI's `var body: some View {`): tune-swift, tune-kotlin2, tune-kotlin, no case changed (as
   C#'s properties on 2026-11-28, sixth session). Not built.
+(2026-11-29, tenth session; adopted: a search's rows ranked within the files they are lines of,
+one file's through bash, many files' through engine/_searched.py. Measured on the way, not adopted:)
+- the one-file search's view sized by the file's value alone and no floor (FILE_VALUE_WEIGHT 1,
+  CODE_MIN_BYTES 0 for it): held out at the old size, 0.618 to 0.748 recall at 0.726 to 0.769
+  reduction, against 0.857 to 0.901 at 0.43 to 0.48 adopted (a view sized as a read's: an output
+  under 3.4 KB keeps 60 % of its bytes, where pruned as a log a 700-byte one kept 3 rows);
+  floor 1,024 bytes: commits-fresh4 0.884 / 0.491, no floor 0.875 / 0.542; the weight 0.5 / 0.7
+  without a floor: 0.805 / 0.608, 0.773 / 0.664.
+- a search's unit chances weighed down for files that are no source code by their name
+  (CHANGES, docs, configs; x 0.5 unless the question is about documentation): held out +1.4 to
+  +1.8 (search-fresh 0.768, fresh2 0.709, judge 0.708; fresh5 level), search-pytests (the gold a
+  test file) +5.0, tune-pytests level; down for files under tests/, examples/, docs/ too: held
+  out +2.7 to +4.6, but search-pytests and tune-pytests -5.0 / -6.4. Every commit task's gold is
+  a source file by how the sets are made, so a prior for source files gains by construction:
+  not adopted without a set whose searches are about configs or docs.
 """
 
 from __future__ import annotations
