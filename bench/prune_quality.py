@@ -539,7 +539,7 @@ from jeeves_mcp.pruning.engine import Around, hidden_unit_name, select_lines, te
 from jeeves_mcp.pruning.history import RECENT_COMMITS, history_from_blame  # noqa: E402
 from jeeves_mcp.pruning.pruner import AROUND_MAX_CHARS, fit_by_order  # noqa: E402
 from jeeves_mcp.pruning.render import Row, fit_rows, pruned_rows, rows_text, text_bytes  # noqa: E402
-from jeeves_mcp.tools.base import text_budget  # noqa: E402
+from jeeves_mcp.tools.base import MIN_PRUNE_BYTES, text_budget  # noqa: E402
 from jeeves_mcp.tools.read import SOURCE_SUFFIXES  # noqa: E402
 
 # What a focused `read` returns: the pruned rows, line-numbered, with markers, in a
@@ -727,7 +727,6 @@ def window_of_case(c: dict, prior: LineHistory | None, size: int, alone: bool, o
 
 # A word of the question `grep -n -w -i` looks for (make_search_output.py's rule).
 GREP_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
-MIN_PRUNE_BYTES = 512  # the bash tool shows a smaller output whole
 
 
 def grep_of_case(c: dict, prior: LineHistory | None, alone: bool,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from jeeves_mcp.pruner_config import PrunerConfig
+from jeeves_mcp.pruning.engine._matches import line_paths
 from jeeves_mcp.pruning.pruner import AROUND_MAX_CHARS
 from jeeves_mcp.tools import read
 from jeeves_mcp.tools.read import file_reader
@@ -75,7 +76,7 @@ def test_the_files_layouts_stop_when_their_time_is_up(monkeypatch: pytest.Monkey
     shop = shop_source()
     rows = [f"shop.py:{i + 1}:{line}" for i, line in enumerate(shop) if "offset" in line]
     question = "which offset does a card refund add?"
-    args = (rows, [1.0] * len(rows), {"shop.py": "\n".join(shop)}.get, question,
+    args = (rows, line_paths(rows), [1.0] * len(rows), {"shop.py": "\n".join(shop)}.get, question,
             query_terms(question), query_identifiers(question))
     assert _searched.within_files(*args) != [1.0] * len(rows)
     assert _searched.within_files(*args, until=time.monotonic() - 1) == [1.0] * len(rows)
@@ -95,6 +96,6 @@ def test_rows_of_a_crlf_file_are_its_lines() -> None:
     crlf = {"shop.py": "\r\n".join(shop) + "\r\n"}.get
     for ending in ("", "\r"):
         rows = [f"shop.py:{i + 1}:{line}{ending}" for i, line in enumerate(shop) if "offset" in line]
-        found = _searched.within_files(rows, [1.0] * len(rows), crlf, question, query_terms(question),
+        found = _searched.within_files(rows, line_paths(rows), [1.0] * len(rows), crlf, question, query_terms(question),
                                        query_identifiers(question))
         assert found != [1.0] * len(rows), repr(ending)

@@ -15,7 +15,7 @@ import re
 import shlex
 from dataclasses import dataclass, replace
 
-from jeeves_mcp.pruning.engine import match_row
+from jeeves_mcp.pruning.engine import Around
 from jeeves_mcp.pruning.recovery import Lines
 
 __all__ = ["ShownFile", "shown_file"]
@@ -70,18 +70,11 @@ class ShownFile:
 
     def rows_match(self, text: str, shown: str) -> bool:
         """Whether every row of the search output `shown` is the file's (`text`'s) line of its
-        number, numbers rising, or grep's `--`. The file is split: it is one the engine lays
-        out (at most 512 KiB); a row at a time, a line found from the last took seconds."""
-        lines = text.removesuffix("\n").split("\n")
-        last = -1
-        for row in shown.removesuffix("\n").split("\n"):
-            if row == "--":
-                continue
-            parsed = match_row(row)
-            if parsed is None or not last < parsed[0] < len(lines) or lines[parsed[0]] != parsed[1]:
-                return False
-            last = parsed[0]
-        return last >= 0
+        number, numbers rising, or grep's `--`, as the engine checks them (Around.part). The
+        file is split: it is one the engine lays out (at most 512 KiB); a row at a time, a line
+        found from the last took seconds."""
+        file = Around(text.removesuffix("\n").split("\n"), 0, matches=True)
+        return file.part(shown.removesuffix("\n").split("\n")) is not None
 
 
 def shown_file(cmd: str) -> ShownFile | None:

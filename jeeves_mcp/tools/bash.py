@@ -227,9 +227,15 @@ async def _search_of_file(ctx: CallContext, path: Path, shown: ShownFile, stdout
     """`stdout`, the rows a search of the source file `path` printed (`grep -n`), to be ranked
     within the file when every row is its line of that number; None otherwise, and for a file
     the engine would not lay out (over AROUND_MAX_CHARS), which is then neither read whole nor
-    checked (review21: a 60 MB file's check held the child's event loop 16 s)."""
-    text = await trio.to_thread.run_sync(source_text, ctx.config, path, shown.path)
-    if text is None or not shown.rows_match(text, stdout):
+    checked (review21: a 60 MB file's check held the child's event loop 16 s). Read and
+    checked in a thread: the check splits the file."""
+
+    def checked() -> str | None:
+        text = source_text(ctx.config, path, shown.path)
+        return text if text is not None and shown.rows_match(text, stdout) else None
+
+    text = await trio.to_thread.run_sync(checked)
+    if text is None:
         return None
     output = TextOutput("stdout", stdout, "code", display_path(ctx.config, path), grep_rows=True)
     return with_file(ctx, output, path, text)

@@ -8,7 +8,7 @@ question with BM25F, and the best ones are kept whole with what encloses them.
 from ._select import PruneTimeout, Selection, hidden_unit_name, select_lines
 from ._sniff import guess_source_type, without_line_numbers
 from ._text import is_word_char, query_terms, terms
-from ._units import Around, match_row
+from ._units import Around
 
 __all__ = [
     "Around",
@@ -17,7 +17,6 @@ __all__ = [
     "guess_source_type",
     "hidden_unit_name",
     "is_word_char",
-    "match_row",
     "query_terms",
     "select_lines",
     "terms",

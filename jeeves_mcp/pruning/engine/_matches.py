@@ -194,4 +194,4 @@ def search_layout(lines: list[str], paths: list[str | None]) -> Layout:
                 else:
                     units.append(Unit(start, i - 1, "", prior=float(any(error_lines(lines[start:i])))))
             start, path = i, here
-    return Layout(units=units, always=set(), by_line=True)
+    return Layout(units=units, always=set(), by_line=True, paths=paths)

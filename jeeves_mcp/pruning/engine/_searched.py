@@ -13,7 +13,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
 from ._line_model import learned_values
-from ._matches import line_paths, row_of
+from ._matches import row_of
 from ._planner import plan_code, scored_text
 
 __all__ = ["FILES_SHARE", "within_files"]
@@ -33,14 +33,14 @@ MAX_CHARS = 1024 * 1024
 
 
 def within_files(
-    lines: Sequence[str], values: Sequence[float], read: Callable[[str], str | None],
+    lines: Sequence[str], paths: Sequence[str | None], values: Sequence[float], read: Callable[[str], str | None],
     question: str, qterms: list[str], identifiers: list[str], until: float | None = None,
 ) -> list[float]:
-    """`values` of search output `lines`, the rows of the MOST_FILES most valued files whose
+    """`values` of search output `lines` (`paths`: the file each is a row of), the rows of the MOST_FILES most valued files whose
     rows are their lines (`read(path)`: the file's text, or None) revalued by that file's own
     ranking, while time is left before `until` (monotonic): a file whose layout runs past it
     keeps the search's values, and no more files are laid out."""
-    rows = _rows(lines)
+    rows = _rows(lines, paths)
     out = list(values)
     totals = {path: sum(values[j] for j, _, _ in found) for path, found in rows.items()}
     chars = 0
@@ -81,7 +81,7 @@ def _stop(until: float | None) -> None:
         raise _Overrun
 
 
-def _rows(lines: Sequence[str]) -> dict[str, list[tuple[int, int | None, str]]]:
+def _rows(lines: Sequence[str], paths: Sequence[str | None]) -> dict[str, list[tuple[int, int | None, str]]]:
     """Per file, its rows: (index in `lines`, the file line's index when the row says it, the
     line). Rows that say no number (`rg X` to a pipe: `path:line`) when none does."""
     rows: dict[str, list[tuple[int, int | None, str]]] = {}
@@ -89,7 +89,7 @@ def _rows(lines: Sequence[str]) -> dict[str, list[tuple[int, int | None, str]]]:
         if (row := row_of(line)) is not None:
             path, number, text = row
             rows.setdefault(path, []).append((j, number - 1, text))
-    if rows or (paths := line_paths(list(lines))) is None:
+    if rows:
         return rows
     for j, (line, named) in enumerate(zip(lines, paths, strict=True)):
         if named is not None and line[len(named) : len(named) + 1] in (":", "-") and line.startswith(named):

@@ -152,9 +152,9 @@ def select_lines(
             chances = unit_chances(scores, CODE_TEMP)
             values = line_values(n, layout, chances, scored.lines, prose=frozenset())
             _check(deadline)
-            if files is not None:  # half the time left, at most, for the files' layouts
+            if files is not None and layout.paths is not None:  # half the time left, at most, for the files' layouts
                 until = None if deadline is None else (time.monotonic() + deadline) / 2
-                values = within_files(lines, values, files, question, qterms, identifiers, until)
+                values = within_files(lines, layout.paths, values, files, question, qterms, identifiers, until)
                 _check(deadline)
         elif whole is None:
             text = plan_code(lines, layout, scored, prose, qterms, line_prior, line_subjects)

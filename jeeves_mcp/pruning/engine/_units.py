@@ -12,7 +12,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Around", "Layout", "Unit", "match_row", "part_of"]
+__all__ = ["Around", "Layout", "Unit", "part_of"]
 
 
 @dataclass(slots=True)
@@ -39,6 +39,8 @@ class Layout:
     # Logs whose lines are ranked one by one, as code's are (search output: the best matches
     # of every file rather than a file's matches ten at a time)
     by_line: bool = False
+    # Search output: the file each line is a match or a context row of (None: neither).
+    paths: list[str | None] | None = None
 
 
 def part_of(layout: Layout, rows: Sequence[int | None]) -> tuple[Layout, list[int]]:
@@ -83,7 +85,7 @@ def part_of(layout: Layout, rows: Sequence[int | None]) -> tuple[Layout, list[in
 _MATCH_ROW = re.compile(r"(\d{1,18})([:-])")
 
 
-def match_row(row: str) -> tuple[int, str] | None:
+def _match_row(row: str) -> tuple[int, str] | None:
     """(0-based line number, text) of a `grep -n` row, or None (a `--`, anything else)."""
     match = _MATCH_ROW.match(row)
     return None if match is None else (int(match.group(1)) - 1, row[match.end() :])
@@ -116,7 +118,7 @@ class Around:
             if row == "--":
                 rows.append(None)
                 continue
-            if (parsed := match_row(row)) is None:
+            if (parsed := _match_row(row)) is None:
                 return None
             i, line = parsed
             if not last < i < len(self.lines) or self.lines[i] != line:
