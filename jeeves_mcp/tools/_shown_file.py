@@ -67,7 +67,6 @@ class ShownFile:
             return None
         return start
 
-
     def rows_match(self, text: str, shown: str) -> bool:
         """Whether every row of the search output `shown` is the file's (`text`'s) line of its
         number, numbers rising, or grep's `--`, as the engine checks them (Around.part). The
@@ -142,7 +141,7 @@ def _printer(words: list[str]) -> ShownFile | None:
         # What the options ask for is not read: only rows the file's lines by number pass
         # (ShownFile.rows_match); `-n` is what makes them so.
         numbered = any(o == "--line-number" or (o[:1] == "-" and o[1:2] != "-" and "n" in o) for o in options)
-        return ShownFile(path, matches=True) if numbered and len(options) >= 1 else None
+        return ShownFile(path, matches=True) if numbered else None
     if name == "cat":
         if options not in ([], ["-n"]):
             return None
