@@ -237,11 +237,13 @@ class ToolRunner:
             pruning["attempted"] = True
             assert isinstance(question, str)  # _prune_check refuses anything else
             prior = await text.line_prior() if text.line_prior is not None else None
+            ages = await text.file_ages() if text.file_ages is not None else None
             outcome = await self.pruner.prune(
                 text.text, question, text.source_type,
                 PruneOptions(timeout_ms=self.config.prune_timeout_ms, max_bytes=share),
                 path=text.path_hint, request_id=request_id, first_line=text.first_line,
                 line_prior=prior, whole=text.whole, matches=text.grep_rows, files=text.files,
+                file_ages=ages,
             )
             pruned.rows.append(outcome.rows)
             pruned.ids.append(outcome.prune_id)

@@ -59,6 +59,9 @@ class Window:
 # The text of the file a search output's row names (`src/a.py:12:line`), or None; called in the
 # engine's thread. The built-in engine ranks a search's rows within their files.
 FileReader = Callable[[str], str | None]
+# How many commits ago the file a search output's row names last changed (0: the newest), None
+# when not lately (see pruning.history.file_ages); called in the engine's thread.
+FileAges = Callable[[str], int | None]
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ class Engine(Protocol):
         line_prior: LineHistory | None = None,
         window: Window | None = None,
         files: FileReader | None = None,
+        file_ages: FileAges | None = None,
     ) -> Selection: ...
 
     async def aclose(self) -> None: ...

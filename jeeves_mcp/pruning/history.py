@@ -11,7 +11,10 @@ creation, in a young repository) counts for nothing. The subject of the commit
 that last changed each line comes along (`line_subjects`): a question that
 shares terms with an earlier change's subject weighs what that change wrote.
 
-Git runs as the user the run's commands run as (`command_user`), with no system
+A search's files get a prior of the same kind (`file_ages`): the file a fix lands in is
+far more often one of the last commits' than any other file the search names (the newest
+commit's files held it 5 to 7 times their share on 650 search tasks). Git runs as the user
+the run's commands run as (`command_user`), with no system
 or global config, and blames HEAD, not the working tree: no clean filter and no
 fsmonitor hook of the workspace's config runs. Lines changed since HEAD count as
 the newest. Any failure (no git, no repository, an untracked file, a timeout)
@@ -35,9 +38,9 @@ import trio
 
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc.runner import command_user, run_command
-from jeeves_mcp.pruning.contract import LineHistory
+from jeeves_mcp.pruning.contract import FileAges, LineHistory
 
-__all__ = ["find_git", "history_from_blame", "line_history"]
+__all__ = ["ages_from_log", "file_ages", "find_git", "history_from_blame", "line_history"]
 
 log = logging.getLogger("jeeves_mcp.pruning")
 
@@ -64,6 +67,10 @@ GIVE_UP_AFTER = 2
 # commits can make theirs megabytes, whose terms the engine reads on every read of the file.
 MAX_SUBJECT_CHARS = 4_000
 MAX_SUBJECTS_CHARS = 256 * 1024  # all a blame's subjects together; past it, no subject
+# A search's files changed by the last RECENT_FILE_COMMITS commits have an age (past about 25,
+# the engine's weight of one is nil); the ages of this many repository states are kept.
+RECENT_FILE_COMMITS = 40
+AGES_CACHE_SIZE = 8
 # The commit git blame shows for lines changed since HEAD.
 UNCOMMITTED = "0" * 40
 
@@ -73,6 +80,7 @@ class _State:
     cache: OrderedDict[tuple[str, int, int, int], LineHistory | None] = field(
         default_factory=OrderedDict
     )
+    ages: OrderedDict[tuple[str, str], dict[str, int]] = field(default_factory=OrderedDict)
     timeouts: int = 0
 
 
@@ -257,7 +265,7 @@ async def _blame(
     safe = [git, "-c", "core.fsmonitor=false", "-c", "protocol.allow=never"]
     newest = await _git(
         [*safe, "rev-list", f"--max-count={RECENT_COMMITS}", "HEAD", "--", path.name],
-        path, root, deadline, kill_grace_s,
+        path.parent, root, deadline, kill_grace_s,
     )
     if not newest:
         return None
@@ -267,15 +275,73 @@ async def _blame(
     porcelain = await _git(
         [*safe, "blame", "--porcelain", "--no-textconv", "--no-ignore-revs-file", "HEAD",
          "--", path.name],
-        path, root, deadline, kill_grace_s,
+        path.parent, root, deadline, kill_grace_s,
     )
     if porcelain is None:
         return None
     return await trio.to_thread.run_sync(history_from_blame, porcelain, newest.split(), lines)
 
 
+def ages_from_log(log_z: str) -> dict[str, int]:
+    """Per file (its path from the repository's top), how many commits ago it last changed
+    (0: the newest), from `git log -z --name-only --format=%x01`."""
+    ages: dict[str, int] = {}
+    age = -1
+    for name in log_z.split("\0"):
+        name = name.removeprefix("\n")  # the line break after a commit's header
+        if name.startswith("\x01"):
+            age += 1
+        elif name and age >= 0:
+            ages.setdefault(name, age)
+    return ages
+
+
+async def file_ages(
+    base: Path, *, root: Path, timeout_s: float, kill_grace_s: float
+) -> FileAges | None:
+    """How many commits ago the file a search run in `base` names (a path relative to it, as
+    its rows say) last changed, among HEAD's last RECENT_FILE_COMMITS; None: no git, no
+    repository or commit, a timeout. Uncommitted changes do not count (only HEAD is read)."""
+    git = find_git()
+    if git is None or timeout_s <= 0 or _state.timeouts >= GIVE_UP_AFTER:
+        return None
+    deadline = trio.current_time() + timeout_s
+    safe = [git, "-c", "core.fsmonitor=false", "-c", "protocol.allow=never"]
+    where = await _git([*safe, "rev-parse", "--show-toplevel", "--show-prefix", "HEAD"], base, root, deadline,
+                       kill_grace_s)
+    fields = [] if where is None else where.split("\n")
+    if len(fields) < 3 or not fields[0]:
+        return None
+    top, prefix, head = fields[:3]
+    key = (top, head)
+    ages = _state.ages.get(key)
+    if ages is None:
+        # Names from the top whatever the workspace's diff.relative, no rename detection (its
+        # cost grows with a commit's files), no signature check (log.showSignature runs gpg).
+        log_z = await _git(
+            [*safe, "log", "-z", "--name-only", "--no-relative", "--no-renames", "--no-show-signature",
+             f"--max-count={RECENT_FILE_COMMITS}", "--format=%x01", "HEAD", "--"],
+            base, root, deadline, kill_grace_s,
+        )
+        if log_z is None:
+            return None
+        ages = ages_from_log(log_z)
+        _state.ages[key] = ages
+        while len(_state.ages) > AGES_CACHE_SIZE:
+            _state.ages.popitem(last=False)
+    _state.ages.move_to_end(key)
+    return functools.partial(_age_of, ages, top, prefix)
+
+
+def _age_of(ages: dict[str, int], top: str, prefix: str, name: str) -> int | None:
+    where = os.path.normpath(os.path.join(prefix, name))
+    if os.path.isabs(where):
+        where = os.path.relpath(where, top)
+    return ages.get(where)
+
+
 async def _git(
-    argv: list[str], path: Path, root: Path, deadline: float, kill_grace_s: float
+    argv: list[str], cwd: Path, root: Path, deadline: float, kill_grace_s: float
 ) -> str | None:
     """What a git command printed, or None if it failed or ran out of time."""
     timeout_s = deadline - trio.current_time()
@@ -285,7 +351,7 @@ async def _git(
     try:
         result = await run_command(
             argv,
-            cwd=path.parent,
+            cwd=cwd,
             env=_git_env(),
             timeout_s=timeout_s,
             max_output_bytes=8 * MAX_FILE_BYTES,

@@ -31,6 +31,7 @@ from jeeves_mcp.pruning.render import (
 from .contract import (
     Engine,
     EngineError,
+    FileAges,
     FileReader,
     LineHistory,
     PruneOptions,
@@ -65,6 +66,7 @@ class LocalEngine:
         line_prior: LineHistory | None = None,
         window: Window | None = None,
         files: FileReader | None = None,
+        file_ages: FileAges | None = None,
     ) -> Selection:
         from jeeves_mcp.pruning import engine  # imported on first use: keeps child start-up light
 
@@ -85,6 +87,7 @@ class LocalEngine:
                 line_subjects=None if line_prior is None else line_prior.subjects,
                 around=around,
                 files=files,
+                file_ages=file_ages,
             )
             return Selection(list(chosen.keep), list(chosen.reasons), chosen.order)
 
@@ -165,10 +168,12 @@ class Pruner:
         whole: str | None = None,
         matches: bool = False,
         files: FileReader | None = None,
+        file_ages: FileAges | None = None,
     ) -> PruneOutcome:
         """`whole`: the file `text` is lines of from `first_line` (a read's or a printed
         file's), or with `matches` the rows `grep -n` printed of it; `line_prior` is then the
-        file's history; else `line_prior` is `text`'s."""
+        file's history; else `line_prior` is `text`'s. `files`, `file_ages`: the text of a file
+        a search's row names, and how many commits ago it last changed."""
         started = time.monotonic()
         if text.endswith("\n"):
             text = text[:-1]  # a final newline ends the last line; it does not start another
@@ -198,7 +203,7 @@ class Pruner:
         try:
             selection = await self.engine.select(
                 lines, question, source_type, options=options, path=path, line_prior=line_prior, window=window,
-                files=files,
+                files=files, file_ages=file_ages,
             )
         except EngineError as exc:
             _log.event(

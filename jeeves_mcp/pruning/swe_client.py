@@ -61,6 +61,7 @@ import trio
 from jeeves_mcp import _log
 from jeeves_mcp.pruning.contract import (
     EngineError,
+    FileAges,
     FileReader,
     LineHistory,
     PruneOptions,
@@ -135,6 +136,7 @@ class ExternalEngine:
         line_prior: LineHistory | None = None,  # SWE-Pruner's protocol has no place for it
         window: Window | None = None,  # nor for the file around a window
         files: FileReader | None = None,  # nor for the files a search's rows are of
+        file_ages: FileAges | None = None,  # nor for how lately they changed
     ) -> Selection:
         code = "\n".join(lines)
         request = PruneRequest(

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from jeeves_mcp.mcp.progress import ProgressReporter
     from jeeves_mcp.pruner_config import PrunerConfig
     from jeeves_mcp.pruning import Pruner
-    from jeeves_mcp.pruning.contract import LineHistory
+    from jeeves_mcp.pruning.contract import FileAges, LineHistory
     from jeeves_mcp.pruning.recovery import RecoveryStore
 
 SCHEMA_VERSION = 1
@@ -96,6 +96,9 @@ class TextOutput:
     # The text of a file a search's row names (`path:12:line`), or None: the rows are ranked
     # within their files (read in the engine's thread, only for search output).
     files: Callable[[str], str | None] | None = None
+    # How many commits ago such a file last changed (see pruning.history.file_ages); asked for
+    # only when the text is pruned.
+    file_ages: Callable[[], Awaitable[FileAges | None]] | None = None
 
 
 @dataclass

@@ -35,11 +35,11 @@ from jeeves_mcp.tools.base import (
 )
 from jeeves_mcp.tools.read import (
     SOURCE_SUFFIXES,
-    file_reader,
     file_text,
     source_text,
     source_type_for,
     with_file,
+    with_searched_files,
 )
 
 SCHEMA: dict[str, Any] = {
@@ -176,7 +176,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         code = result.exit_code if result.exit_code is not None else 128 + (result.signal or 0)
         error = ToolError("COMMAND_FAILED", f"command {status_word}", exit_code=code)
     # A search's rows (`grep -rn`, `rg -n`) are ranked within the files they name.
-    out = TextOutput("stdout", stdout, "logs", files=file_reader(ctx.config, cwd))
+    out = with_searched_files(ctx, TextOutput("stdout", stdout, "logs"), cwd)
     question = args.get("context_focus_question")
     # Only output that will be pruned: a smaller one is shown whole, a larger one is not pruned.
     if (

@@ -46,7 +46,7 @@ from jeeves_mcp.tools.base import (
     resolve_in_root,
     timeout_ms_arg,
 )
-from jeeves_mcp.tools.read import file_reader
+from jeeves_mcp.tools.read import with_searched_files
 
 DEFAULT_MAX_MATCHES = 200
 MAX_MATCHES = 10_000
@@ -182,7 +182,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         fields=fields,
         # Its rows are ranked within the files they are lines of (a row clipped at 500
         # characters is not its line: that file's rows are then ranked as they are).
-        texts=[TextOutput("matches", "\n".join(result.lines), "logs", files=file_reader(ctx.config, ctx.config.root))],
+        texts=[with_searched_files(ctx, TextOutput("matches", "\n".join(result.lines), "logs"), ctx.config.root)],
     )
 
 

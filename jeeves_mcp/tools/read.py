@@ -14,9 +14,9 @@ from jeeves_mcp.beneath import mode_permits
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import command_user
 from jeeves_mcp.pruner_config import PrunerConfig
-from jeeves_mcp.pruning.contract import LineHistory
+from jeeves_mcp.pruning.contract import FileAges, LineHistory
 from jeeves_mcp.pruning.history import MAX_FILE_BYTES as HISTORY_MAX_BYTES
-from jeeves_mcp.pruning.history import line_history
+from jeeves_mcp.pruning.history import file_ages, line_history
 from jeeves_mcp.pruning.pruner import AROUND_MAX_CHARS
 from jeeves_mcp.pruning.recovery import Lines
 from jeeves_mcp.tools.base import (
@@ -130,6 +130,32 @@ def source_text(config: PrunerConfig, path: Path, shown: str) -> str | None:
             return None if size > AROUND_MAX_CHARS else _decode(handle, AROUND_MAX_CHARS)[0]
     except (ToolError, OSError):
         return None
+
+
+# Output is told to be a search's by its first lines (as the engine tells it), before git runs.
+SEARCH_SNIFF_LINES = 200
+
+
+def with_searched_files(ctx: CallContext, output: TextOutput, base: Path) -> TextOutput:
+    """`output` (command output), whose rows, if it is a search's run in `base` (`src/a.py:12:
+    line`), are ranked within the files they name (file_reader) and weighed by how lately
+    those files changed (pruning.history.file_ages, asked for only when the text is pruned)."""
+    output.files = file_reader(ctx.config, base)
+    timeout_ms = ctx.config.history_timeout_ms
+    if timeout_ms <= 0:
+        return output
+
+    async def ages() -> FileAges | None:
+        from jeeves_mcp.pruning.engine import is_search_output  # the engine prunes next anyway
+
+        if not is_search_output(output.text[: SEARCH_SNIFF_LINES * 256].split("\n")[:SEARCH_SNIFF_LINES]):
+            return None
+        return await file_ages(
+            base, root=ctx.config.root, timeout_s=timeout_ms / 1000, kill_grace_s=ctx.config.kill_grace_ms / 1000
+        )
+
+    output.file_ages = ages
+    return output
 
 
 def file_reader(config: PrunerConfig, base: Path) -> Callable[[str], str | None]:

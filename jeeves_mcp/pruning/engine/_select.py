@@ -14,7 +14,7 @@ from ._line_model import learned_values
 from ._markers import block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._planner import CODE_TEMP, plan_code, scored_text, text_layout
-from ._searched import within_files
+from ._searched import with_file_ages, within_files
 from ._sniff import without_line_numbers
 from ._text import bounded_question, query_identifiers, query_terms
 from ._units import Around, Layout, part_of
@@ -109,14 +109,14 @@ def select_lines(
     line_subjects: Sequence[str | None] | None = None,
     around: Around | None = None,
     files: Callable[[str], str | None] | None = None,
+    file_ages: Callable[[str], int | None] | None = None,
 ) -> Selection:
-    """The lines to keep; `max_bytes` is the size the caller's view may take (line
-    numbers and markers included), so that the lines chosen first fit it. `line_prior`
-    (code only): per line, a worth known before the question is read (recent changes);
-    `line_subjects` (code only): per line, the subject of the commit that last changed it;
-    `around` (code only): the file `lines` are a window of, with its priors, which replace
-    the window's; `files`: the text of the file a search output's row names (see
-    within_files), or None."""
+    """The lines to keep; `max_bytes` is the size the caller's view may take (line numbers and
+    markers included), so that the lines chosen first fit it. Code only: `line_prior`, per line
+    a worth known before the question is read (recent changes); `line_subjects`, per line the
+    subject of the commit that last changed it; `around`, the file `lines` are a window of, with
+    its priors, which replace the window's. `files`, `file_ages`: the text of the file a search
+    output's row names and how many commits ago it last changed (see _searched), or None."""
     if source_type not in ("code", "logs", "docs"):
         raise ValueError(f"unknown source_type {source_type!r}")
     n = len(lines)
@@ -149,7 +149,7 @@ def select_lines(
             chances = unit_chances(scores, DOCS_TEMP)
             values = line_values(n, layout, chances, scored.lines, prose=prose)
         elif layout.by_line:  # search output: the planner's values, no model fitted to it
-            chances = unit_chances(scores, CODE_TEMP)
+            chances = with_file_ages(unit_chances(scores, CODE_TEMP), layout, file_ages)
             values = line_values(n, layout, chances, scored.lines, prose=frozenset())
             _check(deadline)
             if files is not None and layout.paths is not None:  # half the time left, at most, for the files' layouts

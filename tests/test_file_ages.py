@@ -1,0 +1,155 @@
+"""How lately the files a search names changed, as a prior for its rows: real git repositories,
+the engine, and a real child running `grep -rn` through `bash`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from jeeves_mcp.pruning.engine import select_lines
+from jeeves_mcp.pruning.history import RECENT_FILE_COMMITS, ages_from_log, file_ages
+from tests._child import running_child, tool_json
+from tests.test_history import git
+from tests.test_http import call
+
+pytestmark = pytest.mark.skipif(
+    subprocess.run(["git", "--version"], capture_output=True).returncode != 0, reason="no git"
+)
+
+NAMES = [f"pkg/mod{n:02d}.py" for n in range(20)]
+QUESTION = "where is handle_value returned"
+
+
+def module(n: int, edit: int = 0) -> str:
+    """Eight functions that each return handle_value (the rows `grep -rn handle_value` finds)."""
+    return "".join(f"def f{k}(item):\n    x = {n + edit}\n    return handle_value(item, {k})\n\n" for k in range(8))
+
+
+def project(root: Path) -> Path:
+    """Twenty modules committed together, then mod07 changed, then one that is no source file
+    and an empty commit (the newest: it changed nothing)."""
+    (root / "pkg").mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    for n, name in enumerate(NAMES):
+        (root / name).write_text(module(n))
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    (root / "pkg" / "mod07.py").write_text(module(7, edit=1))
+    git(root, "commit", "-q", "-am", "change mod07", when=1_700_001_000)
+    (root / "notes.txt").write_text("notes\n")
+    git(root, "add", "notes.txt")
+    git(root, "commit", "-q", "-m", "notes", when=1_700_002_000)
+    git(root, "commit", "-q", "--allow-empty", "-m", "nothing", when=1_700_003_000)
+    return root
+
+
+def rows() -> list[str]:
+    return [f"{name}:{4 * k + 3}:    return handle_value(item, {k})" for name in NAMES for k in range(8)]
+
+
+def test_ages_count_commits_from_the_newest_and_keep_a_files_latest_change(tmp_path: Path) -> None:
+    root = project(tmp_path / "repo")
+    done = subprocess.run(["git", "-C", str(root), "log", "-z", "--name-only", "--format=%x01", "HEAD", "--"],
+                          capture_output=True, text=True, check=True)
+    ages = ages_from_log(done.stdout)
+    assert ages["notes.txt"] == 1 and ages["pkg/mod07.py"] == 2 and ages["pkg/mod00.py"] == 3
+    assert len(ages) == 21 and ages_from_log("") == {}
+
+
+async def test_a_searchs_files_are_found_from_the_directory_it_ran_in(tmp_path: Path) -> None:
+    root = project(tmp_path / "repo")
+    at_top = await file_ages(root, root=root, timeout_s=10, kill_grace_s=1)
+    in_pkg = await file_ages(root / "pkg", root=root, timeout_s=10, kill_grace_s=1)
+    assert at_top is not None and in_pkg is not None
+    assert at_top("pkg/mod07.py") == 2 and at_top("./pkg/../pkg/mod07.py") == 2
+    assert in_pkg("mod07.py") == 2 and in_pkg("../notes.txt") == 1 and in_pkg(str(root / "pkg" / "mod00.py")) == 3
+    for name in ("missing.py", "pkg/mod07.py", "../../elsewhere/mod07.py", ""):
+        assert in_pkg(name) is None, name
+
+
+async def test_no_repository_no_commit_or_no_time_gives_no_ages(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert await file_ages(plain, root=plain, timeout_s=10, kill_grace_s=1) is None
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    assert await file_ages(empty, root=empty, timeout_s=10, kill_grace_s=1) is None
+    assert await file_ages(project(tmp_path / "repo"), root=tmp_path, timeout_s=0, kill_grace_s=1) is None
+
+
+async def test_only_the_last_commits_give_an_age(tmp_path: Path) -> None:
+    root = project(tmp_path / "repo")
+    for k in range(RECENT_FILE_COMMITS):
+        git(root, "commit", "-q", "--allow-empty", "-m", f"empty {k}", when=1_700_010_000 + k)
+    ages = await file_ages(root, root=root, timeout_s=10, kill_grace_s=1)
+    assert ages is not None and ages("pkg/mod07.py") is None
+
+
+async def test_a_workspaces_git_config_neither_runs_a_command_nor_moves_the_names(tmp_path: Path) -> None:
+    """A run's bash can write .git/config: a signature check (gpg.program), a pager, names made
+    relative to the directory (diff.relative), renames followed. The pruner's git log runs none
+    of it and still names files from the top."""
+    root = project(tmp_path / "repo")
+    sign_head(root)
+    proof = tmp_path / "proof"
+    proof.mkdir()
+    program = tmp_path / "prove"
+    program.write_text(f"#!/bin/sh\ntouch {proof}/ran\n")
+    program.chmod(0o755)
+    with (root / ".git" / "config").open("a") as config:
+        config.write(f"[log]\n\tshowSignature = true\n\tfollow = true\n[gpg]\n\tprogram = {program}\n"
+                     f"[core]\n\tpager = {program}\n\tfsmonitor = {program}\n[diff]\n\trelative = true\n"
+                     f"\texternal = {program}\n")
+    ages = await file_ages(root / "pkg", root=root, timeout_s=10, kill_grace_s=1)
+    assert ages is not None and ages("mod07.py") == 2 and ages("../notes.txt") == 1
+    assert os.listdir(proof) == []
+
+
+def sign_head(root: Path) -> None:
+    """HEAD replaced by the same commit with a signature, which log.showSignature checks."""
+    head = subprocess.run(["git", "-C", str(root), "cat-file", "commit", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout
+    header, _, message = head.partition("\n\n")
+    signature = "gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----"
+    signed = subprocess.run(["git", "-C", str(root), "hash-object", "-w", "-t", "commit", "--stdin"],
+                            input=f"{header}\n{signature}\n\n{message}", capture_output=True, text=True, check=True)
+    git(root, "update-ref", "HEAD", signed.stdout.strip())
+
+
+def test_the_engine_puts_the_rows_of_a_recently_changed_file_first() -> None:
+    """Rows that match alike: the file changed last leads the view, and files with no age are
+    ranked as without any."""
+    found = rows()
+    level = select_lines(found, QUESTION, "logs", max_bytes=10240)
+    recent = select_lines(found, QUESTION, "logs", max_bytes=10240, file_ages={"pkg/mod07.py": 0}.get)
+    assert select_lines(found, QUESTION, "logs", max_bytes=10240, file_ages={}.get).keep == level.keep
+    assert recent.order is not None and {found[i].split(":")[0] for i in recent.order[:8]} == {"pkg/mod07.py"}
+    assert all(recent.keep[i] for i in range(56, 64)) and sum(recent.keep) < sum(level.keep)
+
+
+@pytest.mark.parametrize("history_ms", ["10000", "0"])
+async def test_a_search_through_bash_keeps_the_rows_of_the_file_changed_last(tmp_path: Path, history_ms: str) -> None:
+    root = project(tmp_path / "repo")
+    # Twenty times the rows: the view keeps a few files' rows, not all of them.
+    for n, name in enumerate(NAMES):
+        (root / name).write_text(module(n, edit=int(name.endswith("mod07.py"))) * 20)
+    git(root, "commit", "-q", "-am", "grow", when=1_700_004_000)
+    (root / "pkg" / "mod12.py").write_text(module(12) * 20 + "\n")
+    git(root, "commit", "-q", "-am", "change mod12", when=1_700_005_000)
+    async with running_child(root, tmp_path, env={"JEEVES_MCP_HISTORY_TIMEOUT_MS": history_ms}) as child:
+        async with httpx.AsyncClient(headers=child.headers()) as http:
+            result = tool_json(await call(http, child, "bash", {
+                "cmd": "grep -rn handle_value .", "cwd": "pkg", "context_focus_question": QUESTION,
+            }))
+            searched = tool_json(await call(http, child, "grep", {
+                "pattern": "handle_value", "max_matches": 5000, "context_focus_question": QUESTION,
+            }))
+    for found, name, recent in ((result, "stdout", "./mod12.py"), (searched, "matches", "pkg/mod12.py")):
+        assert found["pruning"]["applied"]
+        kept = {row.split("│", 1)[-1].strip().split(":")[0] for row in found[name].split("\n") if ".py:" in row}
+        assert (recent in kept) is (history_ms != "0"), kept
