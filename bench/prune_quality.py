@@ -551,6 +551,7 @@ from jeeves_mcp.pruning.history import (  # noqa: E402
     RECENT_COMMITS,
     RECENT_FILE_COMMITS,
     ages_from_log,
+    ages_lookup,
     history_from_blame,
 )
 from jeeves_mcp.pruning.pruner import AROUND_MAX_CHARS, fit_by_order  # noqa: E402
@@ -712,7 +713,7 @@ def file_ages_of_case(c: dict) -> Callable[[str], int | None] | None:
     done = subprocess.run(["git", "--git-dir", str(git_dir), "log", "-z", "--name-only", "--no-relative",
                            "--no-renames", "--no-show-signature", f"--max-count={RECENT_FILE_COMMITS}",
                            "--format=%x01", f"{sha}^", "--"], capture_output=True, text=True, errors="replace")
-    return None if done.returncode else ages_from_log(done.stdout).get
+    return None if done.returncode else ages_lookup(ages_from_log(done.stdout), "/nonexistent", "")
 
 
 def shown_as(c: dict, how: str) -> tuple[dict, list[str]]:

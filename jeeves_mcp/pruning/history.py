@@ -40,7 +40,7 @@ from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc.runner import command_user, run_command
 from jeeves_mcp.pruning.contract import FileAges, LineHistory
 
-__all__ = ["ages_from_log", "file_ages", "find_git", "history_from_blame", "line_history"]
+__all__ = ["ages_from_log", "ages_lookup", "file_ages", "find_git", "history_from_blame", "line_history"]
 
 log = logging.getLogger("jeeves_mcp.pruning")
 
@@ -330,6 +330,12 @@ async def file_ages(
         while len(_state.ages) > AGES_CACHE_SIZE:
             _state.ages.popitem(last=False)
     _state.ages.move_to_end(key)
+    return ages_lookup(ages, top, prefix)
+
+
+def ages_lookup(ages: dict[str, int], top: str, prefix: str) -> FileAges:
+    """The age of a file named relative to the directory `prefix` (from the top, `top`, of the
+    repository whose `ages` they are), or absolute."""
     return functools.partial(_age_of, ages, top, prefix)
 
 
