@@ -153,3 +153,64 @@ async def test_a_search_through_bash_keeps_the_rows_of_the_file_changed_last(tmp
         assert found["pruning"]["applied"]
         kept = {row.split("│", 1)[-1].strip().split(":")[0] for row in found[name].split("\n") if ".py:" in row}
         assert (recent in kept) is (history_ms != "0"), kept
+
+
+@pytest.mark.parametrize("listing", [
+    [f"./{name}" for name in NAMES],  # find . -name '*.py'
+    NAMES,  # git ls-files, rg --files, grep -rl
+    ["README.md", "setup.py", "src", "tests", "pyproject.toml"],  # ls, one a line to a pipe
+])
+def test_a_file_listing_is_told(listing: list[str]) -> None:
+    from jeeves_mcp.pruning.engine import is_file_listing, is_search_output
+
+    assert is_file_listing(listing) and not is_search_output(listing)
+
+
+@pytest.mark.parametrize("text", [
+    ["https://example.org/a.py", "https://example.org/b.py", "https://example.org/c.py"],  # URLs
+    ["requests==2.31.0", "httpx==0.27.0", "trio==0.25.0"],  # pip freeze
+    ["1.2.3", "1.2.4", "1.3.0", "2.0.0"],  # git tag
+    ["pkg/a.py", "pkg/a.py", "pkg/a.py"],  # one file
+    ["a1b2c3d Fix the parser", "d4e5f6a Add a test", "0a1b2c3 Bump"],  # git log --oneline
+    ["src/a.py", "src/b.py"],  # two lines: too few to tell
+    [f"line {n}: ok" for n in range(10)],
+])
+def test_text_that_is_no_file_listing_is_not_taken_for_one(text: list[str]) -> None:
+    from jeeves_mcp.pruning.engine import is_file_listing
+
+    assert not is_file_listing(text)
+
+
+def test_the_engine_keeps_the_listed_file_changed_last() -> None:
+    listing = [f"./{name}" for name in NAMES] * 10  # 200 lines: a view keeps a few
+    listing = [f"./pkg/sub{k // 20}/{line[6:]}" for k, line in enumerate(listing)]
+    recent = listing.index("./pkg/sub3/mod07.py")
+    ages = {line[2:]: None for line in listing} | {"pkg/sub3/mod07.py": 0}
+    question = "fix the crash when the cache is empty"
+    level = select_lines(listing, question, "logs", max_bytes=10240)
+    weighed = select_lines(listing, question, "logs", max_bytes=10240,
+                           file_ages=lambda name: ages.get(os.path.normpath(name)))
+    assert weighed.keep[recent] and not level.keep[recent]
+    assert sum(weighed.keep) <= sum(level.keep) + 1
+
+
+@pytest.mark.parametrize("history_ms", ["10000", "0"])
+async def test_a_listing_through_bash_keeps_the_file_changed_last(tmp_path: Path, history_ms: str) -> None:
+    root = project(tmp_path / "repo")
+    for k in range(12):  # 240 files: the view keeps some
+        (root / "pkg" / f"sub{k:02d}").mkdir()
+        for name in NAMES:
+            (root / "pkg" / f"sub{k:02d}" / Path(name).name).write_text(f"x = {k}\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "more", when=1_700_004_000)
+    (root / "pkg" / "sub05" / "mod12.py").write_text("x = 0\n")
+    git(root, "commit", "-q", "-am", "change sub05/mod12", when=1_700_005_000)
+    async with running_child(root, tmp_path, env={"JEEVES_MCP_HISTORY_TIMEOUT_MS": history_ms}) as child:
+        async with httpx.AsyncClient(headers=child.headers()) as http:
+            found = tool_json(await call(http, child, "bash", {
+                "cmd": "find . -name '*.py' | sort", "cwd": "pkg",
+                "context_focus_question": "fix the crash when the cache is empty",
+            }))
+    assert found["pruning"]["applied"]
+    kept = {row.split("│", 1)[-1].strip() for row in found["stdout"].split("\n")}
+    assert ("./sub05/mod12.py" in kept) is (history_ms != "0"), sorted(kept)[:20]

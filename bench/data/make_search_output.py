@@ -1,7 +1,7 @@
 """Search output with a question, made from commit tasks and the bare clones they came from.
 
     python bench/data/make_search_output.py COMMITS.jsonl OUT.jsonl --mirror MIRRORS [--max 150]
-                                            [--no-line-numbers]
+                                            [--no-line-numbers | --listing find|grep]
 
 For each commit task (make_commits.py's: source OWNER/NAME@SHA:PATH, text = the file before the fix,
 gold = the lines the fix changed) whose subject holds a word of four letters or more that a changed
@@ -9,7 +9,9 @@ line holds too: `git grep -I -n -w -i WORD SHA^` over the whole repository (text
 that word. The question is the subject; the gold is the output's lines of the fixed file within the
 fix's range, first to last. Outputs of 10 KB to 400 KB only (smaller ones fit a result whole).
 --no-line-numbers makes the same cases with `path:text` rows, as `rg WORD` and `grep -r WORD`
-print to a pipe.
+print to a pipe. --listing makes file listings instead, the gold the fixed file's line: `find
+. -name '*.EXT'` (every file with the fixed file's extension, `./path`, as `find` and `fd` print
+them) or `grep -rl WORD` (the files holding the word); listings of 2 KB to 400 KB.
 """
 
 from __future__ import annotations
@@ -22,6 +24,34 @@ from pathlib import Path
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 MIN_CHARS, MAX_CHARS = 10_000, 400_000
+MIN_LISTING_CHARS = 2_048
+
+
+def listing_case(case: dict, mirrors: Path, kind: str) -> dict | None:
+    repo, rest = case["source"].split("@", 1)
+    sha, path = rest.split(":", 1)
+    git_dir = str(mirrors / repo.replace("/", "+") / "repo")
+    if kind == "find":
+        tree = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", f"{sha}^"],
+                              capture_output=True, text=True, errors="replace").stdout.split("\n")
+        suffix = Path(path).suffix
+        rows = [f"./{name}" for name in tree if suffix and name.endswith(suffix)]
+        fixed = f"./{path}"
+    else:
+        changed = " ".join(case["text"].split("\n")[case["gold"][0] - 1 : case["gold"][1]]).lower()
+        words = [w for w in WORD.findall(case["question"]) if w.lower() in changed]
+        if not words:
+            return None
+        found = subprocess.run(["git", "--git-dir", git_dir, "grep", "-l", "-I", "-w", "-i", words[0], f"{sha}^", "--"],
+                               capture_output=True, text=True, errors="replace").stdout
+        rows = [row.split(":", 1)[1] for row in found.split("\n") if ":" in row]
+        fixed = path
+    text = "\n".join(rows)
+    if fixed not in rows or not MIN_LISTING_CHARS <= len(text) < MAX_CHARS:
+        return None
+    at = rows.index(fixed) + 1
+    return {"id": f"grep-{case['id']}", "text": text, "question": case["question"], "gold": [at, at],
+            "source_type": "logs", "source": repo}
 
 
 def search_case(case: dict, mirrors: Path, numbered: bool = True) -> dict | None:
@@ -59,11 +89,18 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("--mirror", type=Path, required=True, help="MIRRORS: OWNER+NAME/repo bare clones")
     ap.add_argument("--max", type=int, default=150)
-    ap.add_argument("--no-line-numbers", action="store_true", help="rows `path:text`, as rg prints to a pipe")
+    shape = ap.add_mutually_exclusive_group()
+    shape.add_argument("--no-line-numbers", action="store_true", help="rows `path:text`, as rg prints to a pipe")
+    shape.add_argument("--listing", choices=("find", "grep"), help="file listings: find's, or grep -rl's")
     args = ap.parse_args()
     out: list[dict] = []
     for line in args.commits.read_text().splitlines():
-        if line.strip() and (case := search_case(json.loads(line), args.mirror, not args.no_line_numbers)):
+        if not line.strip():
+            continue
+        task = json.loads(line)
+        case = (listing_case(task, args.mirror, args.listing) if args.listing
+                else search_case(task, args.mirror, not args.no_line_numbers))
+        if case:
             out.append(case)
             if len(out) >= args.max:
                 break

@@ -132,23 +132,29 @@ def source_text(config: PrunerConfig, path: Path, shown: str) -> str | None:
         return None
 
 
-# Output is told to be a search's by its first lines (as the engine tells it), before git runs.
+# Output is told to be a search's or a file listing by its first lines (as the engine tells it),
+# before git runs.
 SEARCH_SNIFF_LINES = 200
 
 
 def with_searched_files(ctx: CallContext, output: TextOutput, base: Path) -> TextOutput:
     """`output` (command output), whose rows, if it is a search's run in `base` (`src/a.py:12:
-    line`), are ranked within the files they name (file_reader) and weighed by how lately
-    those files changed (pruning.history.file_ages, asked for only when the text is pruned)."""
+    line`), are ranked within the files they name (file_reader), and whose files, if it is a
+    search's or a file listing, are weighed by how lately they changed (pruning.history.
+    file_ages, asked for only when the text is pruned)."""
     output.files = file_reader(ctx.config, base)
     timeout_ms = ctx.config.history_timeout_ms
     if timeout_ms <= 0:
         return output
 
     async def ages() -> FileAges | None:
-        from jeeves_mcp.pruning.engine import is_search_output  # the engine prunes next anyway
+        from jeeves_mcp.pruning.engine import (  # the engine prunes next anyway
+            is_file_listing,
+            is_search_output,
+        )
 
-        if not is_search_output(output.text[: SEARCH_SNIFF_LINES * 256].split("\n")[:SEARCH_SNIFF_LINES]):
+        first = output.text[: SEARCH_SNIFF_LINES * 256].split("\n")[:SEARCH_SNIFF_LINES]
+        if not (is_search_output(first) or is_file_listing(first)):
             return None
         return await file_ages(
             base, root=ctx.config.root, timeout_s=timeout_ms / 1000, kill_grace_s=ctx.config.kill_grace_ms / 1000

@@ -19,7 +19,7 @@ from ._git import short_path
 from ._logs import error_lines
 from ._units import Layout, Unit
 
-__all__ = ["is_search_output", "line_paths", "row_of", "search_layout"]
+__all__ = ["is_file_listing", "is_search_output", "line_paths", "row_of", "search_layout"]
 
 # `path:12:text`: a path with no blank (a log line's `Nov 29 01:02:03` is not one), git-quoted
 # when it holds a colon; not a time's `01:02:03` (a digit after the second colon).
@@ -54,6 +54,9 @@ _TOOL_MESSAGE = re.compile(r"(?:grep|rg|git grep|ag|ack): ")
 # column number (gcc without a caret, ruff concise), a severity (`x.go: error ...`), a status
 # (`sha256sum -c`'s `pkg.tar.gz: OK`).
 _REPORTED = re.compile(r"\s*(?:\d|(?:fatal )?(?:error|warning|note)\b|(?:OK|FAILED)$)", re.IGNORECASE)
+# A file listing (`find . -name '*.py'`, `git ls-files`, `rg --files`, `grep -rl X`): a path a
+# line, with no blank nor colon (a URL, a log's time), most of them a file's.
+_LISTED = re.compile(r'[^\s:"]+')
 # Matches of one file in a row past this many start a new unit: a file with hundreds of
 # matches is not kept or pruned whole (5, 10, 40 measured on two looked-at sets: 10).
 MAX_GROUP = 10
@@ -177,6 +180,15 @@ def line_paths(lines: list[str]) -> list[str | None] | None:
 
 def is_search_output(lines: list[str]) -> bool:
     return line_paths(lines) is not None
+
+
+def is_file_listing(lines: list[str]) -> bool:
+    """Nearly every one of the first lines a path, of two files or more, most of them a file's
+    (told from the first 2,000, as search output is)."""
+    rows = _rows(lines)
+    listed = [lines[i] for i in rows if _LISTED.fullmatch(lines[i])]
+    return (len(rows) >= 3 and len(listed) >= MOST * len(rows) and sum(map(_file_like, listed)) * 2 > len(listed)
+            and len(set(listed)) > 1)
 
 
 def search_layout(lines: list[str], paths: list[str | None]) -> Layout:

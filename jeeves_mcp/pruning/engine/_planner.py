@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 
+from ._ages import listed_file_ages
 from ._code import code_layout
 from ._docs import docs_layout
 from ._git import git_layout, is_git_output
@@ -62,11 +63,15 @@ def text_layout(lines: list[str], source_type: str, path: str | None) -> Layout:
 def scored_text(
     lines: list[str], question: str, source_type: str, path: str | None,
     qterms: list[str], identifiers: list[str], between: Callable[[], None] = lambda: None,
+    file_ages: Callable[[str], int | None] | None = None,
 ) -> tuple[Layout, AbstractSet[int], Scores]:
     """The layout, the docstring lines that weigh as prose, and the scores of units and lines;
-    `between` runs after the layout, before the scoring (select_lines checks its deadline)."""
+    `between` runs after the layout, before the scoring (select_lines checks its deadline);
+    `file_ages`: how many commits ago a file a listing's line names changed (see _ages)."""
     layout = text_layout(lines, source_type, path)
     between()
+    if source_type == "logs":
+        listed_file_ages(lines, layout, file_ages)
     # A question about the documentation wants the docstrings as much as the code.
     prose = layout.prose if not ABOUT_DOCS.search(question) else frozenset()
     code = source_type == "code"

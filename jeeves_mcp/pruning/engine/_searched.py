@@ -15,9 +15,8 @@ from collections.abc import Callable, Sequence
 from ._line_model import learned_values
 from ._matches import row_of
 from ._planner import plan_code, scored_text
-from ._units import Layout
 
-__all__ = ["FILES_SHARE", "with_file_ages", "within_files"]
+__all__ = ["FILES_SHARE", "within_files"]
 
 # The share of a file's rows' value spread by the file's own ranking (the rest stays the
 # search's): on two looked-at search sets, 0.7 / 0.85 / 1.0 gave recall +7.3 / +7.4 / +6.2
@@ -31,32 +30,6 @@ MOST_FILES = 10
 # Characters laid out in all, past which no more files are (each is at most 512 KiB; 2 MiB
 # gained nothing more on the looked-at sets).
 MAX_CHARS = 1024 * 1024
-
-
-# A file the last commits changed is the one asked about more often (pruning.history.file_ages):
-# its chance is weighed by 1 + RECENT_WEIGHT x RECENT_DECAY ** its age in commits. Chosen on
-# search-fresh3 and fresh4 (weights 4 to 256, decays 0.5 to 0.9: recall 0.718 -> 0.790 at 64 and
-# 0.7, level reduction); the likelihood ratio measured there, the newest commit's files against
-# files no commit of the last 300 changed, is about 80.
-RECENT_WEIGHT = 64.0
-RECENT_DECAY = 0.7
-
-
-def with_file_ages(chances: list[float], layout: Layout, ages: Callable[[str], int | None] | None) -> list[float]:
-    """The unit `chances` of search output weighed by how lately their files changed (`ages`)."""
-    if ages is None or layout.paths is None:
-        return chances
-    paths = layout.paths
-    age_of: dict[str, int | None] = {}
-    weights = []
-    for chance, unit in zip(chances, layout.units, strict=True):
-        path = paths[unit.start]
-        if path is not None and path not in age_of:
-            age_of[path] = ages(path)
-        age = None if path is None else age_of[path]
-        weights.append(chance if age is None else chance * (1 + RECENT_WEIGHT * RECENT_DECAY**age))
-    total = sum(weights)
-    return [w / total for w in weights] if total > 0 else list(chances)
 
 
 def within_files(

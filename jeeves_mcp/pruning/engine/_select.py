@@ -10,11 +10,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from jeeves_mcp.pruning.contract import Selection, protected_lines
 from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change, numbered_view_bytes
 
+from ._ages import with_file_ages
 from ._line_model import learned_values
 from ._markers import block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._planner import CODE_TEMP, plan_code, scored_text, text_layout
-from ._searched import with_file_ages, within_files
+from ._searched import within_files
 from ._sniff import without_line_numbers
 from ._text import bounded_question, query_identifiers, query_terms
 from ._units import Around, Layout, part_of
@@ -74,18 +75,17 @@ VIEW_PRICE = 0.4
 # the fix level with alone, on it +1.7 to +3.1 points of recall and +1.3 to +2.3 of reduction
 # (0.2: +2.4 to +4.3 at level reduction, off it -4 to -7).
 FILE_VALUE_WEIGHT = 0.3
-# Search output: the share of the view its best lines fill before VIEW_PRICE decides (0.12 from
-# two looked-at sets, 0.08 / 0.12 without the price: smaller views, less recall than BM25 there).
+# Search output: the share of the view its best lines fill before VIEW_PRICE decides (0.12 from two
+# looked-at sets, 0.08 / 0.12 without the price: smaller views, less recall than BM25 there); never
+# less than CODE_MIN_BYTES (or half a small text): below it pruning saves little and risks much.
 SEARCH_SHARE = 0.12
-# ... but never less than this (or half a small text): below it pruning saves little and risks much.
 CODE_MIN_BYTES = 2048
 # A partly kept unit is completed when the rest takes at most this share of the budget.
 COMPLETE_SHARE = 0.2
 # Imports lead the view when they take at most this share of the budget...
 CONTEXT_CHEAP = 0.05
-# ... or this share when the question is about an import (their lines are not scored, so a
-# large file's imports were lost to "Remove unused cgi import"): held-out commit tasks 6 cases
-# up and none down over five sets (commits-fresh3 +0.5 points), reduction level.
+# ... or this share when the question is about an import (their lines are not scored: a large file's
+# imports were lost to "Remove unused cgi import"): held-out commit tasks 6 up / 0 down, level size.
 IMPORTS_CHEAP = 0.5
 ABOUT_IMPORTS = re.compile(r"\bimport(?:s|ed|ing)?\b", re.IGNORECASE)
 
@@ -136,7 +136,7 @@ def select_lines(
     whole = around if rows is not None else None
     file_lines = whole.lines if whole is not None else lines
     layout, prose, scored = scored_text(
-        file_lines, question, source_type, path, qterms, identifiers, between=lambda: _check(deadline)
+        file_lines, question, source_type, path, qterms, identifiers, lambda: _check(deadline), file_ages
     )
     scores = scored.units
     _check(deadline)
