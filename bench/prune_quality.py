@@ -548,10 +548,12 @@ from jeeves_mcp.pruner_config import PrunerConfig  # noqa: E402
 from jeeves_mcp.pruning.contract import LineHistory, PruneOptions, Selection  # noqa: E402
 from jeeves_mcp.pruning.engine import Around, hidden_unit_name, select_lines, terms  # noqa: E402
 from jeeves_mcp.pruning.history import (  # noqa: E402
+    MAX_LOG_BYTES,
     RECENT_COMMITS,
-    RECENT_FILE_COMMITS,
+    _git_env,
     ages_from_log,
     ages_lookup,
+    file_log,
     history_from_blame,
 )
 from jeeves_mcp.pruning.pruner import AROUND_MAX_CHARS, fit_by_order  # noqa: E402
@@ -705,15 +707,16 @@ def files_of_case(c: dict) -> Callable[[str], str | None] | None:
 
 def file_ages_of_case(c: dict) -> Callable[[str], int | None] | None:
     """For a search case, how many commits before SHA^ each file its rows name last changed,
-    from the git log file_ages runs in a checkout (the rows' paths are from the top)."""
+    from the git log file_ages runs in a checkout, with its environment (the rows' paths are from
+the top)."""
     sha = str(c["id"]).partition("@")[2].partition(":")[0]
     git_dir = None if HISTORY is None else HISTORY / str(c.get("source", "")).replace("/", "+") / "repo"
     if not str(c["id"]).startswith("grep-") or not sha or git_dir is None or not git_dir.is_dir():
         return None
-    done = subprocess.run(["git", "--git-dir", str(git_dir), "log", "-z", "--name-only", "--no-relative",
-                           "--no-renames", "--no-show-signature", f"--max-count={RECENT_FILE_COMMITS}",
-                           "--format=%x01", f"{sha}^", "--"], capture_output=True, text=True, errors="replace")
-    return None if done.returncode else ages_lookup(ages_from_log(done.stdout), "/nonexistent", "")
+    done = subprocess.run(["git", "--git-dir", str(git_dir), "-c", "core.fsmonitor=false", *file_log("%x01ages%x02", f"{sha}^")],
+                          capture_output=True, text=True, errors="replace", env=_git_env())
+    ages = {} if done.returncode else ages_from_log(done.stdout[:MAX_LOG_BYTES], "\x01ages\x02")
+    return ages_lookup(ages, "/nonexistent", "") if ages else None
 
 
 def shown_as(c: dict, how: str) -> tuple[dict, list[str]]:

@@ -10,17 +10,34 @@ from pathlib import Path
 import httpx
 import pytest
 
+from jeeves_mcp.pruning import history
 from jeeves_mcp.pruning.engine import select_lines
-from jeeves_mcp.pruning.history import RECENT_FILE_COMMITS, ages_from_log, file_ages
+from jeeves_mcp.pruning.history import (
+    GIVE_UP_AFTER,
+    MASS_COMMIT_FILES,
+    RECENT_FILE_COMMITS,
+    ages_from_log,
+    file_ages,
+    file_log,
+)
 from tests._child import running_child, tool_json
 from tests.test_history import git
 from tests.test_http import call
+from tests.test_isolation import NOBODY, directory_owned_by
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["git", "--version"], capture_output=True).returncode != 0, reason="no git"
 )
 
 NAMES = [f"pkg/mod{n:02d}.py" for n in range(20)]
+
+
+@pytest.fixture(autouse=True)
+def fresh_history() -> object:
+    """No ages cached nor timeouts counted by another test in this process."""
+    history._state = history._State()
+    yield
+    history._state = history._State()
 QUESTION = "where is handle_value returned"
 
 
@@ -51,13 +68,41 @@ def rows() -> list[str]:
     return [f"{name}:{4 * k + 3}:    return handle_value(item, {k})" for name in NAMES for k in range(8)]
 
 
-def test_ages_count_commits_from_the_newest_and_keep_a_files_latest_change(tmp_path: Path) -> None:
+def shallow_clone(source: Path, clone: Path, depth: int) -> Path:
+    subprocess.run(["git", "-c", "protocol.file.allow=always", "clone", "-q", "--depth", str(depth),
+                    f"file://{source}", str(clone)], check=True, capture_output=True)
+    return clone
+
+
+def head(root: Path) -> str:
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_ages_count_commits_from_the_newest_but_a_root_commit_gives_none(tmp_path: Path) -> None:
     root = project(tmp_path / "repo")
-    done = subprocess.run(["git", "-C", str(root), "log", "-z", "--name-only", "--format=%x01", "HEAD", "--"],
-                          capture_output=True, text=True, check=True)
-    ages = ages_from_log(done.stdout)
-    assert ages["notes.txt"] == 1 and ages["pkg/mod07.py"] == 2 and ages["pkg/mod00.py"] == 3
-    assert len(ages) == 21 and ages_from_log("") == {}
+    done = subprocess.run(["git", "-C", str(root), *file_log("%x01m%x02")], capture_output=True, text=True, check=True)
+    ages = ages_from_log(done.stdout, "\x01m\x02")
+    assert ages == {"notes.txt": 1, "pkg/mod07.py": 2}  # "first" has no parent: it wrote the tree
+    assert ages_from_log(done.stdout[:-3], "\x01m\x02") == ages  # a log cut short keeps what it read whole
+    assert ages_from_log("", "\x01m\x02") == {}
+
+
+async def test_a_commit_of_many_files_or_a_shallow_clones_boundary_ages_none(tmp_path: Path) -> None:
+    root = project(tmp_path / "repo")
+    for n in range(MASS_COMMIT_FILES + 1):  # a reformat of every file
+        (root / "pkg" / f"gen{n:03d}.py").write_text("x = 1\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "vendored", when=1_700_009_000)
+    (root / "pkg" / "mod03.py").write_text("changed\n")
+    git(root, "commit", "-q", "-am", "mod03", when=1_700_009_500)
+    ages = await file_ages(root, root=root, timeout_s=10, kill_grace_s=1)
+    assert ages is not None and ages("pkg/mod03.py") == 0 and ages("pkg/gen000.py") is None
+    assert ages("notes.txt") == 3 and ages("pkg/mod07.py") == 4
+    clone = shallow_clone(root, tmp_path / "clone", depth=2)
+    shallow = await file_ages(clone, root=clone, timeout_s=10, kill_grace_s=1)
+    # The boundary commit ("vendored") lists the whole tree as if it wrote it.
+    assert shallow is not None and shallow("pkg/mod03.py") == 0 and shallow("pkg/mod00.py") is None
 
 
 async def test_a_searchs_files_are_found_from_the_directory_it_ran_in(tmp_path: Path) -> None:
@@ -66,7 +111,7 @@ async def test_a_searchs_files_are_found_from_the_directory_it_ran_in(tmp_path: 
     in_pkg = await file_ages(root / "pkg", root=root, timeout_s=10, kill_grace_s=1)
     assert at_top is not None and in_pkg is not None
     assert at_top("pkg/mod07.py") == 2 and at_top("./pkg/../pkg/mod07.py") == 2
-    assert in_pkg("mod07.py") == 2 and in_pkg("../notes.txt") == 1 and in_pkg(str(root / "pkg" / "mod00.py")) == 3
+    assert in_pkg("mod07.py") == 2 and in_pkg("../notes.txt") == 1 and in_pkg(str(root / "pkg" / "mod07.py")) == 2
     for name in ("missing.py", "pkg/mod07.py", "../../elsewhere/mod07.py", ""):
         assert in_pkg(name) is None, name
 
@@ -82,12 +127,85 @@ async def test_no_repository_no_commit_or_no_time_gives_no_ages(tmp_path: Path) 
     assert await file_ages(project(tmp_path / "repo"), root=tmp_path, timeout_s=0, kill_grace_s=1) is None
 
 
+async def test_a_new_head_gets_new_ages(tmp_path: Path) -> None:
+    root = project(tmp_path / "repo")
+    before = await file_ages(root, root=root, timeout_s=10, kill_grace_s=1)
+    (root / "pkg" / "mod03.py").write_text("changed\n")
+    git(root, "commit", "-q", "-am", "mod03", when=1_700_009_000)
+    after = await file_ages(root, root=root, timeout_s=10, kill_grace_s=1)
+    assert before is not None and after is not None
+    assert before("pkg/mod03.py") is None and after("pkg/mod03.py") == 0 and after("notes.txt") == 2
+
+
+async def test_git_out_of_time_is_counted_and_given_up_on_as_for_blame(tmp_path: Path) -> None:
+    root = project(tmp_path / "repo")
+    for _ in range(GIVE_UP_AFTER):
+        assert await file_ages(root, root=root, timeout_s=1e-6, kill_grace_s=1) is None
+    assert history._state.timeouts == GIVE_UP_AFTER
+    assert await file_ages(root, root=root, timeout_s=10, kill_grace_s=1) is None
+
+
+async def test_a_log_that_fails_is_not_run_again_for_the_same_head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = project(tmp_path / "repo")
+    runs: list[list[str]] = []
+    real = history.run_command
+
+    async def refused(argv: list[str], **kwargs: object) -> object:
+        runs.append(argv)
+        if "log" in argv:  # as a log git cannot read (a missing object) exits
+            argv = [argv[0], "log", "--no-such-option"]
+        return await real(argv, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(history, "run_command", refused)
+    for _ in range(3):
+        assert await file_ages(root, root=root, timeout_s=10, kill_grace_s=1) is None
+    assert sum("log" in argv for argv in runs) == 1 and history._state.timeouts == 0
+
+
+async def test_a_file_named_like_a_commit_header_moves_no_age(tmp_path: Path) -> None:
+    root = project(tmp_path / "repo")
+    (root / "\x01odd.txt").write_text("x\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "odd", when=1_700_009_000)
+    ages = await file_ages(root, root=root, timeout_s=10, kill_grace_s=1)
+    assert ages is not None and ages("\x01odd.txt") == 0 and ages("notes.txt") == 2 and ages("pkg/mod07.py") == 3
+
+
+async def test_a_directory_named_with_line_breaks_takes_no_other_repositorys_ages(tmp_path: Path) -> None:
+    """git prints the top and the prefix as they are, one a line: such a name could make the
+    answer read as another repository's top and HEAD."""
+    real = project(tmp_path / "x")
+    planted = tmp_path / f"x\nA\n{head(real)}"
+    planted.mkdir()
+    git(planted, "init", "-q")
+    (planted / "planted.py").write_text("x\n")
+    git(planted, "add", ".")
+    git(planted, "commit", "-q", "-m", "planted")
+    git(planted, "commit", "-q", "--allow-empty", "-m", "next")
+    assert await file_ages(planted, root=tmp_path, timeout_s=10, kill_grace_s=1) is None
+    ages = await file_ages(real, root=tmp_path, timeout_s=10, kill_grace_s=1)
+    assert ages is not None and ages("pkg/mod07.py") == 2 and ages("planted.py") is None
+
+
+async def test_git_runs_as_the_runs_user() -> None:
+    """With the pruner as root and the run's root owned by nobody, git runs as nobody: as root
+    it would refuse a repository another user owns ("dubious ownership")."""
+    with directory_owned_by(NOBODY, "jeeves-ages-") as root:
+        project(root / "repo")
+        for path in [root, *root.rglob("*")]:
+            os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+        ages = await file_ages(root / "repo" / "pkg", root=root, timeout_s=10, kill_grace_s=1)
+        assert ages is not None and ages("mod07.py") == 2
+
+
 async def test_only_the_last_commits_give_an_age(tmp_path: Path) -> None:
     root = project(tmp_path / "repo")
-    for k in range(RECENT_FILE_COMMITS):
+    (root / "pkg" / "mod03.py").write_text("changed\n")
+    git(root, "commit", "-q", "-am", "mod03", when=1_700_009_000)
+    for k in range(RECENT_FILE_COMMITS - 1):
         git(root, "commit", "-q", "--allow-empty", "-m", f"empty {k}", when=1_700_010_000 + k)
     ages = await file_ages(root, root=root, timeout_s=10, kill_grace_s=1)
-    assert ages is not None and ages("pkg/mod07.py") is None
+    assert ages is not None and ages("pkg/mod03.py") == RECENT_FILE_COMMITS - 1 and ages("pkg/mod07.py") is None
 
 
 async def test_a_workspaces_git_config_neither_runs_a_command_nor_moves_the_names(tmp_path: Path) -> None:

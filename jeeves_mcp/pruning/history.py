@@ -28,6 +28,8 @@ import difflib
 import functools
 import logging
 import os
+import re
+import secrets
 import shutil
 from collections import Counter, OrderedDict
 from collections.abc import Iterator, Sequence
@@ -40,7 +42,7 @@ from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc.runner import command_user, run_command
 from jeeves_mcp.pruning.contract import FileAges, LineHistory
 
-__all__ = ["ages_from_log", "ages_lookup", "file_ages", "find_git", "history_from_blame", "line_history"]
+__all__ = ["ages_from_log", "ages_lookup", "file_ages", "file_log", "find_git", "history_from_blame", "line_history"]
 
 log = logging.getLogger("jeeves_mcp.pruning")
 
@@ -71,6 +73,13 @@ MAX_SUBJECTS_CHARS = 256 * 1024  # all a blame's subjects together; past it, no 
 # the engine's weight of one is nil); the ages of this many repository states are kept.
 RECENT_FILE_COMMITS = 40
 AGES_CACHE_SIZE = 8
+# A commit that lists more files than this (a reformat, a vendored tree) says nothing of where a
+# fix lands: its files get no age from it. The log is read up to MAX_LOG_BYTES (newest first:
+# the commits read whole keep their ages).
+MASS_COMMIT_FILES = 500
+MAX_LOG_BYTES = 1024 * 1024
+# A commit's object name (SHA-1 or SHA-256).
+_OBJECT_NAME = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 # The commit git blame shows for lines changed since HEAD.
 UNCOMMITTED = "0" * 40
 
@@ -282,17 +291,39 @@ async def _blame(
     return await trio.to_thread.run_sync(history_from_blame, porcelain, newest.split(), lines)
 
 
-def ages_from_log(log_z: str) -> dict[str, int]:
+def file_log(marker: str, rev: str = "HEAD") -> list[str]:
+    """`git log` (the arguments after `git`) naming the files each of the last
+    RECENT_FILE_COMMITS commits from `rev` changed, each commit's header `marker` (its `%x01`,
+    `%x02` as git's format escapes them) and its parents: names from the top whatever the
+    workspace's diff.relative, no rename detection (its cost grows with a commit's files), no
+    signature check (log.showSignature runs gpg)."""
+    return ["log", "-z", "--name-only", "--no-relative", "--no-renames", "--no-show-signature",
+            f"--max-count={RECENT_FILE_COMMITS}", f"--format={marker}%P", rev, "--"]
+
+
+def ages_from_log(log_z: str, marker: str) -> dict[str, int]:
     """Per file (its path from the repository's top), how many commits ago it last changed
-    (0: the newest), from `git log -z --name-only --format=%x01`."""
+    (0: the newest), from file_log's output (`marker` as git prints it). A commit with no
+    parent (a root, a shallow clone's boundary: it lists the whole tree) or with more than
+    MASS_COMMIT_FILES files gives its files no age; a last name cut short is dropped."""
     ages: dict[str, int] = {}
     age = -1
-    for name in log_z.split("\0"):
-        name = name.removeprefix("\n")  # the line break after a commit's header
-        if name.startswith("\x01"):
-            age += 1
-        elif name and age >= 0:
-            ages.setdefault(name, age)
+    files: list[str] = []
+    counts = False
+
+    def close() -> None:
+        if counts and len(files) <= MASS_COMMIT_FILES:
+            for name in files:
+                ages.setdefault(name, age)
+
+    for token in log_z[: log_z.rfind("\0") + 1].split("\0"):
+        name = token.removeprefix("\n")  # the line break after a commit's header
+        if name.startswith(marker):
+            close()
+            age, files, counts = age + 1, [], bool(name[len(marker) :].strip())
+        elif name and age >= 0 and len(files) <= MASS_COMMIT_FILES:
+            files.append(name)
+    close()
     return ages
 
 
@@ -309,28 +340,27 @@ async def file_ages(
     safe = [git, "-c", "core.fsmonitor=false", "-c", "protocol.allow=never"]
     where = await _git([*safe, "rev-parse", "--show-toplevel", "--show-prefix", "HEAD"], base, root, deadline,
                        kill_grace_s)
+    # Paths are printed as they are, one a line: a directory named with line breaks is refused.
     fields = [] if where is None else where.split("\n")
-    if len(fields) < 3 or not fields[0]:
+    if len(fields) != 4 or fields[3] or not fields[0] or not _OBJECT_NAME.fullmatch(fields[2]):
         return None
     top, prefix, head = fields[:3]
     key = (top, head)
     ages = _state.ages.get(key)
     if ages is None:
-        # Names from the top whatever the workspace's diff.relative, no rename detection (its
-        # cost grows with a commit's files), no signature check (log.showSignature runs gpg).
-        log_z = await _git(
-            [*safe, "log", "-z", "--name-only", "--no-relative", "--no-renames", "--no-show-signature",
-             f"--max-count={RECENT_FILE_COMMITS}", "--format=%x01", "HEAD", "--"],
-            base, root, deadline, kill_grace_s,
-        )
-        if log_z is None:
-            return None
-        ages = ages_from_log(log_z)
-        _state.ages[key] = ages
+        timeouts = _state.timeouts
+        # A header no name in the repository can pass for: a commit's files are told by it.
+        nonce = secrets.token_hex(8)
+        log_z = await _git([*safe, *file_log(f"%x01{nonce}%x02")], base, root, deadline, kill_grace_s,
+                           max_bytes=MAX_LOG_BYTES, cut_ok=True)
+        if log_z is None and _state.timeouts > timeouts:
+            return None  # asked again next time, until git is given up on
+        ages = {} if log_z is None else await trio.to_thread.run_sync(ages_from_log, log_z, f"\x01{nonce}\x02")
+        _state.ages[key] = ages  # a failure too: it would fail again for this HEAD
         while len(_state.ages) > AGES_CACHE_SIZE:
             _state.ages.popitem(last=False)
     _state.ages.move_to_end(key)
-    return ages_lookup(ages, top, prefix)
+    return ages_lookup(ages, top, prefix) if ages else None
 
 
 def ages_lookup(ages: dict[str, int], top: str, prefix: str) -> FileAges:
@@ -347,9 +377,11 @@ def _age_of(ages: dict[str, int], top: str, prefix: str, name: str) -> int | Non
 
 
 async def _git(
-    argv: list[str], cwd: Path, root: Path, deadline: float, kill_grace_s: float
+    argv: list[str], cwd: Path, root: Path, deadline: float, kill_grace_s: float, *,
+    max_bytes: int = 8 * MAX_FILE_BYTES, cut_ok: bool = False,
 ) -> str | None:
-    """What a git command printed, or None if it failed or ran out of time."""
+    """What a git command printed, or None if it failed or ran out of time; past `max_bytes`,
+    its first `max_bytes` with `cut_ok`, else None."""
     timeout_s = deadline - trio.current_time()
     if timeout_s <= 0:
         _state.timeouts += 1
@@ -360,7 +392,7 @@ async def _git(
             cwd=cwd,
             env=_git_env(),
             timeout_s=timeout_s,
-            max_output_bytes=8 * MAX_FILE_BYTES,
+            max_output_bytes=max_bytes,
             kill_grace_s=kill_grace_s,
             keep_tail=False,
             user=command_user(root),
@@ -372,6 +404,9 @@ async def _git(
                 log.warning("history.given_up", extra={"reason": "git ran out of time twice"})
         log.debug("history.git_failed", extra={"reason": exc.code})
         return None
-    if result.exit_code != 0 or result.truncated:
+    except OSError as exc:  # no process to be had (descriptors, processes): no prior
+        log.debug("history.git_failed", extra={"reason": exc.strerror})
+        return None
+    if result.exit_code != 0 or (result.truncated and not cut_ok):
         return None
     return result.stdout.decode("utf-8", "replace")

@@ -132,9 +132,9 @@ def source_text(config: PrunerConfig, path: Path, shown: str) -> str | None:
         return None
 
 
-# Output is told to be a search's or a file listing by its first lines (as the engine tells it),
+# Output is told to be a search's or a file listing by its first lines, as the engine tells it,
 # before git runs.
-SEARCH_SNIFF_LINES = 200
+SEARCH_SNIFF_LINES = 2000
 
 
 def with_searched_files(ctx: CallContext, output: TextOutput, base: Path) -> TextOutput:
@@ -148,13 +148,7 @@ def with_searched_files(ctx: CallContext, output: TextOutput, base: Path) -> Tex
         return output
 
     async def ages() -> FileAges | None:
-        from jeeves_mcp.pruning.engine import (  # the engine prunes next anyway
-            is_file_listing,
-            is_search_output,
-        )
-
-        first = output.text[: SEARCH_SNIFF_LINES * 256].split("\n")[:SEARCH_SNIFF_LINES]
-        if not (is_search_output(first) or is_file_listing(first)):
+        if not await trio.to_thread.run_sync(_names_files, output.text):
             return None
         return await file_ages(
             base, root=ctx.config.root, timeout_s=timeout_ms / 1000, kill_grace_s=ctx.config.kill_grace_ms / 1000
@@ -162,6 +156,17 @@ def with_searched_files(ctx: CallContext, output: TextOutput, base: Path) -> Tex
 
     output.file_ages = ages
     return output
+
+
+def _names_files(text: str) -> bool:
+    """Whether `text` is search output or a file listing, by its first lines."""
+    from jeeves_mcp.pruning.engine import (  # the engine prunes next anyway
+        is_file_listing,
+        is_search_output,
+    )
+
+    first = text.split("\n", SEARCH_SNIFF_LINES)[:SEARCH_SNIFF_LINES]
+    return is_search_output(first) or is_file_listing(first)
 
 
 def file_reader(config: PrunerConfig, base: Path) -> Callable[[str], str | None]:
