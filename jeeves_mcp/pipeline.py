@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import trio
 
@@ -34,26 +34,14 @@ from jeeves_mcp.tools.base import (
     Tool,
     ToolOutput,
     clip_summary,
+    fail_open,
     text_budget,
     unencodable_argument,
 )
 
 log = logging.getLogger("jeeves_mcp.tools")
-T = TypeVar("T")
 
 FOCUS = "context_focus_question"
-
-
-async def _fail_open(prior: Callable[[], Awaitable[T]] | None) -> T | None:
-    """A prior of a text to prune (its history, its files' ages), or None: its failure is no
-    reason to lose a command's output that has already run."""
-    if prior is None:
-        return None
-    try:
-        return await prior()
-    except Exception:
-        log.exception("prior.failed")
-        return None
 
 
 async def _run_handler(tool: Tool, ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
@@ -249,8 +237,8 @@ class ToolRunner:
                 continue
             pruning["attempted"] = True
             assert isinstance(question, str)  # _prune_check refuses anything else
-            prior = await _fail_open(text.line_prior)
-            ages = await _fail_open(text.file_ages)
+            prior = await fail_open(text.line_prior)
+            ages = await fail_open(text.file_ages)
             outcome = await self.pruner.prune(
                 text.text, question, text.source_type,
                 PruneOptions(timeout_ms=self.config.prune_timeout_ms, max_bytes=share),

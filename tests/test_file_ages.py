@@ -332,3 +332,17 @@ async def test_a_listing_through_bash_keeps_the_file_changed_last(tmp_path: Path
     assert found["pruning"]["applied"]
     kept = {row.split("│", 1)[-1].strip() for row in found["stdout"].split("\n")}
     assert ("./sub05/mod12.py" in kept) is (history_ms != "0"), sorted(kept)[:20]
+
+
+async def test_a_prior_that_fails_leaves_the_text_unweighed() -> None:
+    """A read's history or a search's ages that raise (no process to be had, a bug) cost the
+    prior, never the output of a command that has already run."""
+    from jeeves_mcp.tools.base import fail_open
+
+    async def broken() -> int:
+        raise OSError(24, "Too many open files")
+
+    async def answered() -> int:
+        return 7
+
+    assert await fail_open(broken) is None and await fail_open(answered) == 7 and await fail_open(None) is None

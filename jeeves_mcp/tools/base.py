@@ -8,7 +8,7 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jeeves_mcp.beneath import open_beneath
 from jeeves_mcp.mcp.errors import INVALID_PARAMS, McpError, ToolError
@@ -99,6 +99,21 @@ class TextOutput:
     # How many commits ago such a file last changed (see pruning.history.file_ages); asked for
     # only when the text is pruned.
     file_ages: Callable[[], Awaitable[FileAges | None]] | None = None
+
+
+T = TypeVar("T")
+
+
+async def fail_open(prior: Callable[[], Awaitable[T]] | None) -> T | None:
+    """A prior of a text to prune (its history, its files' ages), or None: its failure is no
+    reason to lose a command's output that has already run."""
+    if prior is None:
+        return None
+    try:
+        return await prior()
+    except Exception:
+        logging.getLogger("jeeves_mcp.tools").exception("prior.failed")
+        return None
 
 
 @dataclass
