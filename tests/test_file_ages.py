@@ -250,6 +250,19 @@ def test_the_engine_puts_the_rows_of_a_recently_changed_file_first() -> None:
     assert all(recent.keep[i] for i in range(56, 64)) and sum(recent.keep) < sum(level.keep)
 
 
+def test_a_question_no_row_matches_still_puts_the_newest_files_rows_first() -> None:
+    """Nothing to rank by but the ages: the rows of the files with one lead, newest first, and
+    the view is no larger than without them."""
+    found = rows()
+    question = "fix the crash when the cache is empty"
+    level = select_lines(found, question, "logs", max_bytes=10240)
+    recent = select_lines(found, question, "logs", max_bytes=10240,
+                          file_ages={"pkg/mod07.py": 1, "pkg/mod12.py": 0}.get)
+    assert recent.order is not None
+    assert [found[i].split(":")[0] for i in recent.order[:16]] == ["pkg/mod12.py"] * 8 + ["pkg/mod07.py"] * 8
+    assert sum(recent.keep) <= sum(level.keep) + 1
+
+
 @pytest.mark.parametrize("history_ms", ["10000", "0"])
 async def test_a_search_through_bash_keeps_the_rows_of_the_file_changed_last(tmp_path: Path, history_ms: str) -> None:
     root = project(tmp_path / "repo")

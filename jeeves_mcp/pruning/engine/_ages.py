@@ -41,17 +41,24 @@ def listed_file_ages(lines: Sequence[str], layout: Layout, ages: Callable[[str],
 
 
 def with_file_ages(chances: list[float], layout: Layout, ages: Callable[[str], int | None] | None) -> list[float]:
-    """The unit `chances` of search output weighed by how lately their files changed (`ages`)."""
+    """The unit `chances` of search output weighed by how lately their files changed (`ages`);
+    when the question matches no row (every chance 0), the files with an age by it alone."""
     if ages is None or layout.paths is None:
         return chances
     paths = layout.paths
     age_of: dict[str, int | None] = {}
+    for unit in layout.units:
+        if (path := paths[unit.start]) is not None and path not in age_of:
+            age_of[path] = ages(path)
+    if all(age is None for age in age_of.values()):
+        return chances
+    matched = any(chances)
     weights = []
     for chance, unit in zip(chances, layout.units, strict=True):
-        path = paths[unit.start]
-        if path is not None and path not in age_of:
-            age_of[path] = ages(path)
-        age = None if path is None else age_of[path]
-        weights.append(chance if age is None else chance * (1 + RECENT_WEIGHT * RECENT_DECAY**age))
+        age = None if paths[unit.start] is None else age_of[paths[unit.start]]
+        if age is None:
+            weights.append(chance)
+        else:
+            weights.append(chance * (1 + RECENT_WEIGHT * RECENT_DECAY**age) if matched else RECENT_DECAY**age)
     total = sum(weights)
-    return [w / total for w in weights] if total > 0 else list(chances)
+    return [w / total for w in weights]
