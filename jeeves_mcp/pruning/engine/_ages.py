@@ -55,7 +55,8 @@ def with_file_ages(chances: list[float], layout: Layout, ages: Callable[[str], i
     matched = any(chances)
     weights = []
     for chance, unit in zip(chances, layout.units, strict=True):
-        age = None if paths[unit.start] is None else age_of[paths[unit.start]]
+        path = paths[unit.start]
+        age = None if path is None else age_of[path]
         if age is None:
             weights.append(chance)
         else:
