@@ -277,10 +277,14 @@ async def test_a_search_through_bash_keeps_the_rows_of_the_file_changed_last(tmp
             result = tool_json(await call(http, child, "bash", {
                 "cmd": "grep -rn handle_value .", "cwd": "pkg", "context_focus_question": QUESTION,
             }))
+            moved = tool_json(await call(http, child, "bash", {
+                "cmd": "cd pkg && grep -rn handle_value .", "context_focus_question": QUESTION,
+            }))
             searched = tool_json(await call(http, child, "grep", {
                 "pattern": "handle_value", "max_matches": 5000, "context_focus_question": QUESTION,
             }))
-    for found, name, recent in ((result, "stdout", "./mod12.py"), (searched, "matches", "pkg/mod12.py")):
+    for found, name, recent in ((result, "stdout", "./mod12.py"), (moved, "stdout", "./mod12.py"),
+                                (searched, "matches", "pkg/mod12.py")):
         assert found["pruning"]["applied"]
         kept = {row.split("│", 1)[-1].strip().split(":")[0] for row in found[name].split("\n") if ".py:" in row}
         assert (recent in kept) is (history_ms != "0"), kept
@@ -359,3 +363,14 @@ async def test_a_prior_that_fails_leaves_the_text_unweighed() -> None:
         return 7
 
     assert await fail_open(broken) is None and await fail_open(answered) == 7 and await fail_open(None) is None
+
+
+@pytest.mark.parametrize(("cmd", "cd"), [
+    ("cd src && grep -rn x .", "src"), ("  cd a/b&&rg -n x", "a/b"), ("cd src/ && find .", "src/"),
+    ("cd - && grep -rn x .", None), ("cd ../x && grep -rn x .", None), ('cd "a b" && grep x', None),
+    ("cd $HOME && grep -rn x .", None), ("cd x; grep -rn x .", None), ("grep -rn x .", None), ("cdk ls", None),
+])
+def test_the_directory_a_search_ran_in_is_told_from_a_leading_cd(cmd: str, cd: str | None) -> None:
+    from jeeves_mcp.tools._shown_file import leading_cd
+
+    assert leading_cd(cmd) == cd

@@ -76,6 +76,19 @@ class ShownFile:
         return file.part(shown.removesuffix("\n").split("\n")) is not None
 
 
+# `cd DIR && ...`: a plain directory name (no quote, no expansion).
+_LEADING_CD = re.compile(r"\s*cd\s+([^\s;&|<>()$`\\\"'*?\[~{]+)\s*&&")
+
+
+def leading_cd(cmd: str) -> str | None:
+    """DIR, for a command that starts `cd DIR &&` (where its output's relative paths are from);
+    None for any other, or a DIR the shell would not take as written (`-`, `..` in it)."""
+    match = _LEADING_CD.match(cmd)
+    if match is None or match.group(1) == "-" or ".." in match.group(1).split("/"):
+        return None
+    return match.group(1)
+
+
 def shown_file(cmd: str) -> ShownFile | None:
     """The file `cmd` prints whole or a window of, or None."""
     body = cmd.strip()

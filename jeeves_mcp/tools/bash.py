@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,7 +16,7 @@ from jeeves_mcp._log import quoted
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import TAG_VAR, TREE_VAR, command_user, run_command
 from jeeves_mcp.pruning.engine import without_line_numbers
-from jeeves_mcp.tools._shown_file import ShownFile, shown_file
+from jeeves_mcp.tools._shown_file import ShownFile, leading_cd, shown_file
 from jeeves_mcp.tools.base import (
     FOCUS_PROPERTY,
     MIN_PRUNE_BYTES,
@@ -176,7 +177,9 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         code = result.exit_code if result.exit_code is not None else 128 + (result.signal or 0)
         error = ToolError("COMMAND_FAILED", f"command {status_word}", exit_code=code)
     # A search's rows (`grep -rn`, `rg -n`) are ranked within the files they name.
-    out = with_searched_files(ctx, TextOutput("stdout", stdout, "logs"), cwd)
+    out = TextOutput("stdout", stdout, "logs")
+    if (base := _search_base(ctx, cwd, cmd)) is not None:
+        out = with_searched_files(ctx, out, base)
     question = args.get("context_focus_question")
     # Only output that will be pruned: a smaller one is shown whole, a larger one is not pruned.
     if (
@@ -239,6 +242,18 @@ async def _search_of_file(ctx: CallContext, path: Path, shown: ShownFile, stdout
         return None
     output = TextOutput("stdout", stdout, "code", display_path(ctx.config, path), grep_rows=True)
     return with_file(ctx, output, path, text)
+
+
+def _search_base(ctx: CallContext, cwd: Path, cmd: str) -> Path | None:
+    """Where the relative paths of `cmd`'s output are from: its directory, or DIR of a leading
+    `cd DIR &&`; None for a DIR outside the root (or none to be had): its files are not read."""
+    cd = leading_cd(cmd)
+    if cd is None:
+        return None if re.match(r"\s*cd\s", cmd) else cwd  # `cd "$X" && ...`, `cd x; ...`: not told
+    try:
+        return resolve_in_root(ctx.config, os.path.join(cwd, cd))
+    except ToolError:
+        return None
 
 
 def _by_name(shown: ShownFile, raw: str, stdout: str) -> TextOutput | None:
