@@ -528,6 +528,11 @@ fresh4. Measured there on the way, recall of the two (0.700 / 0.736 without):)
 - a file listing laid out as search output (a unit per path, by line) instead of a log: views 16
   points of reduction larger; at the log's size 0.28 / 0.17 against 0.33 / 0.36 (listfind-fresh3,
   fresh4) without ages, 0.41 / 0.32 with them. Adopted instead: the ages as a log record's prior.
+- a read's line prior (its file's last commits' lines) weighed by the file's own age in the
+  repository (commits since it last changed; 441 of commits-fresh3's 635 files changed in the
+  last 10): x (1 + b x 0.7^age), b 1 / 3: commits-fresh3 -0.3 / -0.7, fresh4 +0.1 / 0, reduction
+  +0.2 / +0.5; no prior past 5 / 20 / 40 / 100 commits: -0.2 to +0.7. The file's recent lines are
+  no hotter for the file being hot: not adopted.
 """
 
 from __future__ import annotations
