@@ -374,3 +374,15 @@ def test_the_directory_a_search_ran_in_is_told_from_a_leading_cd(cmd: str, cd: s
     from jeeves_mcp.tools._shown_file import leading_cd
 
     assert leading_cd(cmd) == cd
+
+
+async def test_output_of_long_dashed_names_is_told_and_pruned_in_time(tmp_path: Path) -> None:
+    """Three 690 KB lines of `a-a-a-…0:x` (review24): each dash of a name was tried as the end of a
+    match's path, a slice hashed each time, in the tool's sniff (outside every deadline: 101 s a
+    call) and in the engine (past its deadline: the output came back unpruned)."""
+    root = project(tmp_path / "repo")
+    (root / "p.py").write_text("for i in range(3): print('a-' * 345000 + str(i) + ':x')\n")
+    async with running_child(root, tmp_path) as child:
+        async with httpx.AsyncClient(headers=child.headers(), timeout=110) as http:
+            found = tool_json(await call(http, child, "bash", {"cmd": "python3 p.py", "context_focus_question": QUESTION}))
+    assert found["pruning"]["attempted"] and not found["pruning"]["fallback"], found["pruning"]

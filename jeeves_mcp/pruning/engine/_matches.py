@@ -57,6 +57,8 @@ _REPORTED = re.compile(r"\s*(?:\d|(?:fatal )?(?:error|warning|note)\b|(?:OK|FAIL
 # A file listing (`find . -name '*.py'`, `git ls-files`, `rg --files`, `grep -rl X`): a path a
 # line, with no blank nor colon (a URL, a log's time), most of them a file's.
 _LISTED = re.compile(r'[^\s:"]+')
+# The dashes of a name tried as the end of a match's path, for a context line (`a.yml-name:`).
+MAX_DASHES = 16
 # Matches of one file in a row past this many start a new unit: a file with hundreds of
 # matches is not kept or pruned whole (5, 10, 40 measured on two looked-at sets: 10).
 MAX_GROUP = 10
@@ -97,7 +99,9 @@ def _bare_paths(lines: list[str]) -> list[str | None]:
     context_of: dict[str, str] = {}
     for name in known:
         cut = name.find("-")
-        while cut > 0:
+        # A cut is a slice hashed: a name of thousands of dashes cost seconds (review24).
+        tries = MAX_DASHES
+        while cut > 0 and (tries := tries - 1) >= 0:
             if name[:cut] in known:
                 context_of[name] = name[:cut]
                 break
