@@ -367,13 +367,65 @@ async def test_a_prior_that_fails_leaves_the_text_unweighed() -> None:
 
 @pytest.mark.parametrize(("cmd", "cd"), [
     ("cd src && grep -rn x .", "src"), ("  cd a/b&&rg -n x", "a/b"), ("cd src/ && find .", "src/"),
-    ("cd - && grep -rn x .", None), ("cd ../x && grep -rn x .", None), ('cd "a b" && grep x', None),
-    ("cd $HOME && grep -rn x .", None), ("cd x; grep -rn x .", None), ("grep -rn x .", None), ("cdk ls", None),
+    ("cd '.' && grep -rn x pkg", "."), ('cd "/abs/repo" && grep -rn x .', "/abs/repo"), ('cd "a b" && grep x', "a b"),
+    ("cd src && cd sub && grep -rn x .", "src/sub"), ("cd src && cd /abs && grep -rn x .", "/abs"),
+    ("cd - && grep -rn x .", None), ("cd ../x && grep -rn x .", None), ("cd '..' && grep -rn x .", None),
+    ("cd -P && grep -rn x .", None), ("cd '-P' && grep -rn x .", None), ("cd -- && grep -rn x .", None),
+    ("cd $HOME && grep -rn x .", None), ('cd "$X" && grep -rn x .', None), ("cd `pwd` && grep -rn x .", None),
+    ("cd x; grep -rn x .", None), ("cd\ntrue && grep -rn x .", None), ("cd src\xa0&& grep -rn x .", None),
+    ("cd #x && grep -rn x .", None), ("grep -rn x .", None), ("cdk ls", None),
 ])
-def test_the_directory_a_search_ran_in_is_told_from_a_leading_cd(cmd: str, cd: str | None) -> None:
+def test_the_directory_a_search_ran_in_is_told_from_its_leading_cds(cmd: str, cd: str | None) -> None:
+    """As bash goes: quotes taken off when nothing in them expands; no blank but a space or a
+    tab; an option (`-P`, `--`), `-` or `..` not followed."""
     from jeeves_mcp.tools._shown_file import leading_cd
 
     assert leading_cd(cmd) == cd
+
+
+@pytest.mark.parametrize(("cmd", "env", "where"), [
+    ("grep -rn x .", {}, "."), ("cdk ls", {}, "."), ("cd pkg && grep -rn x .", {}, "pkg"),
+    ("cd ./pkg && grep -rn x .", {"CDPATH": "/tmp"}, "pkg"),
+    ("cd pkg && grep -rn x .", {"CDPATH": "/tmp"}, None),  # cd may go to /tmp/pkg
+    ('cd "$X" && grep -rn x .', {}, None), ("(cd pkg && grep -rn x .)", {}, None),
+    ("pushd pkg && grep -rn x .", {}, None), ("git -C pkg grep -n x", {}, None),
+    ("cd /tmp && grep -rn x .", {}, None), ("cd out && grep -rn x .", {}, None),
+    ("cd pkg/mod00.py && grep -rn x .", {}, None), ("cd missing && grep -rn x .", {}, None),
+])
+def test_a_search_whose_directory_is_not_told_or_outside_the_root_gets_no_files(
+    tmp_path: Path, cmd: str, env: dict[str, str], where: str | None,
+) -> None:
+    from types import SimpleNamespace
+
+    from jeeves_mcp.pruner_config import PrunerConfig
+    from jeeves_mcp.tools.bash import _search_base
+
+    root = project(tmp_path / "repo")
+    (root / "out").symlink_to(tmp_path)
+    ctx = SimpleNamespace(config=PrunerConfig(root=root))
+    base = _search_base(ctx, root, cmd, env)  # type: ignore[arg-type]
+    assert base == (None if where is None else (root / where).resolve())
+
+
+def test_the_tools_ask_git_only_for_a_search_or_a_listing() -> None:
+    from jeeves_mcp.tools.read import _names_files
+
+    assert _names_files("\n".join(rows())) and _names_files("\n".join(f"./{name}" for name in NAMES))
+    assert not _names_files("\n".join(f"2026-11-29 10:0{n}:00 INFO worker {n} started" for n in range(9)))
+
+
+def test_a_log_that_is_no_listing_is_not_weighed_by_ages_nor_is_anything_without_an_age() -> None:
+    """A log line that reads as a path git knows (`pkg/mod07.py`) is still a log's; and ages that
+    know no file of the output change nothing, whatever the question matches."""
+    log = [f"2026-11-29 10:00:{n:02d} INFO request {n} served" for n in range(40)]
+    log[20] = "pkg/mod07.py"
+    ages = {"pkg/mod07.py": 0}.get
+    question = "which request failed"
+    assert select_lines(log, question, "logs", max_bytes=10240, file_ages=ages).keep == \
+        select_lines(log, question, "logs", max_bytes=10240).keep
+    for asked in (QUESTION, "fix the crash when the cache is empty"):
+        assert select_lines(rows(), asked, "logs", max_bytes=10240, file_ages={}.get).keep == \
+            select_lines(rows(), asked, "logs", max_bytes=10240).keep
 
 
 async def test_output_of_long_dashed_names_is_told_and_pruned_in_time(tmp_path: Path) -> None:
@@ -386,3 +438,23 @@ async def test_output_of_long_dashed_names_is_told_and_pruned_in_time(tmp_path: 
         async with httpx.AsyncClient(headers=child.headers(), timeout=110) as http:
             found = tool_json(await call(http, child, "bash", {"cmd": "python3 p.py", "context_focus_question": QUESTION}))
     assert found["pruning"]["attempted"] and not found["pruning"]["fallback"], found["pruning"]
+
+
+async def test_a_log_git_could_not_start_is_asked_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No process to be had (the run's processes or descriptors used up) says nothing of the
+    repository: the next search asks again, where a log that failed is not run again."""
+    root = project(tmp_path / "repo")
+    real = history.run_command
+    starts = {"log": 0}
+
+    async def starved(argv: list[str], **kwargs: object) -> object:
+        if "log" in argv:
+            starts["log"] += 1
+            if starts["log"] == 1:
+                raise OSError(11, "Resource temporarily unavailable")
+        return await real(argv, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(history, "run_command", starved)
+    assert await file_ages(root, root=root, timeout_s=10, kill_grace_s=1) is None
+    ages = await file_ages(root, root=root, timeout_s=10, kill_grace_s=1)
+    assert ages is not None and ages("pkg/mod07.py") == 2 and starts["log"] == 2

@@ -91,6 +91,7 @@ class _State:
     )
     ages: OrderedDict[tuple[str, str], dict[str, int]] = field(default_factory=OrderedDict)
     timeouts: int = 0
+    unstarted: int = 0  # git commands that could not start (no process, no descriptor to be had)
 
 
 _state = _State()
@@ -348,13 +349,13 @@ async def file_ages(
     key = (top, head)
     ages = _state.ages.get(key)
     if ages is None:
-        timeouts = _state.timeouts
+        before = (_state.timeouts, _state.unstarted)
         # A header no name in the repository can pass for: a commit's files are told by it.
         nonce = secrets.token_hex(8)
         log_z = await _git([*safe, *file_log(f"%x01{nonce}%x02")], base, root, deadline, kill_grace_s,
                            max_bytes=MAX_LOG_BYTES, cut_ok=True)
-        if log_z is None and _state.timeouts > timeouts:
-            return None  # asked again next time, until git is given up on
+        if log_z is None and (_state.timeouts, _state.unstarted) != before:
+            return None  # asked again next time (until git is given up on, for timeouts)
         ages = {} if log_z is None else await trio.to_thread.run_sync(ages_from_log, log_z, f"\x01{nonce}\x02")
         _state.ages[key] = ages  # a failure too: it would fail again for this HEAD
         while len(_state.ages) > AGES_CACHE_SIZE:
@@ -405,6 +406,7 @@ async def _git(
         log.debug("history.git_failed", extra={"reason": exc.code})
         return None
     except OSError as exc:  # no process to be had (descriptors, processes): no prior
+        _state.unstarted += 1
         log.debug("history.git_failed", extra={"reason": exc.strerror})
         return None
     if result.exit_code != 0 or (result.truncated and not cut_ok):

@@ -11,6 +11,7 @@ not know (a pipe to grep, a redirection, two files) stays command output.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass, replace
@@ -76,17 +77,25 @@ class ShownFile:
         return file.part(shown.removesuffix("\n").split("\n")) is not None
 
 
-# `cd DIR && ...`: a plain directory name (no quote, no expansion).
-_LEADING_CD = re.compile(r"\s*cd\s+([^\s;&|<>()$`\\\"'*?\[~{]+)\s*&&")
+# `cd DIR && ...`: DIR single-quoted, double-quoted with nothing the shell expands, or a plain
+# word; blanks are the shell's (a no-break space is a letter to it).
+_LEADING_CD = re.compile(
+    r"[ \t]*cd[ \t]+(?:'([^']+)'|\"([^\"$`\\!]+)\"|([^#\s;&|<>()$`\\\"'*?\[~{][^\s;&|<>()$`\\\"'*?\[~{]*))[ \t]*&&"
+)
 
 
 def leading_cd(cmd: str) -> str | None:
-    """DIR, for a command that starts `cd DIR &&` (where its output's relative paths are from);
-    None for any other, or a DIR the shell would not take as written (`-`, `..` in it)."""
-    match = _LEADING_CD.match(cmd)
-    if match is None or match.group(1) == "-" or ".." in match.group(1).split("/"):
-        return None
-    return match.group(1)
+    """Where the relative paths `cmd`'s output prints are from, for a command that starts with
+    one or more `cd DIR &&` (the DIRs joined, as cd goes); None for any other, or a DIR the shell
+    would not take as written (an option, `-`, `..` in it)."""
+    dirs: list[str] = []
+    while (match := _LEADING_CD.match(cmd)) is not None:
+        cd = next(word for word in match.groups() if word is not None)
+        if cd.startswith("-") or ".." in cd.split("/"):
+            return None
+        dirs.append(cd)
+        cmd = cmd[match.end() :]
+    return os.path.join(*dirs) if dirs else None
 
 
 def shown_file(cmd: str) -> ShownFile | None:

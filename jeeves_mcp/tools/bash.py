@@ -178,7 +178,7 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         error = ToolError("COMMAND_FAILED", f"command {status_word}", exit_code=code)
     # A search's rows (`grep -rn`, `rg -n`) are ranked within the files they name.
     out = TextOutput("stdout", stdout, "logs")
-    if (base := _search_base(ctx, cwd, cmd)) is not None:
+    if (base := _search_base(ctx, cwd, cmd, args.get("env") or {})) is not None:
         out = with_searched_files(ctx, out, base)
     question = args.get("context_focus_question")
     # Only output that will be pruned: a smaller one is shown whole, a larger one is not pruned.
@@ -244,16 +244,24 @@ async def _search_of_file(ctx: CallContext, path: Path, shown: ShownFile, stdout
     return with_file(ctx, output, path, text)
 
 
-def _search_base(ctx: CallContext, cwd: Path, cmd: str) -> Path | None:
-    """Where the relative paths of `cmd`'s output are from: its directory, or DIR of a leading
-    `cd DIR &&`; None for a DIR outside the root (or none to be had): its files are not read."""
+# A command that moves before its output is printed, in a way leading_cd does not follow.
+_MOVES = re.compile(r"[ \t]*(?:\(?[ \t]*cd|pushd|git[ \t]+-C)(?:[ \t\n]|$)")
+
+
+def _search_base(ctx: CallContext, cwd: Path, cmd: str, env: Mapping[str, Any]) -> Path | None:
+    """Where the relative paths of `cmd`'s output are from: its directory, or that of its leading
+    `cd DIR &&`s; None when not told (`cd "$X" && ...`, `(cd x && ...)`, `pushd`, `git -C`, a DIR
+    CDPATH may send elsewhere), outside the root or no directory: its files are then not read."""
     cd = leading_cd(cmd)
     if cd is None:
-        return None if re.match(r"\s*cd\s", cmd) else cwd  # `cd "$X" && ...`, `cd x; ...`: not told
+        return None if _MOVES.match(cmd) else cwd
+    if "CDPATH" in env and not cd.startswith(("/", "./")):
+        return None
     try:
-        return resolve_in_root(ctx.config, os.path.join(cwd, cd))
+        base = resolve_in_root(ctx.config, os.path.join(cwd, cd))
     except ToolError:
         return None
+    return base if base.is_dir() else None  # the command failed: no output to read files for
 
 
 def _by_name(shown: ShownFile, raw: str, stdout: str) -> TextOutput | None:
