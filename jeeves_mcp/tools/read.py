@@ -148,7 +148,7 @@ def with_searched_files(ctx: CallContext, output: TextOutput, base: Path) -> Tex
         return output
 
     async def ages() -> FileAges | None:
-        if not await trio.to_thread.run_sync(_names_files, output.text):
+        if not await trio.to_thread.run_sync(_names_files, output.text, abandon_on_cancel=True):
             return None
         return await file_ages(
             base, root=ctx.config.root, timeout_s=timeout_ms / 1000, kill_grace_s=ctx.config.kill_grace_ms / 1000
