@@ -458,3 +458,21 @@ async def test_a_log_git_could_not_start_is_asked_again(tmp_path: Path, monkeypa
     assert await file_ages(root, root=root, timeout_s=10, kill_grace_s=1) is None
     ages = await file_ages(root, root=root, timeout_s=10, kill_grace_s=1)
     assert ages is not None and ages("pkg/mod07.py") == 2 and starts["log"] == 2
+
+
+def test_ls_recursive_names_are_aged_under_their_directory() -> None:
+    """`ls -R` heads each directory's names with `./dir:`: a name is that directory's file, not
+    the one of the same name elsewhere."""
+    listing = [".:", "pkg", "", "./pkg:"] + [f"sub{k}" for k in range(10)]
+    for k in range(10):
+        listing += ["", f"./pkg/sub{k}:"] + [f"mod{n:02d}.py" for n in range(20)]
+    from jeeves_mcp.pruning.engine import is_file_listing
+
+    assert is_file_listing(listing)
+    recent = listing.index("mod07.py", listing.index("./pkg/sub3:"))
+    ages = {"pkg/sub3/mod07.py": 0}
+    question = "fix the crash when the cache is empty"
+    weighed = select_lines(listing, question, "logs", max_bytes=10240,
+                           file_ages=lambda name: ages.get(os.path.normpath(name)))
+    assert weighed.keep[recent]
+    assert not any(weighed.keep[i] for i, line in enumerate(listing) if line == "mod07.py" and i != recent)

@@ -8,9 +8,10 @@ age (pruning.history.file_ages, one `git log` per HEAD).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
-from ._matches import is_file_listing
+from ._matches import LISTED_DIRECTORY, is_file_listing
 from ._units import Layout
 
 __all__ = ["LISTED_WEIGHT", "RECENT_DECAY", "RECENT_WEIGHT", "listed_file_ages", "with_file_ages"]
@@ -35,9 +36,15 @@ def listed_file_ages(lines: Sequence[str], layout: Layout, ages: Callable[[str],
     made worth more, the more lately their file changed."""
     if ages is None or layout.by_line or not is_file_listing(list(lines[:2000])):
         return
+    worth = [0.0] * len(lines)
+    where = ""  # the directory `ls -R` names before its entries (`./src:`)
+    for i, line in enumerate(lines):
+        if (directory := LISTED_DIRECTORY.fullmatch(line)) is not None:
+            where = directory.group(1)
+        elif line and (age := ages(os.path.join(where, line))) is not None:
+            worth[i] = LISTED_WEIGHT * RECENT_DECAY**age
     for unit in layout.units:
-        if (age := ages(lines[unit.start])) is not None:
-            unit.prior = max(unit.prior, LISTED_WEIGHT * RECENT_DECAY**age)
+        unit.prior = max(unit.prior, *worth[unit.start : unit.end + 1])
 
 
 def with_file_ages(chances: list[float], layout: Layout, ages: Callable[[str], int | None] | None) -> list[float]:

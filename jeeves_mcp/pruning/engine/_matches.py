@@ -55,8 +55,10 @@ _TOOL_MESSAGE = re.compile(r"(?:grep|rg|git grep|ag|ack): ")
 # (`sha256sum -c`'s `pkg.tar.gz: OK`).
 _REPORTED = re.compile(r"\s*(?:\d|(?:fatal )?(?:error|warning|note)\b|(?:OK|FAILED)$)", re.IGNORECASE)
 # A file listing (`find . -name '*.py'`, `git ls-files`, `rg --files`, `grep -rl X`): a path a
-# line, with no blank nor colon (a URL, a log's time), most of them a file's.
+# line, with no blank nor colon (a URL, a log's time), most of them a file's; `ls -R` heads each
+# directory's names with its path and a colon.
 _LISTED = re.compile(r'[^\s:"]+')
+LISTED_DIRECTORY = re.compile(r'([^\s:"]+):')
 # The dashes of a name tried as the end of a match's path, for a context line (`a.yml-name:`).
 MAX_DASHES = 16
 # Matches of one file in a row past this many start a new unit: a file with hundreds of
@@ -190,7 +192,7 @@ def is_file_listing(lines: list[str]) -> bool:
     """Nearly every one of the first lines a path, of two files or more, most of them a file's
     (told from the first 2,000, as search output is)."""
     rows = _rows(lines)
-    listed = [lines[i] for i in rows if _LISTED.fullmatch(lines[i])]
+    listed = [lines[i] for i in rows if _LISTED.fullmatch(lines[i]) or LISTED_DIRECTORY.fullmatch(lines[i])]
     return (len(rows) >= 3 and len(listed) >= MOST * len(rows) and sum(map(_file_like, listed)) * 2 > len(listed)
             and len(set(listed)) > 1)
 
