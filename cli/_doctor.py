@@ -207,9 +207,10 @@ def check_git() -> Check:
     git = find_git()
     if git is None:
         return Check("git", "warn", "git not found on /usr/local/bin:/usr/bin:/bin: focused reads of code "
-                     "get no history prior (install git to weigh a file's recent changes)")
-    return Check("git", "pass", f"{version_line(git, 'git')} ({git}): focused reads of code in a git "
-                 "workspace weigh recent changes")
+                     "get no history prior, searches and file listings no file ages (install git to "
+                     "weigh recent changes)")
+    return Check("git", "pass", f"{version_line(git, 'git')} ({git}): focused reads, searches and file "
+                 "listings in a git workspace weigh recent changes")
 
 
 def check_pruner_endpoint(endpoint: str | None) -> Check:

@@ -61,7 +61,7 @@ class PrunerConfig(Settings):
     pruner_threshold: float = Field(0.5, ge=0, le=1, description="SWE-Pruner's `threshold` sent to the external service.")
     pruner_chunk_overlap_tokens: int = Field(50, ge=0, description="SWE-Pruner's `chunk_overlap_tokens` sent to the external service.")
     pruning_enabled: bool = Field(True, description="False answers every question with the raw output.")
-    history_timeout_ms: int = Field(1000, ge=0, description="A focused read of code in a git workspace blames the file (as the run's user) so that recently changed lines weigh more; 0 = never.")
+    history_timeout_ms: int = Field(1000, ge=0, description="A focused read of code in a git workspace blames the file, and a pruned search or file listing reads HEAD's last 40 commits (git runs as the run's user), so that recently changed lines and files weigh more; 0 = never.")
     bash_timeout_ms: int = Field(120_000, ge=1, description="Default timeout of a bash command.")
     grep_timeout_ms: int = Field(30_000, ge=1, description="Default timeout of a grep.")
     kill_grace_ms: int = Field(2000, ge=0, description="SIGTERM to SIGKILL grace for tool processes.")
