@@ -476,3 +476,42 @@ def test_ls_recursive_names_are_aged_under_their_directory() -> None:
                            file_ages=lambda name: ages.get(os.path.normpath(name)))
     assert weighed.keep[recent]
     assert not any(weighed.keep[i] for i, line in enumerate(listing) if line == "mod07.py" and i != recent)
+
+
+TREE = """.
+├── README.md
+├── pkg
+│\u00a0\u00a0 ├── mod07.py
+│\u00a0\u00a0 ├── run.sh*
+│\u00a0\u00a0 ├── link.py -> mod07.py
+│\u00a0\u00a0 └── sub/
+│\u00a0\u00a0     └── mod07.py
+└── setup.py
+
+3 directories, 6 files""".split("\n")
+
+
+def test_tree_output_is_a_listing_of_paths() -> None:
+    """GNU tree's UTF-8 output (no-break spaces), its ASCII one, `-F` marks and links, `-f`
+    whole paths: each entry's path from the directory tree ran on."""
+    from jeeves_mcp.pruning.engine._matches import tree_paths
+
+    assert tree_paths(TREE) == [None, "./README.md", "./pkg", "./pkg/mod07.py", "./pkg/run.sh", "./pkg/link.py",
+                                "./pkg/sub", "./pkg/sub/mod07.py", "./setup.py", None, None]
+    ascii_tree = [line.replace("├──", "|--").replace("└──", "`--").replace("│\u00a0\u00a0", "|  ") for line in TREE]
+    assert tree_paths(ascii_tree) == tree_paths(TREE)
+    assert tree_paths(["src", "├── src/a.py", "├── src/b.py", "└── src/c.py"]) == [None, "src/a.py", "src/b.py", "src/c.py"]
+    assert tree_paths(["a", "b", "c", "d"]) is None
+
+
+def test_the_engine_keeps_the_tree_entry_changed_last() -> None:
+    tree = [".", "└── pkg"] + [
+        line for k in range(10) for line in
+        ([f"    ├── sub{k}"] + [f"    │\u00a0\u00a0 {'└' if n == 19 else '├'}── mod{n:02d}.py" for n in range(20)])
+    ]
+    recent = tree.index("    │\u00a0\u00a0 ├── mod07.py", tree.index("    ├── sub3"))
+    ages = {"pkg/sub3/mod07.py": 0}
+    question = "fix the crash when the cache is empty"
+    weighed = select_lines(tree, question, "logs", max_bytes=10240, file_ages=lambda name: ages.get(os.path.normpath(name)))
+    level = select_lines(tree, question, "logs", max_bytes=10240)
+    assert weighed.keep[recent] and not level.keep[recent]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from ._matches import LISTED_DIRECTORY, is_file_listing
+from ._matches import LISTED_DIRECTORY, is_file_listing, tree_paths
 from ._units import Layout
 
 __all__ = ["LISTED_WEIGHT", "RECENT_DECAY", "RECENT_WEIGHT", "listed_file_ages", "with_file_ages"]
@@ -37,11 +37,16 @@ def listed_file_ages(lines: Sequence[str], layout: Layout, ages: Callable[[str],
     if ages is None or layout.by_line or not is_file_listing(list(lines[:2000])):
         return
     worth = [0.0] * len(lines)
+    tree = tree_paths(list(lines))
     where = ""  # the directory `ls -R` names before its entries (`./src:`)
     for i, line in enumerate(lines):
-        if (directory := LISTED_DIRECTORY.fullmatch(line)) is not None:
-            where = directory.group(1)
-        elif line and (age := ages(os.path.join(where, line))) is not None:
+        if tree is not None:
+            path = tree[i]
+        elif (directory := LISTED_DIRECTORY.fullmatch(line)) is not None:
+            where, path = directory.group(1), None
+        else:
+            path = os.path.join(where, line) if line else None
+        if path is not None and (age := ages(path)) is not None:
             worth[i] = LISTED_WEIGHT * RECENT_DECAY**age
     for unit in layout.units:
         unit.prior = max(unit.prior, *worth[unit.start : unit.end + 1])

@@ -19,7 +19,7 @@ from ._git import short_path
 from ._logs import error_lines
 from ._units import Layout, Unit
 
-__all__ = ["is_file_listing", "is_search_output", "line_paths", "row_of", "search_layout"]
+__all__ = ["is_file_listing", "is_search_output", "line_paths", "row_of", "search_layout", "tree_paths"]
 
 # `path:12:text`: a path with no blank (a log line's `Nov 29 01:02:03` is not one), git-quoted
 # when it holds a colon; not a time's `01:02:03` (a digit after the second colon).
@@ -59,6 +59,10 @@ _REPORTED = re.compile(r"\s*(?:\d|(?:fatal )?(?:error|warning|note)\b|(?:OK|FAIL
 # directory's names with its path and a colon.
 _LISTED = re.compile(r'[^\s:"]+')
 LISTED_DIRECTORY = re.compile(r'([^\s:"]+):')
+# `tree`'s entries: four columns a level (`│` and blanks, no-break spaces in UTF-8 output, or
+# four spaces; `|   ` in ASCII), then a branch and the name.
+_TREE_ENTRY = re.compile(r"((?:[│|][ \u00a0]{3}|    )*)(?:[├└]──|[|`]--)[ \u00a0](.+)")
+_TREE_SUMMARY = re.compile(r"\d+ director(?:y|ies)(?:, \d+ files?)?")
 # The dashes of a name tried as the end of a match's path, for a context line (`a.yml-name:`).
 MAX_DASHES = 16
 # Matches of one file in a row past this many start a new unit: a file with hundreds of
@@ -188,9 +192,34 @@ def is_search_output(lines: list[str]) -> bool:
     return line_paths(lines) is not None
 
 
+def tree_paths(lines: list[str]) -> list[str | None] | None:
+    """The path of each entry of `tree` output (its first line the directory it ran on: `.`,
+    `src`), None for its other lines; None when the text is no such output."""
+    rows = [i for i in _rows(lines[:2000])[1:] if not _TREE_SUMMARY.fullmatch(lines[i].strip())]
+    if not lines or len(rows) < 3 or sum(_TREE_ENTRY.fullmatch(lines[i]) is not None for i in rows) < MOST * len(rows):
+        return None
+    top = lines[0].strip()
+    parents: list[str] = [top]
+    paths: list[str | None] = [None] * len(lines)
+    for i, line in enumerate(lines[1:], 1):
+        entry = _TREE_ENTRY.fullmatch(line)
+        if entry is None:
+            continue
+        depth = len(entry.group(1)) // 4
+        name = entry.group(2).split(" -> ", 1)[0].rstrip("/*=@|")
+        del parents[depth + 1 :]
+        parent = parents[min(depth, len(parents) - 1)]
+        path = name if name.startswith(f"{top}/") else f"{parent}/{name}"  # `tree -f` names whole paths
+        paths[i] = path
+        parents.append(path)
+    return paths
+
+
 def is_file_listing(lines: list[str]) -> bool:
     """Nearly every one of the first lines a path, of two files or more, most of them a file's
-    (told from the first 2,000, as search output is)."""
+    (told from the first 2,000, as search output is); or `tree`'s output."""
+    if tree_paths(lines[:2000]) is not None:
+        return True
     rows = _rows(lines)
     listed = [lines[i] for i in rows if _LISTED.fullmatch(lines[i]) or LISTED_DIRECTORY.fullmatch(lines[i])]
     return (len(rows) >= 3 and len(listed) >= MOST * len(rows) and sum(map(_file_like, listed)) * 2 > len(listed)
