@@ -19,7 +19,7 @@ from ._git import short_path
 from ._logs import error_lines
 from ._units import Layout, Unit
 
-__all__ = ["is_file_listing", "is_search_output", "line_paths", "row_of", "search_layout", "tree_paths"]
+__all__ = ["is_file_listing", "is_search_output", "line_paths", "row_of", "search_layout", "tree_layout", "tree_paths"]
 
 # `path:12:text`: a path with no blank (a log line's `Nov 29 01:02:03` is not one), git-quoted
 # when it holds a colon; not a time's `01:02:03` (a digit after the second colon).
@@ -213,6 +213,13 @@ def tree_paths(lines: list[str]) -> list[str | None] | None:
         paths[i] = path
         parents.append(path)
     return paths
+
+
+def tree_layout(lines: list[str], paths: list[str | None]) -> Layout:
+    """Each of `tree`'s entries a unit labelled by its path (its indentation would make it a
+    log record's continuation line, kept or pruned with the entry above)."""
+    units = [Unit(i, i, short_path(path)) for i, path in enumerate(paths) if path]
+    return Layout(units=units, always=set())
 
 
 def is_file_listing(lines: list[str]) -> bool:

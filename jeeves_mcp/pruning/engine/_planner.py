@@ -14,7 +14,7 @@ from ._git import git_layout, is_git_output
 from ._line_model import PlannedText
 from ._line_refs import favour_named_lines, named_lines
 from ._logs import logs_layout
-from ._matches import line_paths, search_layout
+from ._matches import line_paths, search_layout, tree_layout, tree_paths
 from ._plan import line_values, unit_chances
 from ._prior import SUBJECT_SHARE, on_topic, with_priors
 from ._rank import Scores, score_units
@@ -69,6 +69,9 @@ def scored_text(
     `between` runs after the layout, before the scoring (select_lines checks its deadline);
     `file_ages`: how many commits ago a file a listing's line names changed (see _ages)."""
     layout = text_layout(lines, source_type, path)
+    if source_type == "logs" and file_ages is not None and not layout.by_line and tree_paths(lines[:2000]):
+        # Weighed by their ages, tree's entries are ranked one by one (without, as a log's lines).
+        layout = tree_layout(lines, tree_paths(lines) or [])
     between()
     if source_type == "logs":
         listed_file_ages(lines, layout, file_ages)
