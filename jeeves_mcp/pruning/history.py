@@ -80,6 +80,9 @@ MASS_COMMIT_FILES = 500
 MAX_LOG_BYTES = 1024 * 1024
 # A commit's object name (SHA-1 or SHA-256).
 _OBJECT_NAME = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+# Whatever the workspace's config says: no fsmonitor hook, no transport (a partial clone would
+# fetch what a command needs, with the workspace's sshCommand).
+_NO_HOOKS = ["-c", "core.fsmonitor=false", "-c", "protocol.allow=never"]
 # The commit git blame shows for lines changed since HEAD.
 UNCOMMITTED = "0" * 40
 
@@ -270,9 +273,8 @@ async def _blame(
     if git is None or timeout_s <= 0:
         return None
     deadline = trio.current_time() + timeout_s
-    # No fsmonitor hook, no transport (a partial clone would fetch what blame needs, with the
-    # workspace's sshCommand), no textconv; HEAD, so no clean filter reads the working tree.
-    safe = [git, "-c", "core.fsmonitor=false", "-c", "protocol.allow=never"]
+    # No textconv; HEAD, so no clean filter reads the working tree.
+    safe = [git, *_NO_HOOKS]
     newest = await _git(
         [*safe, "rev-list", f"--max-count={RECENT_COMMITS}", "HEAD", "--", path.name],
         path.parent, root, deadline, kill_grace_s,
@@ -338,7 +340,7 @@ async def file_ages(
     if git is None or timeout_s <= 0 or _state.timeouts >= GIVE_UP_AFTER:
         return None
     deadline = trio.current_time() + timeout_s
-    safe = [git, "-c", "core.fsmonitor=false", "-c", "protocol.allow=never"]
+    safe = [git, *_NO_HOOKS]
     where = await _git([*safe, "rev-parse", "--show-toplevel", "--show-prefix", "HEAD"], base, root, deadline,
                        kill_grace_s)
     # Paths are printed as they are, one a line: a directory named with line breaks is refused.

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from ._matches import LISTED_DIRECTORY, is_file_listing, tree_paths
+from ._matches import LISTED_DIRECTORY, is_path_list, tree_paths
 from ._units import Layout
 
-__all__ = ["LISTED_WEIGHT", "RECENT_DECAY", "RECENT_WEIGHT", "listed_file_ages", "with_file_ages"]
+__all__ = ["LISTED_WEIGHT", "RECENT_DECAY", "RECENT_WEIGHT", "listed_file_ages", "listed_paths", "with_file_ages"]
 
 # A file the last commits changed is the one asked about more often (pruning.history.file_ages):
 # its chance is weighed by 1 + RECENT_WEIGHT x RECENT_DECAY ** its age in commits. Chosen on
@@ -31,23 +31,29 @@ RECENT_DECAY = 0.7
 LISTED_WEIGHT = 5.0
 
 
-def listed_file_ages(lines: Sequence[str], layout: Layout, ages: Callable[[str], int | None] | None) -> None:
-    """The records of a file listing (`lines`, laid out as a log) that are a path `ages` knows
-    made worth more, the more lately their file changed."""
-    if ages is None or layout.by_line or not is_file_listing(list(lines[:2000])):
-        return
-    worth = [0.0] * len(lines)
-    tree = tree_paths(list(lines))
+def listed_paths(lines: list[str]) -> tuple[list[str | None], bool] | None:
+    """The path each line of a file listing names (None: a line that names none), and whether
+    the listing is `tree`'s; None when `lines` is no listing."""
+    if (tree := tree_paths(lines)) is not None:
+        return tree, True
+    if not is_path_list(lines):
+        return None
+    paths: list[str | None] = []
     where = ""  # the directory `ls -R` names before its entries (`./src:`)
-    for i, line in enumerate(lines):
-        if tree is not None:
-            path = tree[i]
-        elif (directory := LISTED_DIRECTORY.fullmatch(line)) is not None:
-            where, path = directory.group(1), None
+    for line in lines:
+        if (directory := LISTED_DIRECTORY.fullmatch(line)) is not None:
+            where = directory.group(1)
+            paths.append(None)
         else:
-            path = os.path.join(where, line) if line else None
-        if path is not None and (age := ages(path)) is not None:
-            worth[i] = LISTED_WEIGHT * RECENT_DECAY**age
+            paths.append(os.path.join(where, line) if line else None)
+    return paths, False
+
+
+def listed_file_ages(layout: Layout, paths: Sequence[str | None], ages: Callable[[str], int | None]) -> None:
+    """The records of a file listing whose lines name `paths` made worth more, the more lately
+    their file changed (`ages`)."""
+    worth = [0.0 if path is None or (age := ages(path)) is None else LISTED_WEIGHT * RECENT_DECAY**age
+             for path in paths]
     for unit in layout.units:
         unit.prior = max(unit.prior, *worth[unit.start : unit.end + 1])
 

@@ -19,7 +19,7 @@ from ._git import short_path
 from ._logs import error_lines
 from ._units import Layout, Unit
 
-__all__ = ["is_file_listing", "is_search_output", "line_paths", "row_of", "search_layout", "tree_layout", "tree_paths"]
+__all__ = ["is_file_listing", "is_path_list", "is_search_output", "line_paths", "row_of", "search_layout", "tree_layout", "tree_paths"]
 
 # `path:12:text`: a path with no blank (a log line's `Nov 29 01:02:03` is not one), git-quoted
 # when it holds a colon; not a time's `01:02:03` (a digit after the second colon).
@@ -223,10 +223,13 @@ def tree_layout(lines: list[str], paths: list[str | None]) -> Layout:
 
 
 def is_file_listing(lines: list[str]) -> bool:
+    """A list of paths (is_path_list) or `tree`'s output."""
+    return tree_paths(lines[:2000]) is not None or is_path_list(lines)
+
+
+def is_path_list(lines: list[str]) -> bool:
     """Nearly every one of the first lines a path, of two files or more, most of them a file's
-    (told from the first 2,000, as search output is); or `tree`'s output."""
-    if tree_paths(lines[:2000]) is not None:
-        return True
+    (told from the first 2,000, as search output is)."""
     rows = _rows(lines)
     listed = [lines[i] for i in rows if _LISTED.fullmatch(lines[i]) or LISTED_DIRECTORY.fullmatch(lines[i])]
     return (len(rows) >= 3 and len(listed) >= MOST * len(rows) and sum(map(_file_like, listed)) * 2 > len(listed)

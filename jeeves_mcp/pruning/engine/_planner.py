@@ -7,14 +7,14 @@ import re
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 
-from ._ages import listed_file_ages
+from ._ages import listed_file_ages, listed_paths
 from ._code import code_layout
 from ._docs import docs_layout
 from ._git import git_layout, is_git_output
 from ._line_model import PlannedText
 from ._line_refs import favour_named_lines, named_lines
 from ._logs import logs_layout
-from ._matches import line_paths, search_layout, tree_layout, tree_paths
+from ._matches import line_paths, search_layout, tree_layout
 from ._plan import line_values, unit_chances
 from ._prior import SUBJECT_SHARE, on_topic, with_priors
 from ._rank import Scores, score_units
@@ -69,12 +69,13 @@ def scored_text(
     `between` runs after the layout, before the scoring (select_lines checks its deadline);
     `file_ages`: how many commits ago a file a listing's line names changed (see _ages)."""
     layout = text_layout(lines, source_type, path)
-    if source_type == "logs" and file_ages is not None and not layout.by_line and tree_paths(lines[:2000]):
+    listed = listed_paths(lines) if source_type == "logs" and file_ages is not None and not layout.by_line else None
+    if listed is not None and listed[1]:
         # Weighed by their ages, tree's entries are ranked one by one (without, as a log's lines).
-        layout = tree_layout(lines, tree_paths(lines) or [])
+        layout = tree_layout(lines, listed[0])
     between()
-    if source_type == "logs":
-        listed_file_ages(lines, layout, file_ages)
+    if listed is not None and file_ages is not None:
+        listed_file_ages(layout, listed[0], file_ages)
     # A question about the documentation wants the docstrings as much as the code.
     prose = layout.prose if not ABOUT_DOCS.search(question) else frozenset()
     code = source_type == "code"
