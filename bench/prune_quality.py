@@ -703,14 +703,23 @@ def history_prior(c: dict, lines: list[str]) -> tuple[LineHistory | None, float]
     return LineHistory(history.prior + [0.0] * pad, history.subjects + [None] * pad), ms
 
 
-def files_of_case(c: dict) -> Callable[[str], str | None] | None:
+def search_clone(c: dict) -> tuple[Path, str] | None:
     """For a search case (make_search_output.py's: id grep-NAME@SHA:PATH, source OWNER/NAME),
-    the files its rows name as they were at SHA^, read from the bare clone in HISTORY, as the
-    bash and grep tools read them in a checkout (source code by its name only)."""
+    the bare clone in HISTORY it was made from and SHA; None for any other case."""
     sha = str(c["id"]).partition("@")[2].partition(":")[0]
     git_dir = None if HISTORY is None else HISTORY / str(c.get("source", "")).replace("/", "+") / "repo"
     if not str(c["id"]).startswith("grep-") or not sha or git_dir is None or not git_dir.is_dir():
         return None
+    return git_dir, sha
+
+
+def files_of_case(c: dict) -> Callable[[str], str | None] | None:
+    """For a search case, the files its rows name as they were at SHA^, read from its clone
+    (search_clone), as the bash and grep tools read them in a checkout (source code by its
+    name only)."""
+    if (clone := search_clone(c)) is None:
+        return None
+    git_dir, sha = clone
 
     def read(path: str) -> str | None:
         if Path(path).suffix.lower() not in SOURCE_SUFFIXES:
@@ -726,11 +735,10 @@ def files_of_case(c: dict) -> Callable[[str], str | None] | None:
 def file_ages_of_case(c: dict) -> Callable[[str], int | None] | None:
     """For a search case, how many commits before SHA^ each file its rows name last changed,
     from the git log file_ages runs in a checkout, with its environment (the rows' paths are from
-the top)."""
-    sha = str(c["id"]).partition("@")[2].partition(":")[0]
-    git_dir = None if HISTORY is None else HISTORY / str(c.get("source", "")).replace("/", "+") / "repo"
-    if not str(c["id"]).startswith("grep-") or not sha or git_dir is None or not git_dir.is_dir():
+    the top)."""
+    if (clone := search_clone(c)) is None:
         return None
+    git_dir, sha = clone
     done = subprocess.run(["git", "--git-dir", str(git_dir), "-c", "core.fsmonitor=false", *file_log("%x01ages%x02", f"{sha}^")],
                           capture_output=True, text=True, errors="replace", env=_git_env())
     ages = {} if done.returncode else ages_from_log(done.stdout[:MAX_LOG_BYTES], "\x01ages\x02")
