@@ -1,7 +1,7 @@
 """Search output with a question, made from commit tasks and the bare clones they came from.
 
     python bench/data/make_search_output.py COMMITS.jsonl OUT.jsonl --mirror MIRRORS [--max 150]
-                                            [--no-line-numbers | --listing find|grep]
+                                            [--no-line-numbers | --listing find|grep|tree]
 
 For each commit task (make_commits.py's: source OWNER/NAME@SHA:PATH, text = the file before the fix,
 gold = the lines the fix changed) whose subject holds a word of four letters or more that a changed
@@ -11,7 +11,8 @@ fix's range, first to last. Outputs of 10 KB to 400 KB only (smaller ones fit a 
 --no-line-numbers makes the same cases with `path:text` rows, as `rg WORD` and `grep -r WORD`
 print to a pipe. --listing makes file listings instead, the gold the fixed file's line: `find
 . -name '*.EXT'` (every file with the fixed file's extension, `./path`, as `find` and `fd` print
-them) or `grep -rl WORD` (the files holding the word); listings of 2 KB to 400 KB.
+them) or `grep -rl WORD` (the files holding the word); listings of 2 KB to 400 KB. `--listing
+tree` makes find's cases as GNU `tree` prints those files (UTF-8, no-break spaces in its columns).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def listing_case(case: dict, mirrors: Path, kind: str) -> dict | None:
     repo, rest = case["source"].split("@", 1)
     sha, path = rest.split(":", 1)
     git_dir = str(mirrors / repo.replace("/", "+") / "repo")
-    if kind == "find":
+    if kind in ("find", "tree"):
         tree = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", f"{sha}^"],
                               capture_output=True, text=True, errors="replace").stdout.split("\n")
         suffix = Path(path).suffix
@@ -50,8 +51,33 @@ def listing_case(case: dict, mirrors: Path, kind: str) -> dict | None:
     if fixed not in rows or not MIN_LISTING_CHARS <= len(text) < MAX_CHARS:
         return None
     at = rows.index(fixed) + 1
+    if kind == "tree":
+        lines, line_of = tree_of([row[2:] for row in rows])
+        text, at = "\n".join(lines), line_of[path] + 1
     return {"id": f"grep-{case['id']}", "text": text, "question": case["question"], "gold": [at, at],
             "source_type": "logs", "source": repo}
+
+
+def tree_of(files: list[str]) -> tuple[list[str], dict[str, int]]:
+    """`files` as `tree` prints them from `.`, and the line of each file."""
+    root: dict = {}
+    for name in files:
+        node = root
+        for part in name.split("/"):
+            node = node.setdefault(part, {})
+    lines, line_of, counts = ["."], {}, [0, 0]
+
+    def walk(node: dict, prefix: str, path: str) -> None:
+        for k, name in enumerate(sorted(node)):
+            last = k == len(node) - 1
+            line_of[path + name] = len(lines)
+            lines.append(prefix + ("\u2514\u2500\u2500 " if last else "\u251c\u2500\u2500 ") + name)
+            counts[bool(node[name])] += 1
+            if node[name]:
+                walk(node[name], prefix + ("    " if last else "\u2502\u00a0\u00a0 "), f"{path}{name}/")
+
+    walk(root, "", "")
+    return [*lines, "", f"{counts[1]} directories, {counts[0]} files"], line_of
 
 
 def search_case(case: dict, mirrors: Path, numbered: bool = True) -> dict | None:
@@ -91,7 +117,8 @@ def main() -> None:
     ap.add_argument("--max", type=int, default=150)
     shape = ap.add_mutually_exclusive_group()
     shape.add_argument("--no-line-numbers", action="store_true", help="rows `path:text`, as rg prints to a pipe")
-    shape.add_argument("--listing", choices=("find", "grep"), help="file listings: find's, or grep -rl's")
+    shape.add_argument("--listing", choices=("find", "grep", "tree"),
+                       help="file listings: find's, grep -rl's, or find's as tree prints them")
     args = ap.parse_args()
     out: list[dict] = []
     for line in args.commits.read_text().splitlines():
