@@ -1420,6 +1420,27 @@ def test_a_search_of_many_files_is_ranked_within_each() -> None:
     assert sum(select_lines(bare, question, "logs", max_bytes=10240).keep[j] for j in asked) < len(asked) // 2
 
 
+def test_a_search_values_more_the_file_whose_best_unit_the_question_matches() -> None:
+    """Two files the search's rows value alike: the one holding the function the question is
+    about gets more of their value, and the two keep what they had between them."""
+    from jeeves_mcp.pruning.engine._matches import line_paths
+    from jeeves_mcp.pruning.engine._searched import within_files
+    from jeeves_mcp.pruning.engine._text import query_identifiers, query_terms
+
+    shop = shop_source()
+    other = [f"def tally_{k}(offset):" if k % 3 == 0 else f"    return offset * {k}" for k in range(60)]
+    rows = [f"shop.py:{i + 1}:{line}" for i, line in enumerate(shop) if "offset" in line][:8]
+    rows += [f"other.py:{i + 1}:{line}" for i, line in enumerate(other) if "offset" in line][:8]
+    files = {"shop.py": "\n".join(shop), "other.py": "\n".join(other)}
+    question = "which offset does a card refund add?"
+    values = [1.0] * len(rows)
+    out = within_files(rows, line_paths(rows), values, files.get, question, query_terms(question),
+                       query_identifiers(question))
+    shop_share = sum(v for v, row in zip(out, rows, strict=True) if row.startswith("shop.py:"))
+    assert shop_share > sum(out) / 2
+    assert sum(out) == pytest.approx(sum(values))
+
+
 def test_python_too_dense_for_ast_is_laid_out_by_indentation(monkeypatch: pytest.MonkeyPatch) -> None:
     """A file of nothing but calls held the interpreter in `ast` for seconds (2.3 s for 535 KB):
     past AST_MAX_TOKENS commas and brackets, the indentation layout reads it."""
