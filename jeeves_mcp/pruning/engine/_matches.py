@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from ._git import short_path
 from ._logs import error_lines
@@ -195,8 +196,10 @@ def is_search_output(lines: list[str]) -> bool:
 def tree_paths(lines: list[str]) -> list[str | None] | None:
     """The path of each entry of `tree` output (its first line the directory it ran on: `.`,
     `src`), None for its other lines; None when the text is no such output."""
-    rows = [i for i in _rows(lines[:2000])[1:] if not _TREE_SUMMARY.fullmatch(lines[i].strip())]
-    if not lines or len(rows) < 3 or sum(_TREE_ENTRY.fullmatch(lines[i]) is not None for i in rows) < MOST * len(rows):
+    if not lines or not _mostly(lines, rows := _rows(lines[:2000])[1:], _tree_line):
+        return None
+    rows = [i for i in rows if not _TREE_SUMMARY.fullmatch(lines[i].strip())]
+    if len(rows) < 3 or sum(_TREE_ENTRY.fullmatch(lines[i]) is not None for i in rows) < MOST * len(rows):
         return None
     top = lines[0].strip()
     parents: list[str] = [top]
@@ -215,6 +218,10 @@ def tree_paths(lines: list[str]) -> list[str | None] | None:
     return paths
 
 
+def _tree_line(line: str) -> bool:
+    return _TREE_ENTRY.fullmatch(line) is not None or _TREE_SUMMARY.fullmatch(line.strip()) is not None
+
+
 def tree_layout(lines: list[str], paths: list[str | None]) -> Layout:
     """Each of `tree`'s entries a unit labelled by its path (its indentation would make it a
     log record's continuation line, kept or pruned with the entry above)."""
@@ -231,9 +238,28 @@ def is_path_list(lines: list[str]) -> bool:
     """Nearly every one of the first lines a path, of two files or more, most of them a file's
     (told from the first 2,000, as search output is)."""
     rows = _rows(lines)
-    listed = [lines[i] for i in rows if _LISTED.fullmatch(lines[i]) or LISTED_DIRECTORY.fullmatch(lines[i])]
+    if not _mostly(lines, rows, _listed_line):
+        return False
+    listed = [lines[i] for i in rows if _listed_line(lines[i])]
     return (len(rows) >= 3 and len(listed) >= MOST * len(rows) and sum(map(_file_like, listed)) * 2 > len(listed)
             and len(set(listed)) > 1)
+
+
+def _mostly(lines: list[str], rows: list[int], matches: Callable[[str], bool]) -> bool:
+    """Whether `matches` may hold for MOST of `rows` (a summary's or blank line aside): False as
+    soon as too many lines miss, so that a log is told from a listing in a few of its lines."""
+    allowed = (1 - MOST) * len(rows)
+    misses = 0
+    for i in rows:
+        if not matches(lines[i]):
+            misses += 1
+            if misses > allowed:
+                return False
+    return True
+
+
+def _listed_line(line: str) -> bool:
+    return _LISTED.fullmatch(line) is not None or LISTED_DIRECTORY.fullmatch(line) is not None
 
 
 def search_layout(lines: list[str], paths: list[str | None]) -> Layout:
