@@ -484,6 +484,19 @@ def test_no_code_marker_hides_less_than_it_costs():
         assert hidden > 110, (a, b, lines[a : b + 1])
 
 
+def test_no_file_listing_marker_hides_less_than_it_costs():
+    """A log's short gaps stay hidden (its noise), but a listing's are paths an agent can use,
+    cheaper shown than a marker."""
+    dirs = ("src/shop", "src/ledger", "tests/unit", "docs/guide")
+    listing = [f"./{dirs[k % 4]}/{word}_{k}.py" for k, word in
+               enumerate(["refund", "cart", "refund", "order", "price", "tax"] * 40)]
+    sel = select_lines(listing, "where is a card refund added?", "logs", max_bytes=10240)
+    assert any(not k for k in sel.keep)
+    for a, b in _blocks_of(sel.keep):
+        hidden = sum(len(listing[i]) + len(str(i + 1)) + 5 for i in range(a, b + 1))
+        assert hidden > 110, (a, b, listing[a : b + 1])
+
+
 def test_a_marker_names_the_units_it_hides():
     lines = big_module().split("\n")
     sel = select_lines(lines, "where is the config file parsed and its settings returned?", "code")

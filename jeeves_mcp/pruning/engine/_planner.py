@@ -69,10 +69,11 @@ def scored_text(
     `between` runs after the layout, before the scoring (select_lines checks its deadline);
     `file_ages`: how many commits ago a file a listing's line names changed (see _ages)."""
     layout = text_layout(lines, source_type, path)
-    listed = listed_paths(lines) if source_type == "logs" and file_ages is not None and not layout.by_line else None
-    if listed is not None and listed[1]:
+    listed = listed_paths(lines) if source_type == "logs" and not layout.by_line else None
+    if listed is not None and listed[1] and file_ages is not None:
         # Weighed by their ages, tree's entries are ranked one by one (without, as a log's lines).
         layout = tree_layout(lines, listed[0])
+    layout.listing = listed is not None
     between()
     if listed is not None and file_ages is not None:
         listed_file_ages(layout, listed[0], file_ages)

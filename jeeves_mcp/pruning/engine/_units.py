@@ -41,6 +41,8 @@ class Layout:
     by_line: bool = False
     # Search output: the file each line is a match or a context row of (None: neither).
     paths: list[str | None] | None = None
+    # A file listing (`find`, `ls -R`, `tree`): a short gap in it is paths, not a log's noise.
+    listing: bool = False
 
 
 def part_of(layout: Layout, rows: Sequence[int | None]) -> tuple[Layout, list[int]]:
