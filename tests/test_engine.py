@@ -497,6 +497,22 @@ def test_no_file_listing_marker_hides_less_than_it_costs():
         assert hidden > 110, (a, b, listing[a : b + 1])
 
 
+def test_a_file_listing_marker_names_the_directories_it_hides() -> None:
+    """`find`'s paths hidden behind a marker: it names their directories (most relevant first),
+    so that an agent knows which part of the tree to recover."""
+    dirs = [f"src/pkg{k}" for k in range(12)]
+    listing = [f"./{d}/mod{n:02d}.py" for d in dirs for n in range(15)]
+    listing[100] = "./src/pkg6/refund.py"
+    sel = select_lines(listing, "where is a card refund added?", "logs", max_bytes=10240)
+    assert sel.keep[100] and not all(sel.keep)
+    for a, b in _blocks_of(sel.keep):
+        hidden = {listing[i].removeprefix("./").rsplit("/", 1)[0] + "/" for i in range(a, b + 1)}
+        named = re.fullmatch(r"hors focus: ([^,]+)(?:, ([^,]+?))?(?: \+(\d+))?", sel.reasons[a] or "")
+        assert named is not None, sel.reasons[a]
+        shown = {name for name in named.groups()[:2] if name}
+        assert shown <= hidden and len(shown) + int(named.group(3) or 0) == len(hidden), (shown, hidden)
+
+
 def test_a_marker_names_the_units_it_hides():
     lines = big_module().split("\n")
     sel = select_lines(lines, "where is the config file parsed and its settings returned?", "code")

@@ -11,10 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
+from ._git import short_path
 from ._matches import LISTED_DIRECTORY, is_path_list, tree_paths
 from ._units import Layout
 
-__all__ = ["LISTED_WEIGHT", "RECENT_DECAY", "RECENT_WEIGHT", "listed_file_ages", "listed_paths", "with_file_ages"]
+__all__ = [
+    "LISTED_WEIGHT", "RECENT_DECAY", "RECENT_WEIGHT", "listed_file_ages", "listed_paths", "name_directories",
+    "with_file_ages",
+]
 
 # A file the last commits changed is the one asked about more often (pruning.history.file_ages):
 # its chance is weighed by 1 + RECENT_WEIGHT x RECENT_DECAY ** its age in commits. Chosen on
@@ -47,6 +51,17 @@ def listed_paths(lines: list[str]) -> tuple[list[str | None], bool] | None:
         else:
             paths.append(os.path.join(where, line) if line else None)
     return paths, False
+
+
+def name_directories(layout: Layout) -> None:
+    """Each record of a file listing named by the directory of its first path (`src/pkg/`), so
+    that a marker says which directories the paths it hides are in."""
+    listed = layout.listed or []
+    for unit in layout.units:
+        path = next((p for p in listed[unit.start : unit.end + 1] if p), None)
+        if path is not None:
+            where = os.path.dirname(path.removeprefix("./"))
+            unit.label = short_path(f"{where}/" if where else path.removeprefix("./"))
 
 
 def listed_file_ages(layout: Layout, paths: Sequence[str | None], ages: Callable[[str], int | None]) -> None:

@@ -226,7 +226,7 @@ def tree_layout(lines: list[str], paths: list[str | None]) -> Layout:
     """Each of `tree`'s entries a unit labelled by its path (its indentation would make it a
     log record's continuation line, kept or pruned with the entry above)."""
     units = [Unit(i, i, short_path(path)) for i, path in enumerate(paths) if path]
-    return Layout(units=units, always=set())
+    return Layout(units=units, always=set(), listed=paths, tree=True)
 
 
 def is_file_listing(lines: list[str]) -> bool:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 
-from ._ages import listed_file_ages, listed_paths
+from ._ages import listed_file_ages, listed_paths, name_directories
 from ._code import code_layout
 from ._docs import docs_layout
 from ._git import git_layout, is_git_output
@@ -57,7 +57,13 @@ def text_layout(lines: list[str], source_type: str, path: str | None) -> Layout:
     if is_git_output(lines):
         return git_layout(lines)
     paths = line_paths(lines)
-    return logs_layout(lines) if paths is None else search_layout(lines, paths)
+    if paths is not None:
+        return search_layout(lines, paths)
+    layout = logs_layout(lines)
+    if (listed := listed_paths(lines)) is not None:
+        layout.listed, layout.tree = listed
+        name_directories(layout)
+    return layout
 
 
 def scored_text(
@@ -69,14 +75,13 @@ def scored_text(
     `between` runs after the layout, before the scoring (select_lines checks its deadline);
     `file_ages`: how many commits ago a file a listing's line names changed (see _ages)."""
     layout = text_layout(lines, source_type, path)
-    listed = listed_paths(lines) if source_type == "logs" and not layout.by_line else None
-    if listed is not None and listed[1] and file_ages is not None:
-        # Weighed by their ages, tree's entries are ranked one by one (without, as a log's lines).
-        layout = tree_layout(lines, listed[0])
-    layout.listing = listed is not None
+    if (listed := layout.listed) is not None and file_ages is not None:
+        if layout.tree:
+            # Weighed by their ages, tree's entries are ranked one by one (without, as a log's lines).
+            layout = tree_layout(lines, listed)
+            name_directories(layout)
+        listed_file_ages(layout, listed, file_ages)
     between()
-    if listed is not None and file_ages is not None:
-        listed_file_ages(layout, listed[0], file_ages)
     # A question about the documentation wants the docstrings as much as the code.
     prose = layout.prose if not ABOUT_DOCS.search(question) else frozenset()
     code = source_type == "code"

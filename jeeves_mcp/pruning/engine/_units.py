@@ -41,8 +41,10 @@ class Layout:
     by_line: bool = False
     # Search output: the file each line is a match or a context row of (None: neither).
     paths: list[str | None] | None = None
-    # A file listing (`find`, `ls -R`, `tree`): a short gap in it is paths, not a log's noise.
-    listing: bool = False
+    # A file listing (`find`, `ls -R`, `tree`): the path each line names (None: none), and
+    # whether it is `tree`'s. A short gap in it is paths, not a log's noise.
+    listed: list[str | None] | None = None
+    tree: bool = False
 
 
 def part_of(layout: Layout, rows: Sequence[int | None]) -> tuple[Layout, list[int]]:
