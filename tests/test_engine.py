@@ -513,6 +513,18 @@ def test_a_file_listing_marker_names_the_directories_it_hides() -> None:
         assert shown <= hidden and len(shown) + int(named.group(3) or 0) == len(hidden), (shown, hidden)
 
 
+def test_a_name_ls_recursive_lists_is_shown_under_its_directory() -> None:
+    """`ls -R` names a file under its directory's `./dir:` heading: a kept name brings the
+    heading along, or the agent sees `refund.py` and not where it is."""
+    listing = [".:", "src", "", "./src:"] + [f"pkg{k}" for k in range(12)]
+    for k in range(12):
+        listing += ["", f"./src/pkg{k}:"] + [f"mod{n:02d}.py" for n in range(15)]
+    at = listing.index("./src/pkg7:") + 9
+    listing[at] = "refund.py"
+    sel = select_lines(listing, "where is a card refund added?", "logs", max_bytes=10240)
+    assert sel.keep[at] and sel.keep[listing.index("./src/pkg7:")] and not all(sel.keep)
+
+
 def test_a_marker_names_the_units_it_hides():
     lines = big_module().split("\n")
     sel = select_lines(lines, "where is the config file parsed and its settings returned?", "code")

@@ -1,7 +1,7 @@
 """Search output with a question, made from commit tasks and the bare clones they came from.
 
     python bench/data/make_search_output.py COMMITS.jsonl OUT.jsonl --mirror MIRRORS [--max 150]
-                                            [--no-line-numbers | --listing find|grep|tree]
+                                            [--no-line-numbers | --listing find|grep|tree|lsr]
 
 For each commit task (make_commits.py's: source OWNER/NAME@SHA:PATH, text = the file before the fix,
 gold = the lines the fix changed) whose subject holds a word of four letters or more that a changed
@@ -12,7 +12,8 @@ fix's range, first to last. Outputs of 10 KB to 400 KB only (smaller ones fit a 
 print to a pipe. --listing makes file listings instead, the gold the fixed file's line: `find
 . -name '*.EXT'` (every file with the fixed file's extension, `./path`, as `find` and `fd` print
 them) or `grep -rl WORD` (the files holding the word); listings of 2 KB to 400 KB. `--listing
-tree` makes find's cases as GNU `tree` prints those files (UTF-8, no-break spaces in its columns).
+tree` makes find's cases as GNU `tree` prints those files (UTF-8, no-break spaces in its columns),
+`--listing lsr` as `ls -R` prints them to a pipe (`./dir:` headings, one name a line).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def listing_case(case: dict, mirrors: Path, kind: str) -> dict | None:
     repo, rest = case["source"].split("@", 1)
     sha, path = rest.split(":", 1)
     git_dir = str(mirrors / repo.replace("/", "+") / "repo")
-    if kind in ("find", "tree"):
+    if kind in ("find", "tree", "lsr"):
         tree = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", f"{sha}^"],
                               capture_output=True, text=True, errors="replace").stdout.split("\n")
         suffix = Path(path).suffix
@@ -51,8 +52,8 @@ def listing_case(case: dict, mirrors: Path, kind: str) -> dict | None:
     if fixed not in rows or not MIN_LISTING_CHARS <= len(text) < MAX_CHARS:
         return None
     at = rows.index(fixed) + 1
-    if kind == "tree":
-        lines, line_of = tree_of([row[2:] for row in rows])
+    if kind in ("tree", "lsr"):
+        lines, line_of = (tree_of if kind == "tree" else ls_recursive_of)([row[2:] for row in rows])
         text, at = "\n".join(lines), line_of[path] + 1
     return {"id": f"grep-{case['id']}", "text": text, "question": case["question"], "gold": [at, at],
             "source_type": "logs", "source": repo}
@@ -78,6 +79,33 @@ def tree_of(files: list[str]) -> tuple[list[str], dict[str, int]]:
 
     walk(root, "", "")
     return [*lines, "", f"{counts[1]} directories, {counts[0]} files"], line_of
+
+
+def ls_recursive_of(files: list[str]) -> tuple[list[str], dict[str, int]]:
+    """`files` as `ls -R` prints them from `.` to a pipe (a `./dir:` heading over each
+    directory's names, one a line, sorted as C's locale sorts), and the line of each file."""
+    entries: dict[str, set[str]] = {".": set()}
+    for name in files:
+        parts = name.split("/")
+        for depth in range(len(parts)):
+            where = "/".join([".", *parts[:depth]])
+            entries.setdefault(where, set()).add(parts[depth])
+    lines: list[str] = []
+    line_of: dict[str, int] = {}
+    pending = ["."]
+    while pending:
+        where = pending.pop(0)
+        if lines:
+            lines.append("")
+        lines.append(f"{where}:")
+        below = []
+        for name in sorted(entries[where]):
+            line_of[f"{where}/{name}".removeprefix("./")] = len(lines)
+            lines.append(name)
+            if f"{where}/{name}" in entries:
+                below.append(f"{where}/{name}")
+        pending[:0] = below  # depth first, as ls -R goes
+    return lines, line_of
 
 
 def search_case(case: dict, mirrors: Path, numbered: bool = True) -> dict | None:
@@ -117,8 +145,8 @@ def main() -> None:
     ap.add_argument("--max", type=int, default=150)
     shape = ap.add_mutually_exclusive_group()
     shape.add_argument("--no-line-numbers", action="store_true", help="rows `path:text`, as rg prints to a pipe")
-    shape.add_argument("--listing", choices=("find", "grep", "tree"),
-                       help="file listings: find's, grep -rl's, or find's as tree prints them")
+    shape.add_argument("--listing", choices=("find", "grep", "tree", "lsr"),
+                       help="file listings: find's, grep -rl's, or find's as tree or ls -R prints them")
     args = ap.parse_args()
     out: list[dict] = []
     for line in args.commits.read_text().splitlines():

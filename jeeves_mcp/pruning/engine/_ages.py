@@ -53,15 +53,25 @@ def listed_paths(lines: list[str]) -> tuple[list[str | None], bool] | None:
     return paths, False
 
 
-def name_directories(layout: Layout) -> None:
+def name_directories(layout: Layout, lines: list[str]) -> None:
     """Each record of a file listing named by the directory of its first path (`src/pkg/`), so
-    that a marker says which directories the paths it hides are in."""
+    that a marker says which directories the paths it hides are in; under `ls -R`'s `./dir:`
+    heading, a record brings the heading along (a name shown without it is no path)."""
     listed = layout.listed or []
+    heading = [-1] * len(lines)
+    if not layout.tree:
+        last = -1
+        for i, line in enumerate(lines):
+            if listed[i] is None and LISTED_DIRECTORY.fullmatch(line):
+                last = i
+            heading[i] = last
     for unit in layout.units:
         path = next((p for p in listed[unit.start : unit.end + 1] if p), None)
         if path is not None:
             where = os.path.dirname(path.removeprefix("./"))
             unit.label = short_path(f"{where}/" if where else path.removeprefix("./"))
+        if 0 <= heading[unit.start] < unit.start:
+            unit.heads.append((heading[unit.start], heading[unit.start]))
 
 
 def listed_file_ages(layout: Layout, paths: Sequence[str | None], ages: Callable[[str], int | None]) -> None:

@@ -62,7 +62,7 @@ def text_layout(lines: list[str], source_type: str, path: str | None) -> Layout:
     layout = logs_layout(lines)
     if (listed := listed_paths(lines)) is not None:
         layout.listed, layout.tree = listed
-        name_directories(layout)
+        name_directories(layout, lines)
     return layout
 
 
@@ -79,7 +79,7 @@ def scored_text(
         if layout.tree:
             # Weighed by their ages, tree's entries are ranked one by one (without, as a log's lines).
             layout = tree_layout(lines, listed)
-            name_directories(layout)
+            name_directories(layout, lines)
         listed_file_ages(layout, listed, file_ages)
     between()
     # A question about the documentation wants the docstrings as much as the code.
