@@ -539,6 +539,25 @@ fresh4. Measured there on the way, recall of the two (0.700 / 0.736 without):)
   make_commits_lang.py's rule for those suffixes, docs/ directories kept, changelogs left out,
   from the 96 repositories behind the fresh commit sets) 0.773 -> 0.763. The ages hold what
   it gained: not adopted.
+(2026-11-29, twelfth session; adopted: the files laid out share their rows' value by their best
+unit's score, x exp(0.06 x score), see _searched.BEST_UNIT_WEIGHT; a listing's short gaps shown,
+its markers naming directories, ls -R names under their heading. Measured on the way:)
+- the gold file's rank among a search's files, by the search's values against them x exp(a x
+  the file's best unit score) over the first 40 files (a 0.4): mean reciprocal rank 0.54 -> 0.67
+  on search-fresh3 and 0.47 -> 0.63 on judge, and by a whole-file BM25 over the question's terms
+  (idf over the files) much the same; in the view, at a 0.5 recall 0.778 -> 0.767 and 0.802 ->
+  0.755: the gold file's rows were often kept already from second to fourth place, and a strong
+  shift starves the other files. 0.06 is what was kept.
+- three of the ten files laid out chosen by that BM25 among the 33 after the first seven by the
+  search's values: the fixed file laid out in 26 more of 648 cases (six sets), recall on
+  search-fresh3 / fresh4 level (0.789 / 0.802), +45 to +65 ms a search (33 more files read and
+  their words matched). A file laid out but little valued by the search stays little valued.
+- a tree's entry bringing the entries of its directories along (as ls -R's names bring their
+  heading): the whole chain, or the nearest, listtree-fresh3 0.693 -> 0.687 / 0.680, fresh4
+  level, held-out fresh 0.593 -> 0.600, judge 0.580 -> 0.553 (4 down, 1,000-line trees where
+  the response budget binds), views +10 to +18 %.
+- the ten files laid out by indentation instead of `ast` (20 ms of the 2k search row's 70):
+  search-fresh3 0.778 -> 0.789, fresh4 0.802 -> 0.774 (before the best-unit share).
 """
 
 from __future__ import annotations
