@@ -525,6 +525,21 @@ def test_a_name_ls_recursive_lists_is_shown_under_its_directory() -> None:
     assert sel.keep[at] and sel.keep[listing.index("./src/pkg7:")] and not all(sel.keep)
 
 
+def test_head_of_several_files_shows_a_kept_line_under_its_file() -> None:
+    """`head -n 40 a.py b.py ...` prints each file under `==> path <==`: a kept line comes with
+    its file's header, and a marker names the files whose lines it hides."""
+    output: list[str] = []
+    for k in range(8):
+        body = [f"def step_{k}_{n}(value):" if n % 4 == 0 else f"    value = value + {n}" for n in range(40)]
+        if k == 5:
+            body[30] = "    raise RefundError('a card refund was added twice')"
+        output += ([""] if output else []) + [f"==> src/shop/mod{k}.py <=="] + body
+    at = output.index("    raise RefundError('a card refund was added twice')")
+    sel = select_lines(output, "where is a card refund added twice?", "logs", max_bytes=10240)
+    assert sel.keep[at] and sel.keep[output.index("==> src/shop/mod5.py <==")] and not all(sel.keep)
+    assert any(r and "src/shop/mod" in r for r in sel.reasons)
+
+
 def test_a_marker_names_the_units_it_hides():
     lines = big_module().split("\n")
     sel = select_lines(lines, "where is the config file parsed and its settings returned?", "code")

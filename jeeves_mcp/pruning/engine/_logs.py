@@ -6,9 +6,13 @@ import re
 from bisect import bisect_right
 from itertools import accumulate
 
+from ._git import short_path
 from ._units import Layout, Unit
 
-__all__ = ["error_lines", "is_error_line", "logs_layout"]
+__all__ = ["error_lines", "file_sections", "is_error_line", "logs_layout", "name_sections"]
+
+# `head` and `tail` run on several files print each under a `==> path <==` header.
+_SECTION_HEADER = re.compile(r"==> (.+) <==")
 
 _ERROR = re.compile(
     r"\b(?:errors?|exceptions?|traceback|fatal|panic(?:ked)?|failed|failures?|critical|aborted"
@@ -174,6 +178,31 @@ def logs_layout(lines: list[str]) -> Layout:
         if errors[i]:
             always.update(range(max(0, i - before), min(n, i + after + 1)))
     return Layout(units=units, always=always)
+
+
+def file_sections(lines: list[str]) -> list[int] | None:
+    """The header lines of `head`'s or `tail`'s output of several files (its first line that is
+    not blank a header, two headers or more), or None."""
+    first = next((i for i, line in enumerate(lines[:2000]) if line.strip()), None)
+    if first is None or not _SECTION_HEADER.fullmatch(lines[first]):
+        return None
+    headers = [i for i, line in enumerate(lines) if line.startswith("==> ") and _SECTION_HEADER.fullmatch(line)]
+    return headers if len(headers) >= 2 else None
+
+
+def name_sections(layout: Layout, lines: list[str], headers: list[int]) -> None:
+    """Each record of `head`'s or `tail`'s output named by its file, and its file's header kept
+    with it (a line shown without it is no file's)."""
+    k = -1
+    for unit in layout.units:
+        while k + 1 < len(headers) and headers[k + 1] <= unit.start:
+            k += 1
+        if k < 0:
+            continue
+        header = headers[k]
+        unit.label = short_path(lines[header][4:-4])
+        if header < unit.start:
+            unit.heads.append((header, header))
 
 
 def _section(cuts: list[int], line: int, n: int) -> tuple[int, int] | None:

@@ -13,7 +13,7 @@ from ._docs import docs_layout
 from ._git import git_layout, is_git_output
 from ._line_model import PlannedText
 from ._line_refs import favour_named_lines, named_lines
-from ._logs import logs_layout
+from ._logs import file_sections, logs_layout, name_sections
 from ._matches import line_paths, search_layout, tree_layout
 from ._plan import line_values, unit_chances
 from ._prior import SUBJECT_SHARE, on_topic, with_priors
@@ -63,6 +63,8 @@ def text_layout(lines: list[str], source_type: str, path: str | None) -> Layout:
     if (listed := listed_paths(lines)) is not None:
         layout.listed, layout.tree = listed
         name_directories(layout, lines)
+    elif (headers := file_sections(lines)) is not None:
+        name_sections(layout, lines, headers)
     return layout
 
 
