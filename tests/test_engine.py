@@ -1495,6 +1495,14 @@ def test_a_search_values_more_the_file_whose_best_unit_the_question_matches() ->
     shop_share = sum(v for v, row in zip(out, rows, strict=True) if row.startswith("shop.py:"))
     assert shop_share > sum(out) / 2
     assert sum(out) == pytest.approx(sum(values))
+    # Rows the search values at nothing stay at nothing; one file keeps what it had.
+    zero = within_files(rows, line_paths(rows), [0.0] * len(rows), files.get, question, query_terms(question),
+                        query_identifiers(question))
+    assert zero == [0.0] * len(rows)
+    alone = [row for row in rows if row.startswith("shop.py:")]
+    one = within_files(alone, line_paths(alone), [1.0] * len(alone), files.get, question, query_terms(question),
+                       query_identifiers(question))
+    assert sum(one) == pytest.approx(len(alone))
 
 
 def test_python_too_dense_for_ast_is_laid_out_by_indentation(monkeypatch: pytest.MonkeyPatch) -> None:

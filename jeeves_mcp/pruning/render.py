@@ -7,6 +7,7 @@ more marker, so a budget cut is recoverable exactly like a pruned block.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,9 +36,15 @@ _NOT_IN_REASONS: dict[int, str | None] = {
 } | {ord("⟦"): "[", ord("⟧"): "]"}
 
 
+# ... and invisible characters a file's name may hold (a listing's markers name directories):
+# tag characters (text some models read and no one sees), interlinear annotations, musical
+# format characters, the grapheme joiner, private use.
+_INVISIBLE = re.compile("[\u034f\ufff9-\ufffb\ue000-\uf8ff\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000f0000-\U0010ffff]")
+
+
 def plain_reason(reason: str) -> str:
     """`reason` on one line, in characters that show as themselves."""
-    return " ".join(reason.split()).translate(_NOT_IN_REASONS) or FOCUS_REASON
+    return _INVISIBLE.sub("", " ".join(reason.split()).translate(_NOT_IN_REASONS)) or FOCUS_REASON
 
 
 def marker_line(prune_id: str, start: int, end: int, reason: str) -> str:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from ._git import short_path
-from ._matches import LISTED_DIRECTORY, is_path_list, tree_paths
+from ._matches import LISTED_DIRECTORY, is_path_list, listed_line, tree_paths
 from ._units import Layout
 
 __all__ = [
@@ -44,13 +44,24 @@ def listed_paths(lines: list[str]) -> tuple[list[str | None], bool] | None:
         return None
     paths: list[str | None] = []
     where = ""  # the directory `ls -R` names before its entries (`./src:`)
-    for line in lines:
-        if (directory := LISTED_DIRECTORY.fullmatch(line)) is not None:
-            where = directory.group(1)
+    for i, line in enumerate(lines):
+        if (directory := ls_heading(lines, i)) is not None:
+            where = directory
             paths.append(None)
-        else:
-            paths.append(os.path.join(where, line) if line else None)
+        else:  # a line past those the listing was told by may be anything (`find …; make`)
+            paths.append(os.path.join(where, line) if listed_line(line) else None)
     return paths, False
+
+
+def ls_heading(lines: list[str], i: int) -> str | None:
+    """The directory `ls -R` names over its entries on line `i` (`./src:`; `./Team Area:`, a
+    line ending in a colon, first or after a blank line), or None."""
+    line = lines[i]
+    if (directory := LISTED_DIRECTORY.fullmatch(line)) is not None:
+        return directory.group(1)
+    if len(line) > 1 and line.endswith(":") and (i == 0 or not lines[i - 1]):
+        return line[:-1]
+    return None
 
 
 def name_directories(layout: Layout, lines: list[str]) -> None:
@@ -61,8 +72,8 @@ def name_directories(layout: Layout, lines: list[str]) -> None:
     heading = [-1] * len(lines)
     if not layout.tree:
         last = -1
-        for i, line in enumerate(lines):
-            if listed[i] is None and LISTED_DIRECTORY.fullmatch(line):
+        for i in range(len(lines)):
+            if listed[i] is None and ls_heading(lines, i) is not None:
                 last = i
             heading[i] = last
     for unit in layout.units:

@@ -238,27 +238,34 @@ def is_path_list(lines: list[str]) -> bool:
     """Nearly every one of the first lines a path, of two files or more, most of them a file's
     (told from the first 2,000, as search output is)."""
     rows = _rows(lines)
-    if not _mostly(lines, rows, _listed_line):
+    if not _mostly(lines, rows, listed_line):
         return False
-    listed = [lines[i] for i in rows if _listed_line(lines[i])]
-    return (len(rows) >= 3 and len(listed) >= MOST * len(rows) and sum(map(_file_like, listed)) * 2 > len(listed)
+    listed = [lines[i] for i in rows if listed_line(lines[i])]
+    names = [line for line in listed if not LISTED_DIRECTORY.fullmatch(line)]
+    return (len(rows) >= 3 and len(listed) >= MOST * len(rows) and sum(map(names_a_file, names)) * 2 > len(names)
             and len(set(listed)) > 1)
+
+
+def names_a_file(path: str) -> bool:
+    """Whether a listed path's last part has a file's extension (a letter first: not a date's
+    `2024/01/02`, a CSV row's `0.50`, a package path or base64, which hold slashes too)."""
+    ext = _EXTENSION.search(path)
+    return ext is not None and ext.group(1)[0].isalpha()
 
 
 def _mostly(lines: list[str], rows: list[int], matches: Callable[[str], bool]) -> bool:
     """Whether `matches` may hold for MOST of `rows` (a summary's or blank line aside): False as
     soon as too many lines miss, so that a log is told from a listing in a few of its lines."""
-    allowed = (1 - MOST) * len(rows)
     misses = 0
     for i in rows:
         if not matches(lines[i]):
             misses += 1
-            if misses > allowed:
+            if len(rows) - misses < MOST * len(rows):  # the whole test's own comparison
                 return False
     return True
 
 
-def _listed_line(line: str) -> bool:
+def listed_line(line: str) -> bool:
     return _LISTED.fullmatch(line) is not None or LISTED_DIRECTORY.fullmatch(line) is not None
 
 
