@@ -530,14 +530,17 @@ def test_head_of_several_files_shows_a_kept_line_under_its_file() -> None:
     its file's header, and a marker names the files whose lines it hides."""
     output: list[str] = []
     for k in range(8):
-        body = [f"def step_{k}_{n}(value):" if n % 4 == 0 else f"    value = value + {n}" for n in range(40)]
+        body = [f"SETTING_{k}_{n} = {n}" for n in range(40)]
         if k == 5:
-            body[30] = "    raise RefundError('a card refund was added twice')"
+            body[30] = "raise RefundError('a card refund was added twice')"
+            body[33] = body[36] = "CARD_REFUND = CARD_REFUND + 1  # card refund"
         output += ([""] if output else []) + [f"==> src/shop/mod{k}.py <=="] + body
-    at = output.index("    raise RefundError('a card refund was added twice')")
+    at = output.index("raise RefundError('a card refund was added twice')")
     sel = select_lines(output, "where is a card refund added twice?", "logs", max_bytes=10240)
     assert sel.keep[at] and sel.keep[output.index("==> src/shop/mod5.py <==")] and not all(sel.keep)
     assert any(r and "src/shop/mod" in r for r in sel.reasons)
+    for a, b in _blocks_of(sel.keep):  # a file's lines, not a log's noise: no marker costs more
+        assert sum(len(output[i]) + len(str(i + 1)) + 5 for i in range(a, b + 1)) > 110, (a, b)
 
 
 def test_a_marker_names_the_units_it_hides():

@@ -193,6 +193,7 @@ def file_sections(lines: list[str]) -> list[int] | None:
 def name_sections(layout: Layout, lines: list[str], headers: list[int]) -> None:
     """Each record of `head`'s or `tail`'s output named by its file, and its file's header kept
     with it (a line shown without it is no file's)."""
+    layout.sections = True
     k = -1
     for unit in layout.units:
         while k + 1 < len(headers) and headers[k + 1] <= unit.start:

@@ -45,6 +45,9 @@ class Layout:
     # whether it is `tree`'s. A short gap in it is paths, not a log's noise.
     listed: list[str | None] | None = None
     tree: bool = False
+    # Files' lines under `==> path <==` headers (`head`, `tail` of several files): a short gap in
+    # them is a file's lines, as a listing's is paths.
+    sections: bool = False
 
 
 def part_of(layout: Layout, rows: Sequence[int | None]) -> tuple[Layout, list[int]]:
