@@ -45,11 +45,13 @@ def listed_paths(lines: list[str]) -> tuple[list[str | None], bool] | None:
     paths: list[str | None] = []
     where = ""  # the directory `ls -R` names before its entries (`./src:`)
     for i, line in enumerate(lines):
-        if (directory := ls_heading(lines, i)) is not None:
+        if line.endswith(":") and (directory := ls_heading(lines, i)) is not None:
             where = directory
             paths.append(None)
-        else:  # a line past those the listing was told by may be anything (`find …; make`)
-            paths.append(os.path.join(where, line) if listed_line(line) else None)
+        elif not listed_line(line):  # past the lines the listing was told by, anything (`find …; make`)
+            paths.append(None)
+        else:
+            paths.append(os.path.join(where, line) if where else line)
     return paths, False
 
 
@@ -72,15 +74,18 @@ def name_directories(layout: Layout, lines: list[str]) -> None:
     heading = [-1] * len(lines)
     if not layout.tree:
         last = -1
-        for i in range(len(lines)):
-            if listed[i] is None and ls_heading(lines, i) is not None:
+        for i, line in enumerate(lines):
+            if listed[i] is None and line.endswith(":") and ls_heading(lines, i) is not None:
                 last = i
             heading[i] = last
+    labels: dict[str, str] = {}  # a directory's label, made once
     for unit in layout.units:
         path = next((p for p in listed[unit.start : unit.end + 1] if p), None)
         if path is not None:
-            where = os.path.dirname(path.removeprefix("./"))
-            unit.label = short_path(f"{where}/" if where else path.removeprefix("./"))
+            where, _, name = path.removeprefix("./").rpartition("/")
+            if (label := labels.get(where)) is None:
+                label = labels[where] = short_path(f"{where}/") if where else ""
+            unit.label = label or short_path(name)
         if 0 <= heading[unit.start] < unit.start:
             unit.heads.append((heading[unit.start], heading[unit.start]))
 
