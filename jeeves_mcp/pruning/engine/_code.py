@@ -32,7 +32,8 @@ def code_layout(lines: list[str], path: str | None) -> Layout:
 
 def _nesting_tokens(lines: list[str]) -> int:
     """Commas and opening brackets: what the number of `ast` nodes grows with."""
-    return sum(line.count(",") + line.count("(") + line.count("[") + line.count("{") for line in lines)
+    text = "\n".join(lines)
+    return text.count(",") + text.count("(") + text.count("[") + text.count("{")
 
 
 # --------------------------------------------------------------------- Python

@@ -18,7 +18,7 @@ from ._matches import line_paths, search_layout, tree_layout
 from ._plan import line_values, unit_chances
 from ._prior import SUBJECT_SHARE, on_topic, with_priors
 from ._rank import Scores, score_units
-from ._text import query_identifiers, query_terms
+from ._text import Matcher, query_identifiers, query_terms
 from ._units import Layout
 
 __all__ = ["ABOUT_DOCS", "CODE_TEMP", "PRIOR_SHARE", "plan_code", "planned_code", "scored_text", "text_layout"]
@@ -71,11 +71,12 @@ def text_layout(lines: list[str], source_type: str, path: str | None) -> Layout:
 def scored_text(
     lines: list[str], question: str, source_type: str, path: str | None,
     qterms: list[str], identifiers: list[str], between: Callable[[], None] = lambda: None,
-    file_ages: Callable[[str], int | None] | None = None,
+    file_ages: Callable[[str], int | None] | None = None, match: Matcher | None = None,
 ) -> tuple[Layout, AbstractSet[int], Scores]:
     """The layout, the docstring lines that weigh as prose, and the scores of units and lines;
     `between` runs after the layout, before the scoring (select_lines checks its deadline);
-    `file_ages`: how many commits ago a file a listing's line names changed (see _ages)."""
+    `file_ages`: how many commits ago a file a listing's line names changed (see _ages);
+    `match`: the Matcher texts of one question share (score_units)."""
     layout = text_layout(lines, source_type, path)
     if (listed := layout.listed) is not None and file_ages is not None:
         if layout.tree:
@@ -88,7 +89,8 @@ def scored_text(
     prose = layout.prose if not ABOUT_DOCS.search(question) else frozenset()
     code = source_type == "code"
     scored = score_units(lines, layout.units, qterms, identifiers, by_line=source_type != "logs" or layout.by_line,
-                         compound=code, references=code, neighbours=source_type == "docs", prose=prose)
+                         compound=code, references=code, neighbours=source_type == "docs", prose=prose,
+                         match=match)
     if code and (named := named_lines(question, len(lines), path)):
         favour_named_lines(scored, layout, named)
     for k, lead in layout.follows.items():

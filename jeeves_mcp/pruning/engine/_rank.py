@@ -72,17 +72,20 @@ def score_units(
     references: bool = False,
     neighbours: bool = False,
     prose: AbstractSet[int] = frozenset(),
+    match: Matcher | None = None,
 ) -> Scores:
     """One score per unit, and (if `by_line`) the evidence of each line; `compound`: names
     run together match the question terms spelled inside them (code); `references`: units
     one name reference away from the best ones share their score (code); `neighbours`: the
     units beside the best one share its score (docs); `prose`: docstring lines, whose terms
-    count W_PROSE."""
+    count W_PROSE; `match`: a Matcher of the same terms and `compound` that texts scored
+    one after another share (the words it has matched already are not matched again)."""
     if not units or not (question_terms or identifiers):
         return Scores([0.0] * len(units), [0.0] * len(lines))
     line_tf: dict[int, list[float]] = {}
     line_len: dict[int, int] = {}
-    match = Matcher(question_terms, compound=compound)
+    if match is None:
+        match = Matcher(question_terms, compound=compound)
     word = match.word
     findall = _WORD.findall
     nq = len(question_terms)

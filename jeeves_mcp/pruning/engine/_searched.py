@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from ._line_model import learned_values
 from ._matches import row_of
 from ._planner import plan_code, scored_text
+from ._text import Matcher
 
 __all__ = ["FILES_SHARE", "within_files"]
 
@@ -54,6 +55,7 @@ def within_files(
     totals = {path: sum(values[j] for j, _, _ in found) for path, found in rows.items()}
     chars = 0
     laid_out: list[tuple[str, list[tuple[int, int]], list[float], float]] = []
+    match = Matcher(qterms, compound=True)  # the files' words are much the same words
     for path in sorted(rows, key=lambda p: -totals[p])[:MOST_FILES]:
         if _past(until):
             break
@@ -67,7 +69,7 @@ def within_files(
         chars += len(content)
         try:
             layout, prose, scored = scored_text(
-                file_lines, question, "code", path, qterms, identifiers, between=lambda: _stop(until))
+                file_lines, question, "code", path, qterms, identifiers, between=lambda: _stop(until), match=match)
         except _Overrun:
             break
         own = learned_values(plan_code(file_lines, layout, scored, prose, qterms, None, None))
