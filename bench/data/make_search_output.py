@@ -1,7 +1,7 @@
 """Search output with a question, made from commit tasks and the bare clones they came from.
 
     python bench/data/make_search_output.py COMMITS.jsonl OUT.jsonl --mirror MIRRORS [--max 150]
-                                            [--no-line-numbers | --listing find|grep|tree|lsr]
+                                            [--no-line-numbers | --listing find|grep|tree|lsr | --head]
 
 For each commit task (make_commits.py's: source OWNER/NAME@SHA:PATH, text = the file before the fix,
 gold = the lines the fix changed) whose subject holds a word of four letters or more that a changed
@@ -13,13 +13,18 @@ print to a pipe. --listing makes file listings instead, the gold the fixed file'
 . -name '*.EXT'` (every file with the fixed file's extension, `./path`, as `find` and `fd` print
 them) or `grep -rl WORD` (the files holding the word); listings of 2 KB to 400 KB. `--listing
 tree` makes find's cases as GNU `tree` prints those files (UTF-8, no-break spaces in its columns),
-`--listing lsr` as `ls -R` prints them to a pipe (`./dir:` headings, one name a line).
+`--listing lsr` as `ls -R` prints them to a pipe (`./dir:` headings, one name a line). --head
+makes `head -n 150` of several files instead, for a task whose fix lies within its file's first 150
+lines: the fixed file and four others with its extension (drawn by the case, at the fix's parent),
+sorted by path, each under `==> path <==` with a blank line between; the gold is the fix's lines in
+that output; outputs under 4 KB are left out.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import subprocess
 from pathlib import Path
@@ -27,6 +32,17 @@ from pathlib import Path
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 MIN_CHARS, MAX_CHARS = 10_000, 400_000
 MIN_LISTING_CHARS = 2_048
+HEAD_LINES, HEAD_OTHER_FILES, MIN_HEAD_CHARS = 150, 4, 4_096
+
+
+def _git(git_dir: str, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", git_dir, *args], capture_output=True, text=True,
+                          errors="replace").stdout
+
+
+def _parent_files(git_dir: str, sha: str) -> list[str]:
+    """The files of the fix's parent, as `git ls-tree -r` names them."""
+    return _git(git_dir, "ls-tree", "-r", "--name-only", f"{sha}^").split("\n")
 
 
 def listing_case(case: dict, mirrors: Path, kind: str) -> dict | None:
@@ -34,18 +50,15 @@ def listing_case(case: dict, mirrors: Path, kind: str) -> dict | None:
     sha, path = rest.split(":", 1)
     git_dir = str(mirrors / repo.replace("/", "+") / "repo")
     if kind in ("find", "tree", "lsr"):
-        tree = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", f"{sha}^"],
-                              capture_output=True, text=True, errors="replace").stdout.split("\n")
         suffix = Path(path).suffix
-        rows = [f"./{name}" for name in tree if suffix and name.endswith(suffix)]
+        rows = [f"./{name}" for name in _parent_files(git_dir, sha) if suffix and name.endswith(suffix)]
         fixed = f"./{path}"
     else:
         changed = " ".join(case["text"].split("\n")[case["gold"][0] - 1 : case["gold"][1]]).lower()
         words = [w for w in WORD.findall(case["question"]) if w.lower() in changed]
         if not words:
             return None
-        found = subprocess.run(["git", "--git-dir", git_dir, "grep", "-l", "-I", "-w", "-i", words[0], f"{sha}^", "--"],
-                               capture_output=True, text=True, errors="replace").stdout
+        found = _git(git_dir, "grep", "-l", "-I", "-w", "-i", words[0], f"{sha}^", "--")
         rows = [row.split(":", 1)[1] for row in found.split("\n") if ":" in row]
         fixed = path
     text = "\n".join(rows)
@@ -56,6 +69,29 @@ def listing_case(case: dict, mirrors: Path, kind: str) -> dict | None:
         lines, line_of = (tree_of if kind == "tree" else ls_recursive_of)([row[2:] for row in rows])
         text, at = "\n".join(lines), line_of[path] + 1
     return {"id": f"grep-{case['id']}", "text": text, "question": case["question"], "gold": [at, at],
+            "source_type": "logs", "source": repo}
+
+
+def head_case(case: dict, mirrors: Path) -> dict | None:
+    repo, rest = case["source"].split("@", 1)
+    sha, path = rest.split(":", 1)
+    first, last = case["gold"]
+    if last > HEAD_LINES:
+        return None
+    git_dir = str(mirrors / repo.replace("/", "+") / "repo")
+    same = [name for name in _parent_files(git_dir, sha) if name and name.endswith(Path(path).suffix) and name != path]
+    draw = random.Random(f"{path}@{sha}")
+    lines: list[str] = []
+    gold = None
+    for name in sorted([*draw.sample(same, min(HEAD_OTHER_FILES, len(same))), path]):
+        lines += ([""] if lines else []) + [f"==> {name} <=="]
+        if name == path:
+            gold = [len(lines) + first, len(lines) + last]
+        lines += _git(git_dir, "show", f"{sha}^:{name}").split("\n")[:HEAD_LINES]
+    text = "\n".join(lines)
+    if gold is None or len(text) < MIN_HEAD_CHARS:
+        return None
+    return {"id": f"head-{repo}@{sha}", "text": text, "question": case["question"], "gold": gold,
             "source_type": "logs", "source": repo}
 
 
@@ -118,8 +154,7 @@ def search_case(case: dict, mirrors: Path, numbered: bool = True) -> dict | None
     if not words:
         return None
     git_dir = mirrors / repo.replace("/", "+") / "repo"
-    found = subprocess.run(["git", "--git-dir", str(git_dir), "grep", "-I", "-n", "-w", "-i", words[0], f"{sha}^", "--"],
-                           capture_output=True, text=True, errors="replace").stdout
+    found = _git(str(git_dir), "grep", "-I", "-n", "-w", "-i", words[0], f"{sha}^", "--")
     if not MIN_CHARS < len(found) < MAX_CHARS:
         return None
     # git grep names the tree first (SHA^:path:line:text): the path, as a search in a checkout shows it.
@@ -147,6 +182,7 @@ def main() -> None:
     shape.add_argument("--no-line-numbers", action="store_true", help="rows `path:text`, as rg prints to a pipe")
     shape.add_argument("--listing", choices=("find", "grep", "tree", "lsr"),
                        help="file listings: find's, grep -rl's, or find's as tree or ls -R prints them")
+    shape.add_argument("--head", action="store_true", help="head -n 150 of the fixed file and four others")
     args = ap.parse_args()
     out: list[dict] = []
     for line in args.commits.read_text().splitlines():
@@ -154,6 +190,7 @@ def main() -> None:
             continue
         task = json.loads(line)
         case = (listing_case(task, args.mirror, args.listing) if args.listing
+                else head_case(task, args.mirror) if args.head
                 else search_case(task, args.mirror, not args.no_line_numbers))
         if case:
             out.append(case)
