@@ -28,23 +28,21 @@ class Row:
 
 
 # A reason names units of the text (a heading, a function): what the text could use to act on
-# a terminal, reorder what is shown, hide characters or mimic a marker's brackets is left out.
-_NOT_IN_REASONS: dict[int, str | None] = {
-    c: None
-    for c in [*range(0x20), *range(0x7F, 0xA0), 0xAD, 0x61C, *range(0x200B, 0x2010), 0x2028, 0x2029,
-              *range(0x202A, 0x202F), *range(0x2060, 0x2070), 0xFEFF]
-} | {ord("⟦"): "[", ord("⟧"): "]"}
-
-
-# ... and invisible characters a file's name may hold (a listing's markers name directories):
-# tag characters (text some models read and no one sees), interlinear annotations, musical
-# format characters, the grapheme joiner, private use.
-_INVISIBLE = re.compile("[\u034f\ufff9-\ufffb\ue000-\uf8ff\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000f0000-\U0010ffff]")
+# a terminal, reorder what is shown, hide characters (a file's name may hold them: a listing's
+# markers name directories) or mimic a marker's brackets is left out. Hidden: controls, bidi
+# marks and isolates, zero-width and invisible operators, the soft hyphen, tag characters (text
+# some models read and no one sees), interlinear annotations, musical format characters, the
+# grapheme joiner, private use.
+_NOT_IN_REASONS = re.compile(
+    "[\x00-\x1f\x7f-\x9f\xad\u034f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u206f"
+    "\ue000-\uf8ff\ufeff\ufff9-\ufffb\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000f0000-\U0010ffff]"
+)
+_BRACKETS = {ord("⟦"): "[", ord("⟧"): "]"}
 
 
 def plain_reason(reason: str) -> str:
     """`reason` on one line, in characters that show as themselves."""
-    return _INVISIBLE.sub("", " ".join(reason.split()).translate(_NOT_IN_REASONS)) or FOCUS_REASON
+    return _NOT_IN_REASONS.sub("", " ".join(reason.split())).translate(_BRACKETS) or FOCUS_REASON
 
 
 def marker_line(prune_id: str, start: int, end: int, reason: str) -> str:

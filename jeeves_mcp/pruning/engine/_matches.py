@@ -238,12 +238,11 @@ def is_path_list(lines: list[str]) -> bool:
     """Nearly every one of the first lines a path, of two files or more, most of them a file's
     (told from the first 2,000, as search output is)."""
     rows = _rows(lines)
-    if not _mostly(lines, rows, listed_line):
+    if len(rows) < 3 or not _mostly(lines, rows, listed_line):
         return False
     listed = [lines[i] for i in rows if listed_line(lines[i])]
     names = [line for line in listed if not LISTED_DIRECTORY.fullmatch(line)]
-    return (len(rows) >= 3 and len(listed) >= MOST * len(rows) and sum(map(names_a_file, names)) * 2 > len(names)
-            and len(set(listed)) > 1)
+    return sum(map(names_a_file, names)) * 2 > len(names) and len(set(listed)) > 1
 
 
 def names_a_file(path: str) -> bool:

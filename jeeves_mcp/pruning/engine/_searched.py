@@ -73,8 +73,8 @@ def within_files(
         except _Overrun:
             break
         own = learned_values(plan_code(file_lines, layout, scored, prose, qterms, None, None))
-        best = max(scored.units, default=0.0)
-        laid_out.append((path, placed, [own[i] for _, i in placed], best if math.isfinite(best) else 0.0))
+        top = max(scored.units, default=0.0)
+        laid_out.append((path, placed, [own[i] for _, i in placed], top if math.isfinite(top) else 0.0))
     # Their value moved toward the files whose best unit the question matches best, its sum kept.
     best = max((score for *_, score in laid_out), default=0.0)
     weighed = {path: totals[path] * math.exp(BEST_UNIT_WEIGHT * (score - best)) for path, *_, score in laid_out}
