@@ -133,7 +133,7 @@ def _python_body(
             return
         s, e = group[0].lineno - 1, group[-1].end_lineno - 1  # type: ignore[operator]
         label = owner or GENERIC
-        units.append(Unit(s, e, label, heads=list(heads)))
+        units.append(Unit(s, e, label, owner=owner, heads=list(heads)))
         group.clear()
 
     for st in stmts:

@@ -28,6 +28,7 @@ B = 0.75
 W_NAME = 2.0  # weight of the name score against the BM25F score
 NAME_COVER = 0.5  # share of the name score that needs the whole name explained
 W_OWNER = 0.5  # a term of the enclosing class's name counts this share of one of the unit's own
+W_OWNER_ALONE = 1.0
 W_IDENT = 1.0  # an identifier of the question spelled out, against one matched term
 LINE_B = 0.5  # length normalisation of a line's own evidence
 W_PRIOR = 2.0  # weight of a unit's question-independent relevance (errors in logs)
@@ -149,9 +150,10 @@ def score_units(
             for qi, wt in hits:
                 nm[qi] = max(nm[qi], wt)
         if u.owner:
+            w_owner = W_OWNER if u.name else W_OWNER_ALONE
             for p in terms(u.owner):
                 for qi, wt in match.name_part(p):
-                    nm[qi] = max(nm[qi], W_OWNER * wt)
+                    nm[qi] = max(nm[qi], w_owner * wt)
         names.append((nm, hit_parts / len(parts) if parts else 0.0))
 
     avg = max(1.0, sum(lens) / n)
