@@ -1526,3 +1526,44 @@ def test_python_too_dense_for_ast_is_laid_out_by_indentation(monkeypatch: pytest
     assert parsed == [] and any(unit.name == "g12" for unit in layout.units)
     _code.code_layout(PY_SOURCE.split("\n"), "inventory.py")
     assert parsed  # a module of ordinary density is parsed
+
+
+def _locale(name: str, words: tuple[str, str]) -> list[str]:
+    return [
+        f"class {name}Locale(Locale):",
+        "    timeframes = {",
+        f'        "now": "{words[0]}",',
+        f'        "year": "{words[1]} 1",',
+        f'        "years": "{words[1]} {{0}}",',
+        "    }",
+        "",
+        "    def _format_timeframe(self, timeframe, delta):",
+        "        form = self.timeframes[timeframe]",
+        "        if isinstance(form, dict):",
+        "            form = form['plural'] if abs(delta) > 1 else form['singular']",
+        "        return form.format(trunc(abs(delta)))",
+        "",
+        "    def year_full(self, year):",
+        '        return f"{year:04d}"',
+        "",
+        "    def _format_relative(self, humanized, timeframe, delta):",
+        "        if timeframe == 'now':",
+        "            return humanized",
+        "        direction = self.past if delta < 0 else self.future",
+        "        return direction.format(humanized)",
+        "",
+    ]
+
+
+def test_a_class_attribute_table_is_found_by_the_class_name():
+    """A class's lines outside its methods (a locale's timeframes) are scored under the class's
+    name: asked about the Nepali years timeframe, every locale's methods matched the words
+    and the Nepali table lost to them."""
+    languages = [f"Lang{chr(65 + i // 26)}{chr(97 + i % 26)}" for i in range(60)]
+    languages[40] = "Nepali"
+    lines = ["from math import trunc", "", ""]
+    for name in languages:
+        lines += _locale(name, (name[-2:].lower() + "now", name[-2:].lower() + "yr"))
+    sel = select_lines(lines, "Added units to Nepali years timeframe", "code", path="locales.py", max_bytes=4096)
+    table = lines.index('        "years": "liyr {0}",')
+    assert sel.keep[table] and sel.keep[table - 3]
