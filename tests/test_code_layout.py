@@ -786,3 +786,35 @@ def test_a_rust_test_module_is_read_down_to_its_tests():
     ]).split("\n")
     assert unit_holding(lines, "parse.rs", 'parse("3")').name == "parses_3"
     assert unit_holding(lines, "parse.rs", "Ok($e)").name == "ok"
+
+
+def test_lines_between_a_class_s_methods_are_the_class_s():
+    """A class's fields and constants, outside its methods, are scored under its name (Java by
+    indentation, Python through ast): a question naming the class finds them."""
+    java = [
+        "class RetrySettings {",
+        "    void open() {",
+        "        state.open();",
+        "    }",
+        "",
+        "    private int timeoutSeconds = 30;",
+        "    private int retries = 3;",
+        "",
+        *(line for name in ("close", "flush", "reset", "render")
+          for line in (f"    void {name}() {{", f"        state.{name}();", "        count += 1;", "    }", "")),
+        "}",
+    ]
+    python = [
+        "class RetrySettings:",
+        "    def open(self):",
+        "        self.state.open()",
+        "",
+        "    timeout_seconds = 30",
+        "    retries = 3",
+        "",
+        "    def close(self):",
+        "        self.state.close()",
+    ]
+    for lines, path, field in ((java, "Settings.java", 5), (python, "settings.py", 4)):
+        unit = next(u for u in code_layout(lines, path).units if u.start <= field <= u.end)
+        assert not unit.name and unit.owner == "RetrySettings", path

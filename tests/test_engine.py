@@ -1567,3 +1567,4 @@ def test_a_class_attribute_table_is_found_by_the_class_name():
     sel = select_lines(lines, "Added units to Nepali years timeframe", "code", path="locales.py", max_bytes=4096)
     table = lines.index('        "years": "liyr {0}",')
     assert sel.keep[table] and sel.keep[table - 3]
+

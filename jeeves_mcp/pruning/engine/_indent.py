@@ -413,7 +413,7 @@ def _gap_units(
         blank = i > hi or not lines[i].strip() or i in always
         if blank:
             if start is not None:
-                units.append(Unit(start, i - 1, owner or GENERIC, heads=list(heads)))
+                units.append(Unit(start, i - 1, owner or GENERIC, owner=owner, heads=list(heads)))
                 start = None
         elif start is None:
             start = i
