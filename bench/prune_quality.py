@@ -563,6 +563,27 @@ its markers naming directories, ls -R names under their heading. Measured on the
   fresh4 0.811 / 0.811 / 0.802 (0.789 / 0.802 without): one case either way.
 - junk files weighed down (.min.js, hashed bundles, lock files, .map, .pot x 0.1): fresh3 and
   fresh4 unchanged; they are often among a search's first three files, not why it misses.
+(2026-11-29, thirteenth session; adopted: a class's lines between its methods scored under its
+name, _rank.W_OWNER_ALONE 1.0. Tuned on commits-fresh3, commits-dev, needles-dev; measured on
+the way, against that change:)
+- the class's name as such a unit's own name (and its outer classes as owner): fresh3 0.837 ->
+  0.846 (6 up), but commits-dev 0.910 -> 0.906 (2 up / 4 down), needles-dev 0.959 -> 0.957.
+  W_OWNER_ALONE 0.5 / 0.75 / 1.0 / 1.5: fresh3 0.840 / 0.840 / 0.843 / 0.843, dev 0.910 / 0.911 /
+  0.911 / 0.908.
+- a statement group named by what it assigns (`DEFAULT_TIMEOUT = 5`, three names at most): fresh3
+  0.843 -> 0.846 (2 up), dev 0.911 -> 0.906 (2 up / 4 down), needles 1 up / 2 down; at module level
+  only, fresh3 +2, dev -1: one case, not taken.
+- a docs section scored with its enclosing sections' titles as owner: docs-tune (114 sections
+  from the tuning repositories' *.md / *.rst) 0.861 -> 0.846 (2 up / 4 down), docs 0.854 -> 0.866
+  for 2 points of reduction: not taken.
+- a marker over lines the response budget cut naming what it hides (`budget de réponse:
+  Pool.acquire +2`, the best of them: those lines were the engine's picks): named (the marker
+  over a hidden gold line names its unit) fresh3 0.616 -> 0.733, dev 0.455 -> 0.794, held out
+  judge 0.527 -> 0.632, fresh 0.457 -> 0.645, fresh5 0.480 -> 0.642, half the unnamed misses
+  being under such markers; but the names' bytes cost lines: held out recall judge 0.835 ->
+  0.830, fresh 0.873 -> 0.869, fresh5 0.843 -> 0.836 (18 down, none up; two names each: more).
+  Not taken while recall is short of its target; the way to take it is a marker that costs no
+  more than the bare one.
 """
 
 from __future__ import annotations
