@@ -582,8 +582,11 @@ the way, against that change:)
   judge 0.527 -> 0.632, fresh 0.457 -> 0.645, fresh5 0.480 -> 0.642, half the unnamed misses
   being under such markers; but the names' bytes cost lines: held out recall judge 0.835 ->
   0.830, fresh 0.873 -> 0.869, fresh5 0.843 -> 0.836 (18 down, none up; two names each: more).
-  Not taken while recall is short of its target; the way to take it is a marker that costs no
-  more than the bare one.
+  With one name on every marker instead (`hors focus: A +3` too, the bytes about even): fresh3
+  level, dev and needles-dev 1 down each; held out judge 0.835 -> 0.830 (4 down; named 0.527 ->
+  0.534), fresh 0.873 -> 0.871 (1 up / 2 down; 0.457 -> 0.547), fresh5 0.843 -> 0.840 (2 down;
+  0.480 -> 0.578). Not taken while recall is short of its target; the way to take it is a
+  marker that costs no more than the bare one.
 """
 
 from __future__ import annotations
