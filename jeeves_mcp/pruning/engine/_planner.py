@@ -4,6 +4,8 @@ scores, and for code the line values the learned model weighs."""
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 
@@ -21,7 +23,9 @@ from ._rank import Scores, score_units
 from ._text import Matcher, query_identifiers, query_terms
 from ._units import Layout
 
-__all__ = ["ABOUT_DOCS", "CODE_TEMP", "PRIOR_SHARE", "plan_code", "planned_code", "scored_text", "text_layout"]
+__all__ = [
+    "ABOUT_DOCS", "CODE_TEMP", "PRIOR_SHARE", "code_layouts", "plan_code", "planned_code", "scored_text", "text_layout",
+]
 
 # Softmax temperature of code unit scores, relative to the best score (docs: DOCS_TEMP).
 # 0.12 rather than 0.1 (with the fixed share of the view then, 0.265 rather than 0.27):
@@ -49,9 +53,60 @@ ABOUT_DOCS = re.compile(
 )
 
 
+# A run reads and searches the same files again and again (a window of a file is ranked within
+# the whole file, each page of it; a search lays out the ten files it values most): a code
+# layout depends on the text and the path alone, so the newest are kept, the least recently used
+# out first. A 10,000-line module read again: 108 -> 31 ms (bench/prune_speed.py's `again` rows);
+# about 100 bytes a line kept (64 modules of 68,000 lines: 7 MiB), 10 MiB at most.
+LAYOUTS_LINES = 100_000
+LAYOUTS_ENTRIES = 64
+
+
+class _Layouts:
+    """Code layouts by (path, text), at most LAYOUTS_ENTRIES of them and LAYOUTS_LINES lines in
+    all; shared by the engine's threads (a call past its deadline is abandoned, not stopped).
+    A layout handed out is read, never changed, by whoever gets it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple[str | None, str], tuple[Layout, int]] = OrderedDict()
+        self._lines = 0
+
+    def get(self, lines: list[str], path: str | None) -> Layout:
+        key = (path, "\n".join(lines))
+        with self._lock:
+            if (found := self._items.get(key)) is not None:
+                self._items.move_to_end(key)
+                return found[0]
+        layout = code_layout(lines, path)
+        with self._lock:
+            if key not in self._items and len(lines) <= LAYOUTS_LINES:
+                self._items[key] = (layout, len(lines))
+                self._lines += len(lines)
+                while self._lines > LAYOUTS_LINES or len(self._items) > LAYOUTS_ENTRIES:
+                    _, (_, size) = self._items.popitem(last=False)
+                    self._lines -= size
+        return layout
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._lines = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def lines(self) -> int:
+        return self._lines
+
+
+code_layouts = _Layouts()
+
+
 def text_layout(lines: list[str], source_type: str, path: str | None) -> Layout:
     if source_type == "code":
-        return code_layout(lines, path)
+        return code_layouts.get(lines, path)
     if source_type == "docs":
         return docs_layout(lines)
     if is_git_output(lines):
