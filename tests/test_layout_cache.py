@@ -80,3 +80,14 @@ def test_what_is_kept_is_bounded(monkeypatch):
     for n in range(3):
         select_lines(_module(60 + n), "where does Store3 load its part", "code", path="store.py")
     assert code_layouts.lines <= 2_000 and len(code_layouts) < 3  # three of ~670 lines do not fit
+
+
+def test_long_lines_are_bounded_by_their_characters(monkeypatch):
+    """A run may print texts of megabytes in a few lines: what is kept is bounded in characters too."""
+    monkeypatch.setattr(_planner, "LAYOUTS_CHARS", 100_000)
+    wide = ["x = '" + "a" * 30_000 + f"{n}'" for n in range(2)]
+    for n in range(3):
+        select_lines([f"# text {n}", *wide, *_module(3)], "where does Store1 load its part", "code", path="w.py")
+    assert code_layouts.chars <= 100_000 and len(code_layouts) == 1
+    select_lines(["x = '" + "a" * 200_000 + "'", *_module(3)], "where does Store1 load its part", "code", path="w.py")
+    assert len(code_layouts) == 1  # over the bound alone: laid out, not kept

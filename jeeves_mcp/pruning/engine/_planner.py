@@ -57,20 +57,23 @@ ABOUT_DOCS = re.compile(
 # the whole file, each page of it; a search lays out the ten files it values most): a code
 # layout depends on the text and the path alone, so the newest are kept, the least recently used
 # out first. A 10,000-line module read again: 108 -> 31 ms (bench/prune_speed.py's `again` rows);
-# about 100 bytes a line kept (64 modules of 68,000 lines: 7 MiB), 10 MiB at most.
-LAYOUTS_LINES = 100_000
+# about 100 bytes a line kept (64 modules of 68,000 lines: 7 MiB). The characters are bounded too:
+# a run may print texts of 2 MiB in few lines.
 LAYOUTS_ENTRIES = 64
+LAYOUTS_LINES = 100_000
+LAYOUTS_CHARS = 8 * 1024 * 1024
 
 
 class _Layouts:
-    """Code layouts by (path, text), at most LAYOUTS_ENTRIES of them and LAYOUTS_LINES lines in
-    all; shared by the engine's threads (a call past its deadline is abandoned, not stopped).
-    A layout handed out is read, never changed, by whoever gets it."""
+    """Code layouts by (path, text), at most LAYOUTS_ENTRIES of them, LAYOUTS_LINES lines and
+    LAYOUTS_CHARS characters in all; shared by the engine's threads (a call past its deadline is
+    abandoned, not stopped). A layout handed out is read, never changed, by whoever gets it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._items: OrderedDict[tuple[str | None, str], tuple[Layout, int]] = OrderedDict()
         self._lines = 0
+        self._chars = 0
 
     def get(self, lines: list[str], path: str | None) -> Layout:
         key = (path, "\n".join(lines))
@@ -80,18 +83,22 @@ class _Layouts:
                 return found[0]
         layout = code_layout(lines, path)
         with self._lock:
-            if key not in self._items and len(lines) <= LAYOUTS_LINES:
+            if key not in self._items and len(lines) <= LAYOUTS_LINES and len(key[1]) <= LAYOUTS_CHARS:
                 self._items[key] = (layout, len(lines))
                 self._lines += len(lines)
-                while self._lines > LAYOUTS_LINES or len(self._items) > LAYOUTS_ENTRIES:
-                    _, (_, size) = self._items.popitem(last=False)
+                self._chars += len(key[1])
+                while (
+                    self._lines > LAYOUTS_LINES or self._chars > LAYOUTS_CHARS or len(self._items) > LAYOUTS_ENTRIES
+                ):
+                    (_, text), (_, size) = self._items.popitem(last=False)
                     self._lines -= size
+                    self._chars -= len(text)
         return layout
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
-            self._lines = 0
+            self._lines = self._chars = 0
 
     def __len__(self) -> int:
         return len(self._items)
@@ -99,6 +106,10 @@ class _Layouts:
     @property
     def lines(self) -> int:
         return self._lines
+
+    @property
+    def chars(self) -> int:
+        return self._chars
 
 
 code_layouts = _Layouts()
