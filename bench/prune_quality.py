@@ -587,6 +587,12 @@ the way, against that change:)
   0.534), fresh 0.873 -> 0.871 (1 up / 2 down; 0.457 -> 0.547), fresh5 0.843 -> 0.840 (2 down;
   0.480 -> 0.578). Not taken while recall is short of its target; the way to take it is a
   marker that costs no more than the bare one.
+- the engine's cap lowered by what the result's JSON adds to the text (a line's end 3 bytes, a
+  quote 4), so that its own choice, markers paid for, fits and the fit cuts nothing by order:
+  fresh3 0.843 -> 0.845 (3 / 2), dev level, needles-dev 0.960 -> 0.964; held out judge 0.835 ->
+  0.831, fresh 0.873 -> 0.875, fresh2 0.847 -> 0.842, fresh4 0.807 -> 0.806, fresh5 0.843 ->
+  0.839 (15 up / 25 down), named +0 to +5 points: the lines the engine ranks last are better cut
+  than the view's size chosen again below the cap.
 """
 
 from __future__ import annotations
