@@ -564,11 +564,12 @@ its markers naming directories, ls -R names under their heading. Measured on the
 - junk files weighed down (.min.js, hashed bundles, lock files, .map, .pot x 0.1): fresh3 and
   fresh4 unchanged; they are often among a search's first three files, not why it misses.
 (2026-11-29, thirteenth session; adopted: a class's lines between its methods scored under its
-name, _rank.W_OWNER_ALONE 1.0. Tuned on commits-fresh3, commits-dev, needles-dev; measured on
-the way, against that change:)
+name, then a method's class name weighed as much as its own, _rank.W_OWNER 0.5 -> 1.0 for every
+unit a class holds. Tuned on commits-fresh3, commits-dev, needles-dev; measured on the way,
+against the first change:)
 - the class's name as such a unit's own name (and its outer classes as owner): fresh3 0.837 ->
   0.846 (6 up), but commits-dev 0.910 -> 0.906 (2 up / 4 down), needles-dev 0.959 -> 0.957.
-  W_OWNER_ALONE 0.5 / 0.75 / 1.0 / 1.5: fresh3 0.840 / 0.840 / 0.843 / 0.843, dev 0.910 / 0.911 /
+  The nameless unit's class weight 0.5 / 0.75 / 1.0 / 1.5: fresh3 0.840 / 0.840 / 0.843 / 0.843, dev 0.910 / 0.911 /
   0.911 / 0.908.
 - a statement group named by what it assigns (`DEFAULT_TIMEOUT = 5`, three names at most): fresh3
   0.843 -> 0.846 (2 up), dev 0.911 -> 0.906 (2 up / 4 down), needles 1 up / 2 down; at module level
