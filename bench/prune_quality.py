@@ -594,6 +594,9 @@ against the first change:)
   0.831, fresh 0.873 -> 0.875, fresh2 0.847 -> 0.842, fresh4 0.807 -> 0.806, fresh5 0.843 ->
   0.839 (15 up / 25 down), named +0 to +5 points: the lines the engine ranks last are better cut
   than the view's size chosen again below the cap.
+- re-swept with W_OWNER 1.0 (fresh3 / dev / needles-dev, cases up / down against it): W_NAME 2.5
+  1/3, 0/2, 1/1 and 1.5 4/4, 4/2, 0/2; REF_SHARE 0.4 1/4, 1/1, 1/1 and 0.2 2/3, 1/3, 0/2: both
+  stay (2.0, 0.3).
 """
 
 from __future__ import annotations
