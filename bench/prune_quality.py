@@ -597,6 +597,12 @@ against the first change:)
 - re-swept with W_OWNER 1.0 (fresh3 / dev / needles-dev, cases up / down against it): W_NAME 2.5
   1/3, 0/2, 1/1 and 1.5 4/4, 4/2, 0/2; REF_SHARE 0.4 1/4, 1/1, 1/1 and 0.2 2/3, 1/3, 0/2: both
   stay (2.0, 0.3).
+- larger views, spending the held-out reduction's slack over 0.75 (0.776): VIEW_PRICE 0.4 -> 0.3
+  fresh3 0.846 -> 0.848 at 0.785 -> 0.780 (2 up), dev and needles-dev level at -0.5 / -0.9 points;
+  CODE_SHARE 0.25 -> 0.3 fresh3 +1 case at -0.6; COMPLETE_SHARE 0.2 -> 0.3 fresh3 +2 at -0.6 (0.1:
+  1 up / 3 down at +0.8). Three in four views are at the response budget, where a larger share
+  changes nothing; the rest already hold what the ranking finds: the recall target is not on
+  this curve.
 """
 
 from __future__ import annotations
