@@ -595,8 +595,8 @@ against the first change:)
   0.839 (15 up / 25 down), named +0 to +5 points: the lines the engine ranks last are better cut
   than the view's size chosen again below the cap.
 - re-swept with W_OWNER 1.0 (fresh3 / dev / needles-dev, cases up / down against it): W_NAME 2.5
-  1/3, 0/2, 1/1 and 1.5 4/4, 4/2, 0/2; REF_SHARE 0.4 1/4, 1/1, 1/1 and 0.2 2/3, 1/3, 0/2: both
-  stay (2.0, 0.3).
+  1/3, 0/2, 1/1 and 1.5 4/4, 4/2, 0/2; REF_SHARE 0.4 1/4, 1/1, 1/1 and 0.2 2/3, 1/3, 0/2;
+  CODE_TEMP 0.1 2/2, 3/2, 1/1 and 0.14 5/2, 0/4, 1/1: all stay (2.0, 0.3, 0.12).
 - larger views, spending the held-out reduction's slack over 0.75 (0.776): VIEW_PRICE 0.4 -> 0.3
   fresh3 0.846 -> 0.848 at 0.785 -> 0.780 (2 up), dev and needles-dev level at -0.5 / -0.9 points;
   CODE_SHARE 0.25 -> 0.3 fresh3 +1 case at -0.6; COMPLETE_SHARE 0.2 -> 0.3 fresh3 +2 at -0.6 (0.1:
