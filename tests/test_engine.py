@@ -1516,9 +1516,9 @@ def test_python_too_dense_for_ast_is_laid_out_by_indentation(monkeypatch: pytest
     parsed: list[int] = []
     python_layout = _code._python_layout
 
-    def counted(lines: list[str]) -> object:
+    def counted(lines: list[str], text: str) -> object:
         parsed.append(len(lines))
-        return python_layout(lines)
+        return python_layout(lines, text)
 
     monkeypatch.setattr(_code, "_python_layout", counted)
     calls = ["f(" + ",".join("abcdefghijklmnopqrstuvwxyz" * 2) + ")"] * 2000 + ["def g12(value):", "    return value"]
@@ -1567,4 +1567,3 @@ def test_a_class_attribute_table_is_found_by_the_class_name():
     sel = select_lines(lines, "Added units to Nepali years timeframe", "code", path="locales.py", max_bytes=4096)
     table = lines.index('        "years": "liyr {0}",')
     assert sel.keep[table] and sel.keep[table - 3]
-

@@ -21,26 +21,27 @@ AST_MAX_LINES = 20_000
 AST_MAX_TOKENS = 100_000
 
 
-def code_layout(lines: list[str], path: str | None) -> Layout:
+def code_layout(lines: list[str], path: str | None, text: str | None = None) -> Layout:
+    """`text`: the lines joined by newlines, when the caller has it already."""
+    if text is None:
+        text = "\n".join(lines)
     is_python = path is None or path.endswith((".py", ".pyi", ".pyw"))
-    if is_python and len(lines) <= AST_MAX_LINES and _nesting_tokens(lines) <= AST_MAX_TOKENS:
-        layout = _python_layout(lines)
+    if is_python and len(lines) <= AST_MAX_LINES and _nesting_tokens(text) <= AST_MAX_TOKENS:
+        layout = _python_layout(lines, text)
         if layout is not None:
             return layout
-    return indent_layout(lines, path)
+    return indent_layout(lines, path, text)
 
 
-def _nesting_tokens(lines: list[str]) -> int:
+def _nesting_tokens(text: str) -> int:
     """Commas and opening brackets: what the number of `ast` nodes grows with."""
-    text = "\n".join(lines)
     return text.count(",") + text.count("(") + text.count("[") + text.count("{")
 
 
 # --------------------------------------------------------------------- Python
 
 
-def _python_layout(lines: list[str]) -> Layout | None:
-    text = "\n".join(lines)
+def _python_layout(lines: list[str], text: str) -> Layout | None:
     if "\r" in text.replace("\r\n", ""):
         return None  # ast would count lone CRs as line ends; our numbering would drift
     try:

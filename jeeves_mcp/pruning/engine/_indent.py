@@ -272,11 +272,12 @@ def _is_decl(line: str, decl: re.Pattern[str] = _DECL) -> bool:
     return bool(decl.search(line)) and not _is_control(line)
 
 
-def indent_layout(lines: list[str], path: str | None = None) -> Layout:
+def indent_layout(lines: list[str], path: str | None = None, text: str | None = None) -> Layout:
+    """`text`: the lines joined by newlines, when the caller has it already."""
     always = file_header(lines)
     imports = {i for i, line in enumerate(lines) if _IMPORT.match(line)} - always
     units: list[Unit] = []
-    spans = spanned_lines("\n".join(lines), path)
+    spans = spanned_lines("\n".join(lines) if text is None else text, path)
     blocks = _blocks(
         lines,
         labels=path is not None and path.endswith(LABEL_SUFFIXES),

@@ -81,7 +81,7 @@ class _Layouts:
             if (found := self._items.get(key)) is not None:
                 self._items.move_to_end(key)
                 return found[0]
-        layout = code_layout(lines, path)
+        layout = code_layout(lines, path, key[1])
         with self._lock:
             if key not in self._items and len(lines) <= LAYOUTS_LINES and len(key[1]) <= LAYOUTS_CHARS:
                 self._items[key] = (layout, len(lines))
