@@ -57,7 +57,8 @@ ABOUT_DOCS = re.compile(
 # the whole file, each page of it; a search lays out the ten files it values most): a code
 # layout depends on the text and the path alone, so the newest are kept, the least recently used
 # out first. A 10,000-line module read again: 108 -> 31 ms (bench/prune_speed.py's `again` rows);
-# about 100 bytes a line kept (64 modules of 68,000 lines: 7 MiB). The characters are bounded too:
+# about 100 to 120 bytes a line kept (64 modules of 68,000 lines: 7 MiB; 96,000 lines of dense
+# generated classes: 11 MiB). The characters are bounded too:
 # a run may print texts of 2 MiB in few lines.
 LAYOUTS_ENTRIES = 64
 LAYOUTS_LINES = 100_000
