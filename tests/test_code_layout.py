@@ -601,6 +601,18 @@ def test_functions_assigned_to_names_are_named():
     assert unit_holding(typed, "row.tsx", "hooks.version").name == ""  # not `function`
 
 
+def test_a_name_after_long_modifiers_is_found_and_words_deep_in_a_line_name_nothing():
+    # A head's name is looked for among its first words: modifiers and type parameters come
+    # before it (here at the 12th word); the words deep in a line of minified code are no
+    # function's name.
+    from jeeves_mcp.pruning.engine._indent import _label
+
+    head = "public static final synchronized <T extends Comparable<? super T>> List<T> sortedCopy(List<T> xs) {"
+    assert _label(head) == "sortedCopy"
+    minified = "this.height,c,this.qa,this.Aa,this.cursor,this.ra,this.sa,this.ta,this.pa,this.ua,this.va,t(N) {"
+    assert _label(minified) == ""
+
+
 def test_destructured_parameters_and_else_branches_stay_with_their_head():
     lines = [
         "export const Fragment = ({",
