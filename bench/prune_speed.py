@@ -20,8 +20,9 @@ the size is the file's). The question is the first case's; the view is
 bounded by the child's response budget, as prune_text bounds it. Prints the median wall time of
 select_lines over --repeat runs (after one warm-up run; the code layouts the engine keeps between
 calls cleared before each, so a row is a first read), and ms per 1k lines to show whether the cost
-grows linearly; the `again` rows (python, window, search) are the same call on the same text with
-the layouts kept, as a run's next read of a file, next page of it or next search finds them.
+grows linearly (a search's counting the lines of the files it laid out, `+ file lines`); the
+`again` rows (python, window, search) are the same call on the same text with the layouts kept,
+as a run's next read of a file, next page of it or next search finds them.
 """
 
 from __future__ import annotations
@@ -136,6 +137,15 @@ def checkout_file(path: str) -> str | None:
     return file.read_text(errors="replace")
 
 
+def counting(read: dict[str, int]) -> Callable[[str], str | None]:
+    """checkout_file, noting in `read` how many lines each file it gave holds."""
+    def text_of(path: str) -> str | None:
+        text = checkout_file(path)
+        read[path] = 0 if text is None else text.count("\n") + 1
+        return text
+    return text_of
+
+
 def git_log(lines_wanted: int) -> tuple[list[str], str]:
     """`git log -p` of this checkout, repeated to size; no lines outside one."""
     done = subprocess.run(["git", "-C", str(ROOT), "log", "-p", "-n", "300"], capture_output=True, text=True,
@@ -187,9 +197,12 @@ def main() -> None:
         source_type = "code" if label in ("python", "window", "grep") or label in CRAFTED_PATHS else label
         source_type = "logs" if label in ("git", "search") else source_type
         path = CRAFTED_PATHS.get(label)
+        read: dict[str, int] = {}
         run = partial(select_lines, lines, question, source_type, max_bytes=RESPONSE_BUDGET, path=path,
-                      around=around[0] if around else None, files=checkout_file if label == "search" else None)
+                      around=around[0] if around else None, files=counting(read) if label == "search" else None)
         run()
+        # A search also lays out the files it values most: their lines are ranked too.
+        file_lines = sum(read.values())
         # Each row the first call on its text (no code layout kept from the one before); `again`
         # rows a second call on the same text, as a run's next read or search of the files finds it.
         for again in (False, True) if label in AGAIN else (False,):
@@ -202,15 +215,15 @@ def main() -> None:
                 times.append((time.perf_counter() - t0) * 1000)
             ms = statistics.median(times)
             name = f"{label} again" if again else label
-            results.append({"set": name, "lines": size, "median_ms": ms, "ms_per_1k_lines": ms / size * 1000})
+            results.append({"set": name, "lines": size, "median_ms": ms,
+                            "ms_per_1k_lines": ms / (size + file_lines) * 1000, "file_lines": file_lines})
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"{'set':<12} {'lines':>7} {'median ms':>10} {'ms/1k lines':>12}")
+    print(f"{'set':<12} {'lines':>7} {'median ms':>10} {'ms/1k lines':>12} {'+ file lines':>13}")
     for r in results:
-        print(
-            f"{r['set']:<12} {r['lines']:>7} {r['median_ms']:>10.1f} {r['ms_per_1k_lines']:>12.2f}"
-        )
+        files = f"{r['file_lines']:>13}" if r["file_lines"] else ""
+        print(f"{r['set']:<12} {r['lines']:>7} {r['median_ms']:>10.1f} {r['ms_per_1k_lines']:>12.2f} {files}")
 
 
 if __name__ == "__main__":
