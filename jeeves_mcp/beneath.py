@@ -8,8 +8,8 @@ below `dirfd`; an absolute path or symlink, or one climbing out, fails with EXDE
 does that in one syscall; where openat2 is missing (ENOSYS, a seccomp filter) a walk of the
 components does the same with O_NOFOLLOW opens relative to the directory reached so far.
 
-`mode_permits` says whether a user could read a file by its mode: the pruner opens files as its
-own user (often root) on behalf of commands run as another.
+`user_may` says whether a user could read (or search) a file by its mode and its POSIX ACL:
+the pruner opens files as its own user (often root) on behalf of commands run as another.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import os
 import platform
 from typing import Any
 
-__all__ = ["mode_permits", "open_beneath", "openat2_available"]
+__all__ = ["mode_permits", "open_beneath", "openat2_available", "user_may"]
 
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_BENEATH = 0x08
@@ -117,7 +117,7 @@ def _walk(dirfd: int, rel: str, flags: int, search_as: tuple[int, int] | None) -
     directory is checked on its own descriptor, so the check is on what is crossed."""
     if rel.startswith("/"):
         raise _error(errno.EXDEV, rel)
-    if search_as is not None and not mode_permits(os.fstat(dirfd), *search_as, os.X_OK):
+    if search_as is not None and not user_may(dirfd, *search_as, os.X_OK):
         raise _error(errno.EACCES, rel)
     todo = rel.split("/")[::-1]  # components left, next one last
     opened: list[int] = []  # directories below dirfd, deepest last: `..` pops, never climbs
@@ -143,7 +143,7 @@ def _walk(dirfd: int, rel: str, flags: int, search_as: tuple[int, int] | None) -
                     if last:
                         return os.open(part, flags | os.O_NOFOLLOW, dir_fd=here)
                     opened.append(os.open(part, _DIR_FLAGS, dir_fd=here))
-                    if search_as is not None and not mode_permits(os.fstat(opened[-1]), *search_as, os.X_OK):
+                    if search_as is not None and not user_may(opened[-1], *search_as, os.X_OK):
                         raise _error(errno.EACCES, rel)
                     continue
                 except OSError as exc:
@@ -167,7 +167,7 @@ def _walk(dirfd: int, rel: str, flags: int, search_as: tuple[int, int] | None) -
 def mode_permits(info: os.stat_result, uid: int, gid: int, want: int) -> bool:
     """Whether (uid, gid), with no supplementary groups (how commands run), may do `want`
     (os.R_OK | os.X_OK ...) by the file's owner and mode: the owner's bits for its owner,
-    else the group's, else the others'. ACLs are not read."""
+    else the group's, else the others'. A file's ACL is not read here (user_may reads it)."""
     if info.st_uid == uid:
         bits = info.st_mode >> 6
     elif info.st_gid == gid:
@@ -175,3 +175,69 @@ def mode_permits(info: os.stat_result, uid: int, gid: int, want: int) -> bool:
     else:
         bits = info.st_mode
     return bits & want == want
+
+
+# POSIX ACLs as Linux stores them (the `system.posix_acl_access` attribute, acl(5)): a version,
+# then (tag, permissions, id) entries. A file's mode alone let `read` show a file whose ACL
+# denies the run's user (`setfacl -m u:nobody:--- F` on a 0644 file: the attack review of
+# 2026-11-29), and refuse one an ACL lets it read.
+_ACL_XATTR = "system.posix_acl_access"
+_ACL_VERSION = 2
+_ACL_USER_OBJ, _ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK, _ACL_OTHER = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
+_NO_ACL = (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP)
+
+
+def user_may(fd: int, uid: int, gid: int, want: int) -> bool:
+    """Whether (uid, gid), with no supplementary groups, may do `want` to what `fd` is, by its
+    mode and, where it has one, its access ACL (acl(5)'s check); an ACL that cannot be read or
+    parsed denies."""
+    info = os.fstat(fd)
+    try:
+        entries = _access_acl(fd)
+    except OSError:
+        return False
+    if entries is None:
+        return mode_permits(info, uid, gid, want)
+    if info.st_uid == uid:
+        return (info.st_mode >> 6) & want == want  # the ACL's owner entry is the mode's
+    mask = next((perm for tag, perm, _ in entries if tag == _ACL_MASK), 7)
+    named = [perm for tag, perm, who in entries if tag == _ACL_USER and who == uid]
+    if named:
+        return named[0] & mask & want == want
+    groups = [
+        perm for tag, perm, who in entries
+        if (tag == _ACL_GROUP_OBJ and info.st_gid == gid) or (tag == _ACL_GROUP and who == gid)
+    ]
+    if groups:
+        return any(perm & mask & want == want for perm in groups)
+    return info.st_mode & want == want  # the ACL's other entry is the mode's
+
+
+def _access_acl(fd: int) -> list[tuple[int, int, int]] | None:
+    """The (tag, permissions, id) entries of the access ACL of what `fd` is; None when it has
+    none (or its filesystem keeps none). OSError when it cannot be read or makes no sense."""
+    try:
+        raw = os.getxattr(fd, _ACL_XATTR)
+    except OSError as exc:
+        if exc.errno in _NO_ACL:
+            return None
+        if exc.errno != errno.EBADF:
+            raise
+        # An O_PATH descriptor (a directory the walk crossed) has no attributes to read:
+        # its directory is opened again, for reading, to read them.
+        again = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+        try:
+            raw = os.getxattr(again, _ACL_XATTR)
+        except OSError as retry:
+            if retry.errno in _NO_ACL:
+                return None
+            raise
+        finally:
+            os.close(again)
+    if len(raw) < 4 or (len(raw) - 4) % 8 or int.from_bytes(raw[:4], "little") != _ACL_VERSION:
+        raise OSError(errno.EINVAL, "an access ACL in an unknown form")
+    return [
+        (int.from_bytes(raw[k : k + 2], "little"), int.from_bytes(raw[k + 2 : k + 4], "little") & 7,
+         int.from_bytes(raw[k + 4 : k + 8], "little"))
+        for k in range(4, len(raw), 8)
+    ]

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from jeeves_mcp.beneath import mode_permits, open_beneath, openat2_available
+from jeeves_mcp.beneath import mode_permits, open_beneath, openat2_available, user_may
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.pruner_config import PrunerConfig
 from jeeves_mcp.tools import base, grep
@@ -282,3 +282,102 @@ async def test_a_file_the_runs_user_may_not_read_is_refused(nobodys_root: Path, 
             assert SECRET not in json.dumps(found), (engine, paths, found)
             # What the user may not read is skipped, not an INTERNAL error.
             assert not found["isError"] and found["match_count"] == 0, (engine, paths, found)
+
+
+# -- POSIX ACLs (attack review of 2026-11-29: a 0644 file whose ACL denied nobody was read) ---
+
+_ACL_ENTRY = {"user_obj": 0x01, "user": 0x02, "group_obj": 0x04, "group": 0x08, "mask": 0x10, "other": 0x20}
+_NO_ID = 0xFFFFFFFF
+
+
+def set_acl(path: Path, *entries: tuple[str, int, int]) -> None:
+    """`setfacl --set` as Linux stores it: (tag, permission bits, id) entries."""
+    raw = (2).to_bytes(4, "little") + b"".join(
+        _ACL_ENTRY[tag].to_bytes(2, "little") + perm.to_bytes(2, "little") + who.to_bytes(4, "little")
+        for tag, perm, who in entries
+    )
+    os.setxattr(path, "system.posix_acl_access", raw)
+
+
+@pytest.fixture
+def acl_root(nobodys_root: Path) -> Path:
+    """nobodys_root with files and a directory whose ACLs deny nobody what their modes allow,
+    and a file only an ACL lets nobody read."""
+    denied, granted, held = nobodys_root / "acl-denied.txt", nobodys_root / "acl-granted.txt", nobodys_root / "held"
+    denied.write_text(f"{SECRET} acl-denied\n")
+    denied.chmod(0o644)
+    granted.write_text("acl-granted.txt\n")
+    granted.chmod(0o600)
+    held.mkdir(mode=0o755)
+    (held / "inside.txt").write_text(f"{SECRET} held\n")
+    (held / "inside.txt").chmod(0o644)
+    try:
+        # u::rw- u:nobody:--- g::r-- m::r-- o::r--
+        set_acl(denied, ("user_obj", 6, _NO_ID), ("user", 0, NOBODY), ("group_obj", 4, _NO_ID),
+                ("mask", 4, _NO_ID), ("other", 4, _NO_ID))
+        # u::rw- u:nobody:r-- g::--- m::r-- o::---
+        set_acl(granted, ("user_obj", 6, _NO_ID), ("user", 4, NOBODY), ("group_obj", 0, _NO_ID),
+                ("mask", 4, _NO_ID), ("other", 0, _NO_ID))
+        # u::rwx u:nobody:--- g::r-x m::r-x o::r-x
+        set_acl(held, ("user_obj", 7, _NO_ID), ("user", 0, NOBODY), ("group_obj", 5, _NO_ID),
+                ("mask", 5, _NO_ID), ("other", 5, _NO_ID))
+    except OSError as exc:
+        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            pytest.skip("this filesystem keeps no ACLs")
+        raise
+    return nobodys_root
+
+
+@pytest.mark.parametrize("engine", ["rg", "builtin"])
+async def test_a_files_acl_decides_what_the_runs_user_may_read(acl_root: Path, tmp_path: Path, engine: str) -> None:
+    async with running_child(acl_root, tmp_path, without_rg=engine == "builtin") as child, \
+            httpx.AsyncClient(timeout=20) as http:
+        for path, readable in (("acl-denied.txt", False), ("held/inside.txt", False), ("acl-granted.txt", True)):
+            # What the run's own command can do is the kernel's answer, ACLs and all.
+            shell = await call(http, child, "bash", {"cmd": f"cat {path}"})
+            assert (shell["exit_code"] == 0) == readable, (path, shell)
+            result = await call(http, child, "read", {"path": path})
+            if readable:
+                assert not result["isError"] and result["content"] == path, (path, result)
+            else:
+                assert result["isError"] and result["code"] == "FORBIDDEN", (path, result)
+                assert SECRET not in json.dumps(result)
+        for paths in ([], ["acl-denied.txt"], ["held"]):
+            found = await call(http, child, "grep", {"pattern": "s3cr3t", "paths": paths})
+            assert SECRET not in json.dumps(found), (engine, paths, found)
+            assert not found["isError"] and found["match_count"] == 0, (engine, paths, found)
+
+
+def test_a_directory_an_acl_closes_is_not_crossed(acl_root: Path) -> None:
+    fd = os.open(acl_root, os.O_PATH | os.O_DIRECTORY)
+    try:
+        with pytest.raises(PermissionError):
+            open_beneath(fd, "held/inside.txt", os.O_RDONLY, search_as=(NOBODY, NOBODY))
+        os.close(open_beneath(fd, "held/inside.txt", os.O_RDONLY, search_as=(0, 0)))
+    finally:
+        os.close(fd)
+
+
+def test_user_may_follows_the_acl_check_of_acl5(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_text("")
+    path.chmod(0o640)
+    owner, group = os.stat(path).st_uid, os.stat(path).st_gid
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert user_may(fd, owner + 7, group, os.R_OK) and not user_may(fd, owner + 7, group + 1, os.R_OK)  # no ACL
+        try:
+            # u::rw- u:U:rw- g::--- g:G:r-- m::r-- o::---
+            set_acl(path, ("user_obj", 6, _NO_ID), ("user", 6, owner + 1), ("group_obj", 0, _NO_ID),
+                    ("group", 4, group + 2), ("mask", 4, _NO_ID), ("other", 0, _NO_ID))
+        except OSError as exc:
+            if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+                pytest.skip("this filesystem keeps no ACLs")
+            raise
+        assert user_may(fd, owner, group, os.R_OK | os.W_OK)  # the owner: its own entry, no mask
+        assert user_may(fd, owner + 1, group, os.R_OK) and not user_may(fd, owner + 1, group, os.W_OK)  # masked
+        assert not user_may(fd, owner + 3, group, os.R_OK)  # the file's group: g::---
+        assert user_may(fd, owner + 3, group + 2, os.R_OK)  # a named group
+        assert not user_may(fd, owner + 3, group + 3, os.R_OK)  # the others
+    finally:
+        os.close(fd)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import re2
 
-from jeeves_mcp.beneath import mode_permits
+from jeeves_mcp.beneath import user_may
 from jeeves_mcp.quoting import quoted_path
 from jeeves_mcp.tools._glob import glob_matcher
 from jeeves_mcp.tools.base import open_in_root
@@ -106,7 +106,7 @@ User = tuple[int, int] | None  # the run's commands' (uid, gid); None: the prune
 
 def _may(fd: int, user: User, want: int) -> bool:
     """Whether the run's user could do `want` to what `fd` is (ripgrep runs as that user)."""
-    return user is None or mode_permits(os.fstat(fd), *user, want)
+    return user is None or user_may(fd, *user, want)
 
 
 def _out_of_descriptors(exc: OSError) -> bool:
@@ -145,7 +145,7 @@ def _open_dir(parent: int, name: str, user: User) -> tuple[int, tuple[int, int]]
     except OSError:
         os.close(fd)
         return None
-    if user is not None and not mode_permits(info, *user, os.R_OK | os.X_OK):
+    if user is not None and not user_may(fd, *user, os.R_OK | os.X_OK):
         os.close(fd)
         return None
     return fd, (info.st_dev, info.st_ino)
@@ -314,7 +314,7 @@ def _search_file(
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return  # swapped for a FIFO or a device since the listing
-        if info.st_size > MAX_FILE_BYTES or (user is not None and not mode_permits(info, *user, os.R_OK)):
+        if info.st_size > MAX_FILE_BYTES or (user is not None and not user_may(fd, *user, os.R_OK)):
             result.skipped_files += 1
             return
         data = bytearray()

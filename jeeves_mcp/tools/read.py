@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 
 import trio
 
-from jeeves_mcp.beneath import mode_permits
+from jeeves_mcp.beneath import user_may
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import command_user
 from jeeves_mcp.pruner_config import PrunerConfig
@@ -74,7 +74,7 @@ def _open_regular(root: Path, path: Path, shown: str) -> tuple[BinaryIO, int]:
     checked on the descriptor: what is read is what was checked, even if a run's
     command swaps a component for a symlink meanwhile (attack review F2). The
     pruner may be root: a file its commands' user could not reach or read by its
-    mode is refused. A FIFO or a device would block a read until some writer
+    mode and ACL is refused. A FIFO or a device would block a read until some writer
     came: refused.
     """
     user = command_user(root)
@@ -85,9 +85,9 @@ def _open_regular(root: Path, path: Path, shown: str) -> tuple[BinaryIO, int]:
             raise ToolError("INVALID_REQUEST", f"{shown} is a directory", hint="use bash ls or grep")
         if not stat.S_ISREG(info.st_mode):
             raise ToolError("INVALID_REQUEST", f"{shown} is not a regular file", hint="use bash")
-        if user is not None and not mode_permits(info, *user, os.R_OK):
+        if user is not None and not user_may(fd, *user, os.R_OK):
             raise ToolError("FORBIDDEN", f"permission denied: {shown}",
-                            hint="its mode does not let the run's user read it")
+                            hint="its mode or ACL does not let the run's user read it")
     except BaseException:
         os.close(fd)
         raise
