@@ -415,3 +415,51 @@ def test_realigning_an_edited_file_never_hands_difflib_a_long_stretch(monkeypatc
     assert aligned[900] == history.UNCOMMITTED
     assert aligned[:900] == commits[:900] and aligned[901:1501] == commits[900:1500]
     assert aligned[1501:] == commits[1502:]
+
+
+def test_realigning_gives_difflib_a_bounded_amount_of_work_in_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each stretch short, but 200 of them: a 20,000-line file of repeated lines between unique
+    anchors, rewritten in the working tree, took 1.7 s of CPU in a thread no deadline reaches
+    (the attack review of 2026-11-29). The stretches past ALIGN_WORK count as changed."""
+    import difflib
+
+    from jeeves_mcp.pruning import history
+
+    asked: list[tuple[int, int]] = []
+    real = difflib.SequenceMatcher
+
+    def recording(isjunk: object, a: list[str], b: list[str], autojunk: bool = True) -> difflib.SequenceMatcher:
+        asked.append((len(a), len(b)))
+        return real(None, a, b, autojunk=autojunk)
+
+    monkeypatch.setattr(difflib, "SequenceMatcher", recording)
+    head: list[str] = []
+    now: list[str] = []
+    for k in range(200):
+        head += [f"# anchor {k}", *["x = 1"] * 99]
+        now += [f"# anchor {k}", *["x = 1", "y = 2"] * 49, "x = 1"]
+    head[-1], now[-1] = "last", "changed last"  # no common tail to take the stretches away
+    aligned = history.align(head, ["c" * 40] * len(head), now)
+    assert aligned is not None and len(aligned) == len(now)
+    assert sum(a * b for a, b in asked) <= history.ALIGN_WORK
+    assert all(aligned[100 * k] == "c" * 40 for k in range(200))  # every anchor carried over
+
+
+async def test_the_blames_kept_are_bounded_by_their_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run touching a 250,000-line file between reads made the child keep 32 blames of it,
+    250 MB (the attack review of 2026-11-29): the blames kept are bounded by their lines too,
+    and a file over MAX_BLAME_LINES is not blamed."""
+    from jeeves_mcp.pruning import history
+
+    path = repository(tmp_path / "repo")
+    lines = path.read_text().split("\n")[:-1]
+    monkeypatch.setattr(history, "CACHE_LINES", 2 * len(lines))
+    monkeypatch.setattr(history, "_state", history._State())
+    for k in range(5):
+        os.utime(path, ns=(1_700_000_000_000_000_000 + k, 1_700_000_000_000_000_000 + k))  # a new key each time
+        assert await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1) is not None
+    kept = [h for h in history._state.cache.values() if h is not None]
+    assert len(kept) == 2 and sum(len(h) for h in kept) <= history.CACHE_LINES
+    monkeypatch.setattr(history, "MAX_BLAME_LINES", len(lines) - 1)
+    os.utime(path, ns=(1_700_000_000_000_000_100, 1_700_000_000_000_000_100))
+    assert await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1) is None

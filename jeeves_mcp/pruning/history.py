@@ -60,8 +60,17 @@ MAX_ALIGN_LINES = 20_000
 # file of blank and rewritten lines took minutes; 100 lines against 20,000, 6.7 s), while a
 # stretch this small costs milliseconds at worst. A larger one counts as changed.
 ALIGN_STRETCH = 100
-# Blames kept per child, keyed by the file's identity and modification time.
+# ... and this much of them in all (the stretches' lengths multiplied, summed): 200 stretches of
+# 100 x 100 repeated lines, a 20,000-line file rewritten between unique anchors, took 1.7 s of
+# CPU past every deadline (the attack review of 2026-11-29). The stretches past it count as changed.
+ALIGN_WORK = 10 * ALIGN_STRETCH * ALIGN_STRETCH
+# Blames kept per child, keyed by the file's identity and modification time: this many, and
+# this many lines in all (about 16 bytes a line; a run touching a 250,000-line file 32 times
+# made the child keep 250 MB).
 CACHE_SIZE = 32
+CACHE_LINES = 400_000
+# A file of more lines is not blamed: its porcelain parse alone held 83 MB at 250,000 lines.
+MAX_BLAME_LINES = 50_000
 # After this many git commands ran out of time, a child stops asking: in a repository that
 # slow (a huge monorepo), every first read of a file would otherwise wait the whole timeout.
 GIVE_UP_AFTER = 2
@@ -173,8 +182,10 @@ def _matching_runs(a: list[str], b: list[str]) -> Iterator[tuple[int, int, int]]
     where_b = {b[j]: j for j in range(head, b_end) if seen_b[b[j]] == 1}
     pairs = [(i, where_b[a[i]]) for i in range(head, a_end) if seen_a[a[i]] == 1 and a[i] in where_b]
     i0, j0 = head, head
+    work = ALIGN_WORK
     for i, j in [*_increasing_by_second(pairs), (a_end, b_end)]:
-        if 0 < (i - i0) * (j - j0) <= ALIGN_STRETCH * ALIGN_STRETCH:
+        if 0 < (i - i0) * (j - j0) <= min(ALIGN_STRETCH * ALIGN_STRETCH, work):
+            work -= (i - i0) * (j - j0)
             matcher = difflib.SequenceMatcher(None, a[i0:i], b[j0:j], autojunk=False)
             yield from ((i0 + x, j0 + y, n) for x, y, n in matcher.get_matching_blocks() if n)
         if i < a_end:
@@ -249,7 +260,7 @@ async def line_history(
         info = os.stat(path)  # the read that came before blocked as long
     except OSError:
         return None
-    if info.st_size > MAX_FILE_BYTES or _state.timeouts >= GIVE_UP_AFTER:
+    if info.st_size > MAX_FILE_BYTES or len(lines) > MAX_BLAME_LINES or _state.timeouts >= GIVE_UP_AFTER:
         return None
     key = (str(path), info.st_ino, info.st_mtime_ns, info.st_size)
     cache = _state.cache
@@ -259,8 +270,10 @@ async def line_history(
     else:
         prior = await _blame(path, lines, root, timeout_s, kill_grace_s)
         cache[key] = prior
-        while len(cache) > CACHE_SIZE:
-            cache.popitem(last=False)
+        kept = sum(len(h) for h in cache.values() if h is not None)
+        while len(cache) > CACHE_SIZE or kept > CACHE_LINES:
+            _, dropped = cache.popitem(last=False)
+            kept -= 0 if dropped is None else len(dropped)
     if prior is None or len(prior) != len(lines):
         return None
     return prior
