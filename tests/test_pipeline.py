@@ -68,6 +68,14 @@ async def test_recover_clamps_the_end_line(child: Child, workspace: Path) -> Non
         }))
     assert recovered["raw_text"] == "b\nc"
     assert recovered["metadata"]["ranges"] == [{"start_line": 2, "end_line": 3}]
+    # Overlapping ranges are shown as asked; the summary counts each line once.
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        repeated = tool_json(await call(http, child, "recover_text", {
+            "prune_id": pruned["prune_id"], "ranges": [{"start_line": 1, "end_line": 3}] * 3
+            + [{"start_line": 2, "end_line": 2}], "include_line_numbers": False,
+        }))
+    assert repeated["raw_text"] == "\n".join(["a\nb\nc"] * 3 + ["b"])
+    assert repeated["summary"].endswith(": 3 of 3 lines (10 as the ranges ask)"), repeated["summary"]
 
 
 async def sse_messages(response: httpx.Response) -> list[dict[str, Any]]:

@@ -151,8 +151,11 @@ async def recover_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         return Row(n, n, f"{n}│ {line}" if numbered else line)
 
     total = sum(end - start + 1 for start, end in spans)
+    # Ranges may overlap (each is shown as asked): the summary counts each line once.
+    distinct = _distinct_lines(spans)
+    repeated = "" if distinct == total else f" ({total:,} as the ranges ask)"
     summary = clip_summary(
-        f"recover_text {prune_id}: {total} of {plural(len(entry.lines), 'line')}"
+        f"recover_text {prune_id}: {distinct} of {plural(len(entry.lines), 'line')}{repeated}"
     )
 
     def fit(budget: int) -> dict[str, Any]:
@@ -167,6 +170,16 @@ async def recover_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         return result
 
     return ToolOutput(summary=summary, fit_raw=fit)
+
+
+def _distinct_lines(spans: list[tuple[int, int]]) -> int:
+    """How many line numbers the inclusive spans cover between them."""
+    count, reached = 0, 0
+    for start, end in sorted(spans):
+        if end > reached:
+            count += end - max(start, reached + 1) + 1
+            reached = end
+    return count
 
 
 def _bounded_rows(spans: list[tuple[int, int]], total: int, row: Any, budget: int) -> list[Row]:
