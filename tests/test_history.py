@@ -463,3 +463,26 @@ async def test_the_blames_kept_are_bounded_by_their_lines(tmp_path: Path, monkey
     monkeypatch.setattr(history, "MAX_BLAME_LINES", len(lines) - 1)
     os.utime(path, ns=(1_700_000_000_000_000_100, 1_700_000_000_000_000_100))
     assert await line_history(path, lines, root=path.parent, timeout_s=10, kill_grace_s=1) is None
+
+
+async def test_a_child_that_gave_git_up_asks_again_later(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two timeouts under a passing load (eight big reads at once) turned history off for the
+    child's life (the attack review of 2026-11-29): after RETRY_AFTER_S it asks again, and an
+    answer in time resets the count."""
+    from jeeves_mcp.pruning import history
+
+    path = repository(tmp_path / "repo")
+    kwargs = {"root": path.parent, "kill_grace_s": 1.0}
+    monkeypatch.setattr(history, "_state", history._State())
+
+    async def read_after_edit(n: int, timeout_s: float) -> object:
+        path.write_text(path.read_text() + f"# edit {n}\n")  # a new key: not from the cache
+        return await line_history(path, path.read_text().split("\n")[:-1], timeout_s=timeout_s, **kwargs)
+
+    for n in range(history.GIVE_UP_AFTER):
+        assert await read_after_edit(n, 1e-6) is None
+    assert await read_after_edit(10, 10) is None  # given up: not asked
+    monkeypatch.setattr(history._state, "retry_at", 0.0)  # the wait is over
+    assert await read_after_edit(11, 10) is not None  # asked again, answered
+    assert await read_after_edit(12, 1e-6) is None  # one timeout after an answer...
+    assert await read_after_edit(13, 10) is not None  # ... does not give up

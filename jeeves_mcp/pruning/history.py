@@ -31,6 +31,7 @@ import os
 import re
 import secrets
 import shutil
+import time
 from collections import Counter, OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -71,9 +72,12 @@ CACHE_SIZE = 32
 CACHE_LINES = 400_000
 # A file of more lines is not blamed: its porcelain parse alone held 83 MB at 250,000 lines.
 MAX_BLAME_LINES = 50_000
-# After this many git commands ran out of time, a child stops asking: in a repository that
-# slow (a huge monorepo), every first read of a file would otherwise wait the whole timeout.
+# After this many git commands in a row ran out of time, a child stops asking for
+# RETRY_AFTER_S: in a repository that slow (a huge monorepo), every first read of a file would
+# otherwise wait the whole timeout. Then it asks once more: two timeouts under a passing load
+# (eight big reads at once, the attack review of 2026-11-29) turned history off for good.
 GIVE_UP_AFTER = 2
+RETRY_AFTER_S = 600.0
 # A subject is a paragraph (the longest in 128 fetched repositories: 2,778 characters); a run's
 # commits can make theirs megabytes, whose terms the engine reads on every read of the file.
 MAX_SUBJECT_CHARS = 4_000
@@ -102,7 +106,8 @@ class _State:
         default_factory=OrderedDict
     )
     ages: OrderedDict[tuple[str, str], dict[str, int]] = field(default_factory=OrderedDict)
-    timeouts: int = 0
+    timeouts: int = 0  # in a row
+    retry_at: float = 0.0  # time.monotonic() when a child that gave up asks again
     unstarted: int = 0  # git commands that could not start (no process, no descriptor to be had)
 
 
@@ -260,7 +265,7 @@ async def line_history(
         info = os.stat(path)  # the read that came before blocked as long
     except OSError:
         return None
-    if info.st_size > MAX_FILE_BYTES or len(lines) > MAX_BLAME_LINES or _state.timeouts >= GIVE_UP_AFTER:
+    if info.st_size > MAX_FILE_BYTES or len(lines) > MAX_BLAME_LINES or _given_up():
         return None
     key = (str(path), info.st_ino, info.st_mtime_ns, info.st_size)
     cache = _state.cache
@@ -350,7 +355,7 @@ async def file_ages(
     its rows say) last changed, among HEAD's last RECENT_FILE_COMMITS; None: no git, no
     repository or commit, a timeout. Uncommitted changes do not count (only HEAD is read)."""
     git = find_git()
-    if git is None or timeout_s <= 0 or _state.timeouts >= GIVE_UP_AFTER:
+    if git is None or timeout_s <= 0 or _given_up():
         return None
     deadline = trio.current_time() + timeout_s
     safe = [git, *_NO_HOOKS]
@@ -400,7 +405,7 @@ async def _git(
     its first `max_bytes` with `cut_ok`, else None."""
     timeout_s = deadline - trio.current_time()
     if timeout_s <= 0:
-        _state.timeouts += 1
+        _timed_out()
         return None
     try:
         result = await run_command(
@@ -415,15 +420,33 @@ async def _git(
         )
     except ToolError as exc:
         if exc.code == "TOOL_TIMEOUT":
-            _state.timeouts += 1
-            if _state.timeouts == GIVE_UP_AFTER:
-                log.warning("history.given_up", extra={"reason": "git ran out of time twice"})
+            _timed_out()
         log.debug("history.git_failed", extra={"reason": exc.code})
         return None
     except OSError as exc:  # no process to be had (descriptors, processes): no prior
         _state.unstarted += 1
         log.debug("history.git_failed", extra={"reason": exc.strerror})
         return None
+    _state.timeouts = 0  # git answered in time
     if result.exit_code != 0 or (result.truncated and not cut_ok):
         return None
     return result.stdout.decode("utf-8", "replace")
+
+
+def _timed_out() -> None:
+    _state.timeouts += 1
+    if _state.timeouts == GIVE_UP_AFTER:
+        _state.retry_at = time.monotonic() + RETRY_AFTER_S
+        log.warning("history.given_up", extra={"reason": "git ran out of time twice in a row",
+                                               "retry_after_s": RETRY_AFTER_S})
+
+
+def _given_up() -> bool:
+    """Whether git ran out of time GIVE_UP_AFTER times in a row less than RETRY_AFTER_S ago;
+    past that, one more try (a timeout gives up again at once, an answer resets the count)."""
+    if _state.timeouts < GIVE_UP_AFTER:
+        return False
+    if time.monotonic() < _state.retry_at:
+        return True
+    _state.timeouts = GIVE_UP_AFTER - 1
+    return False
