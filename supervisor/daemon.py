@@ -30,7 +30,13 @@ from jeeves_mcp.supervisor.notify import SystemdNotifier
 from jeeves_mcp.supervisor.port_store import PortStore, is_slot_socket_name
 from jeeves_mcp.supervisor.slot import SlotState
 from jeeves_mcp.supervisor.slots import SlotManager
-from jeeves_mcp.supervisor.store import SlotStore, StateDirInUse, StoreTooNew, lock_state_dir
+from jeeves_mcp.supervisor.store import (
+    SlotStore,
+    StateDirInUse,
+    StoreTooNew,
+    StoreUnavailable,
+    lock_state_dir,
+)
 from jeeves_mcp.supervisor.strictmodes import ancestor_problem, dir_problem, state_dir_problem
 
 log = logging.getLogger("jeeves_mcp.supervisor")
@@ -189,6 +195,8 @@ async def run_daemon(config: DaemonConfig, *, ready: trio.Event | None = None) -
             store = SlotStore(config.db_path)
         except StoreTooNew as exc:
             raise DaemonError(f"{exc} [STORE_TOO_NEW]") from None
+        except StoreUnavailable as exc:
+            raise DaemonError(str(exc)) from None
         try:
             sock = control_socket(config.socket)
         except BaseException:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -71,6 +72,15 @@ class StoreTooNew(Exception):
     """The records were written by a newer jeeves-mcp (a downgrade): left untouched."""
 
 
+class StoreUnavailable(Exception):
+    """The records' file could not be opened for a reason that is no damage to it (a full
+    disk, a lock another process holds, an I/O error): left as it is."""
+
+
+# How long opening the records waits for a lock another process holds (a backup, a shell).
+BUSY_TIMEOUT_S = 5.0
+
+
 def lock_state_dir(state_dir: Path) -> int:
     """Hold `state_dir/daemon.lock` (flock) for this process's life; the fd to close at exit.
 
@@ -89,8 +99,18 @@ def lock_state_dir(state_dir: Path) -> int:
             f"state dir {state_dir} is in use by another daemon (pid {holder}); "
             "stop it, or give this daemon a --state-dir of its own"
         ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    # The pid only names the holder to a daemon refused: on a full disk it may not fit, and the
+    # start goes on (the records' store says what is wrong) rather than fail with ENOSPC here.
+    pid = f"{os.getpid()}\n".encode()
+    try:
+        os.pwrite(fd, pid, 0)  # over the last holder's pid, in place: no new block needed
+        os.ftruncate(fd, len(pid))
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            os.close(fd)
+            raise
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)  # no stale pid: the holder is then "unknown"
     return fd
 
 
@@ -157,8 +177,9 @@ class SlotStore:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _private(path)
+        self.reserve = SpaceReserve(path.with_name(RESERVE_NAME))
         try:
-            self._db = self._open(path)
+            self._db = self._open_sound(path)
         except sqlite3.DatabaseError as exc:  # not a database, or damaged: keep it aside, start empty
             aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
             _log.event(log, "store.corrupt", logging.ERROR, path=str(path), moved_to=str(aside), error=str(exc))
@@ -166,11 +187,10 @@ class SlotStore:
                 with contextlib.suppress(FileNotFoundError):
                     Path(f"{path}{suffix}").rename(f"{aside}{suffix}")
             _private(path)
-            self._db = self._open(path)
+            self._db = self._open_sound(path)
         self._lock = threading.Lock()
         self._pending: dict[str, SlotRecord] = {}  # failed writes, newest record per run
         self.write_failures = 0
-        self.reserve = SpaceReserve(path.with_name(RESERVE_NAME))
         self.reserve.make()
         self.note = UnsavedNote(path.with_name(UNSAVED_NAME))
         self._noted: frozenset[str] | None = frozenset()  # what the note may say; None: refused at start
@@ -196,9 +216,36 @@ class SlotStore:
                        remedy="these runs are restored degraded, not restarted: release them (or acquire anew)")
         return found
 
+    def _open_sound(self, path: Path) -> sqlite3.Connection:
+        """_open, where a failure that is no damage (sqlite3.OperationalError: a full disk, a
+        lock, an I/O error) is StoreUnavailable, the file left as it is: a healthy file was
+        taken for a damaged one and set aside, and every live run killed as a stray (the attack
+        review of 2026-11-29: a run filled the disk while the daemon restarted). Out of space,
+        the reserve is given back and the open tried once more: after a clean stop SQLite
+        needs room for its -wal and -shm."""
+        try:
+            return self._open(path)
+        except sqlite3.OperationalError as exc:
+            problem = exc
+            if out_of_space(exc, path.parent) and self.reserve.give_back():
+                _log.event(log, "store.reserve_used", logging.WARNING, path=str(self.reserve.path),
+                           bytes=self.reserve.size, error=f"{type(exc).__name__}: {exc}")
+                try:
+                    return self._open(path)
+                except sqlite3.OperationalError as again:
+                    problem = again
+        if getattr(problem, "sqlite_errorcode", 0) & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            why = ("another process holds it locked (a backup, an sqlite3 shell?): let it finish, then "
+                   "start again [STORE_LOCKED]")
+        elif out_of_space(problem, path.parent):
+            why = "the state dir's filesystem is full: free space there, then start again [STATE_DISK_FULL]"
+        else:
+            why = "[STORE_UNAVAILABLE]"
+        raise StoreUnavailable(f"cannot open the slot records {path}, left as they are: {problem}; {why}") from None
+
     @staticmethod
     def _open(path: Path) -> sqlite3.Connection:
-        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
         try:
             if not _shm_usable(path):
                 # Set before the first access, exclusive locking keeps the WAL index in

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from jeeves_mcp.supervisor.store import SCHEMA_VERSION, SlotRecord, SlotStore, StoreTooNew
+from jeeves_mcp.supervisor.store import SCHEMA_VERSION, SlotRecord, SlotStore, StoreTooNew, StoreUnavailable
 
 # The slots table as the first release wrote it, before the schema had a version:
 # spelled out here, not imported, so that a change to the code cannot change the old file.
@@ -106,3 +106,75 @@ async def test_a_store_from_a_newer_schema_is_refused_and_left_alone(tmp_path: P
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
         assert db.execute("SELECT count(*) FROM slots").fetchone()[0] == 2
         assert db.execute("SELECT count(*) FROM quarantine").fetchone()[0] == 0
+
+
+# -- a store that cannot be opened for a reason other than damage is left as it is -------------
+# (the attack review of 2026-11-29: a full disk or a lock at start was taken for damage, the
+# healthy file set aside, and with live restore every running child killed as a stray)
+
+
+async def saved_store(path: Path) -> None:
+    store = SlotStore(path)
+    try:
+        assert await store.save(SlotRecord("kept", "running", "/srv/kept", "tok", time.time())) is None
+    finally:
+        store.close()  # a clean stop: SQLite deletes its -wal and -shm, to be made again at the next open
+
+
+def aside_files(state: Path) -> list[str]:
+    return sorted(p.name for p in state.iterdir() if ".corrupt-" in p.name)
+
+
+async def test_a_locked_store_is_refused_and_left_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jeeves_mcp.supervisor import store as store_module
+
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.2)
+    path = tmp_path / "slots.sqlite3"
+    await saved_store(path)
+    holder = sqlite3.connect(path, isolation_level=None)  # a backup or a shell, holding it
+    try:
+        holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(StoreUnavailable, match=r"locked.*\[STORE_LOCKED\]"):
+            SlotStore(path)
+    finally:
+        holder.close()
+    assert aside_files(tmp_path) == []
+    store = SlotStore(path)
+    try:
+        assert [r.run_id for r in await store.live()] == ["kept"]
+    finally:
+        store.close()
+
+
+async def test_a_full_state_disk_at_start_spends_the_reserve_then_refuses_and_loses_nothing(tmp_path: Path) -> None:
+    from tests.test_faults import fill, small_tmpfs
+
+    with small_tmpfs(tmp_path / "state", "16m") as state:
+        path = state / "slots.sqlite3"  # the name the daemon uses
+        await saved_store(path)  # and its 4 MiB reserve beside it
+        assert (state / "space.reserve").exists()
+        fill(state, "filler-1")
+        store = SlotStore(path)  # the reserve given back: room for the -wal and -shm
+        try:
+            assert [r.run_id for r in await store.live()] == ["kept"]
+        finally:
+            store.close()
+        fill(state, "filler-2")  # full again, and no reserve left
+        with pytest.raises(StoreUnavailable, match=r"\[STATE_DISK_FULL\]"):
+            SlotStore(path)
+        with trio.fail_after(60):
+            daemon = await trio.run_process(
+                [sys.executable, "-m", "jeeves_mcp", "daemon", "--state-dir", str(state),
+                 "--socket", str(tmp_path / "d.sock")],
+                capture_stdout=True, capture_stderr=True, check=False,
+            )
+        assert daemon.returncode == 1 and "[STATE_DISK_FULL]" in daemon.stderr.decode(), daemon.stderr.decode()
+        assert aside_files(state) == []
+        for filler in state.glob("filler-*"):
+            filler.unlink()
+        store = SlotStore(path)
+        try:
+            assert [r.run_id for r in await store.live()] == ["kept"]
+        finally:
+            store.close()
