@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 import trio
 
-from jeeves_mcp.supervisor.store import SCHEMA_VERSION, SlotRecord, SlotStore, StoreTooNew, StoreUnavailable
+from jeeves_mcp.supervisor.store import (
+    SCHEMA_VERSION,
+    SlotRecord,
+    SlotStore,
+    StoreTooNew,
+    StoreUnavailable,
+)
 
 # The slots table as the first release wrote it, before the schema had a version:
 # spelled out here, not imported, so that a change to the code cannot change the old file.

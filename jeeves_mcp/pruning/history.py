@@ -72,8 +72,7 @@ CACHE_SIZE = 32
 CACHE_LINES = 400_000
 # A file of more lines is not blamed: its porcelain parse alone held 83 MB at 250,000 lines.
 MAX_BLAME_LINES = 50_000
-# After this many git commands in a row ran out of time, a child stops asking for
-# RETRY_AFTER_S: in a repository that slow (a huge monorepo), every first read of a file would
+# After this many git commands ran out of time, a child stops asking for RETRY_AFTER_S: in a repository that slow (a huge monorepo), every first read of a file would
 # otherwise wait the whole timeout. Then it asks once more: two timeouts under a passing load
 # (eight big reads at once, the attack review of 2026-11-29) turned history off for good.
 GIVE_UP_AFTER = 2
@@ -106,7 +105,7 @@ class _State:
         default_factory=OrderedDict
     )
     ages: OrderedDict[tuple[str, str], dict[str, int]] = field(default_factory=OrderedDict)
-    timeouts: int = 0  # in a row
+    timeouts: int = 0
     retry_at: float = 0.0  # time.monotonic() when a child that gave up asks again
     unstarted: int = 0  # git commands that could not start (no process, no descriptor to be had)
 
@@ -427,7 +426,6 @@ async def _git(
         _state.unstarted += 1
         log.debug("history.git_failed", extra={"reason": exc.strerror})
         return None
-    _state.timeouts = 0  # git answered in time
     if result.exit_code != 0 or (result.truncated and not cut_ok):
         return None
     return result.stdout.decode("utf-8", "replace")
@@ -437,13 +435,13 @@ def _timed_out() -> None:
     _state.timeouts += 1
     if _state.timeouts == GIVE_UP_AFTER:
         _state.retry_at = time.monotonic() + RETRY_AFTER_S
-        log.warning("history.given_up", extra={"reason": "git ran out of time twice in a row",
+        log.warning("history.given_up", extra={"reason": "git ran out of time twice",
                                                "retry_after_s": RETRY_AFTER_S})
 
 
 def _given_up() -> bool:
-    """Whether git ran out of time GIVE_UP_AFTER times in a row less than RETRY_AFTER_S ago;
-    past that, one more try (a timeout gives up again at once, an answer resets the count)."""
+    """Whether git ran out of time GIVE_UP_AFTER times, the last less than RETRY_AFTER_S ago;
+    past that, one more try (a timeout gives up again at once)."""
     if _state.timeouts < GIVE_UP_AFTER:
         return False
     if time.monotonic() < _state.retry_at:
