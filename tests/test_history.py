@@ -373,14 +373,9 @@ async def test_a_child_stops_asking_git_after_it_ran_out_of_time_twice(tmp_path:
         history._state = history._State()
 
 
-def test_realigning_an_edited_file_never_hands_difflib_a_long_stretch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """difflib's matcher is cubic on lines that repeat (blank lines between rewritten ones: a
-    4,000-line file took minutes, in a thread nothing cancels). The realignment matches the
-    common head and tail and the lines unique to both first, and asks difflib only about the
-    short stretches between them; a longer stretch counts as changed."""
+def difflib_asked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The lengths of the two sides of every stretch difflib is asked to match from now on."""
     import difflib
-
-    from jeeves_mcp.pruning import history
 
     asked: list[tuple[int, int]] = []
     real = difflib.SequenceMatcher
@@ -390,6 +385,18 @@ def test_realigning_an_edited_file_never_hands_difflib_a_long_stretch(monkeypatc
         return real(None, a, b, autojunk=autojunk)
 
     monkeypatch.setattr(difflib, "SequenceMatcher", recording)
+    return asked
+
+
+def test_realigning_an_edited_file_never_hands_difflib_a_long_stretch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """difflib's matcher is cubic on lines that repeat (blank lines between rewritten ones: a
+    4,000-line file took minutes, in a thread nothing cancels). The realignment matches the
+    common head and tail and the lines unique to both first, and asks difflib only about the
+    short stretches between them; a longer stretch counts as changed."""
+
+    from jeeves_mcp.pruning import history
+
+    asked = difflib_asked(monkeypatch)
     head = [f"value_{i} = {i}" if i % 2 else "" for i in range(4000)]
     commits = [f"{i % 7:040x}" for i in range(4000)]
     now = [f"value_{i} = {i} + 1" if i % 2 else "" for i in range(4000)]  # every line rewritten
@@ -421,18 +428,10 @@ def test_realigning_gives_difflib_a_bounded_amount_of_work_in_all(monkeypatch: p
     """Each stretch short, but 200 of them: a 20,000-line file of repeated lines between unique
     anchors, rewritten in the working tree, took 1.7 s of CPU in a thread no deadline reaches
     (the attack review of 2026-11-29). The stretches past ALIGN_WORK count as changed."""
-    import difflib
 
     from jeeves_mcp.pruning import history
 
-    asked: list[tuple[int, int]] = []
-    real = difflib.SequenceMatcher
-
-    def recording(isjunk: object, a: list[str], b: list[str], autojunk: bool = True) -> difflib.SequenceMatcher:
-        asked.append((len(a), len(b)))
-        return real(None, a, b, autojunk=autojunk)
-
-    monkeypatch.setattr(difflib, "SequenceMatcher", recording)
+    asked = difflib_asked(monkeypatch)
     head: list[str] = []
     now: list[str] = []
     for k in range(200):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -54,6 +55,15 @@ def old_store(path: Path, user_version: int) -> None:
     db.close()
 
 
+async def start_daemon(state: Path, socket: Path) -> subprocess.CompletedProcess[bytes]:
+    """`jeeves-mcp daemon` on `state`, expected to refuse to start: what it printed."""
+    with trio.fail_after(60):
+        return await trio.run_process(
+            [sys.executable, "-m", "jeeves_mcp", "daemon", "--state-dir", str(state), "--socket", str(socket)],
+            capture_stdout=True, capture_stderr=True, check=False,
+        )
+
+
 def indexes(path: Path) -> set[str]:
     with sqlite3.connect(path) as db:
         return {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
@@ -99,12 +109,7 @@ async def test_a_store_from_a_newer_schema_is_refused_and_left_alone(tmp_path: P
     old_store(path, SCHEMA_VERSION + 1)
     with pytest.raises(StoreTooNew, match=f"schema version {SCHEMA_VERSION + 1}, newer"):
         SlotStore(path)
-    with trio.fail_after(60):
-        daemon = await trio.run_process(
-            [sys.executable, "-m", "jeeves_mcp", "daemon", "--state-dir", str(state),
-             "--socket", str(tmp_path / "d.sock")],
-            capture_stdout=True, capture_stderr=True, check=False,
-        )
+    daemon = await start_daemon(state, tmp_path / "d.sock")
     assert daemon.returncode == 1, daemon.stderr.decode()
     assert "[STORE_TOO_NEW]" in daemon.stderr.decode()
     assert not (tmp_path / "d.sock").exists()
@@ -169,12 +174,7 @@ async def test_a_full_state_disk_at_start_spends_the_reserve_then_refuses_and_lo
         fill(state, "filler-2")  # full again, and no reserve left
         with pytest.raises(StoreUnavailable, match=r"\[STATE_DISK_FULL\]"):
             SlotStore(path)
-        with trio.fail_after(60):
-            daemon = await trio.run_process(
-                [sys.executable, "-m", "jeeves_mcp", "daemon", "--state-dir", str(state),
-                 "--socket", str(tmp_path / "d.sock")],
-                capture_stdout=True, capture_stderr=True, check=False,
-            )
+        daemon = await start_daemon(state, tmp_path / "d.sock")
         assert daemon.returncode == 1 and "[STATE_DISK_FULL]" in daemon.stderr.decode(), daemon.stderr.decode()
         assert aside_files(state) == []
         for filler in state.glob("filler-*"):
