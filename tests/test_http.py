@@ -330,3 +330,34 @@ async def test_read_refuses_a_fifo_instead_of_hanging(child: Child, workspace: P
             result = await call(http, child, "read", {"path": "pipe"})
     assert result["isError"] and tool_json(result)["code"] == "INVALID_REQUEST"
     assert "not a regular file" in tool_json(result)["message"]
+
+
+async def test_event_streams_end_with_their_clients_and_one_a_session(workspace: Path, tmp_path: Path) -> None:
+    """GET streams whose clients were killed stayed until their session ended, each one of
+    max_connections: 128 of them reset every later connection to the port while the slot still
+    looked healthy (the attack review of 2026-11-29)."""
+    env = {"JEEVES_MCP_MAX_CONNECTIONS": "6"}
+    async with running_child(workspace, tmp_path, env=env) as child, httpx.AsyncClient() as http:
+        session = await open_session(http, child)
+        request = (f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{child.port}\r\nAuthorization: Bearer {child.token}\r\n"
+                   f"Accept: text/event-stream\r\nMcp-Session-Id: {session}\r\n\r\n").encode()
+        for _ in range(10):  # each client reads its stream's head, then dies
+            with trio.fail_after(10):
+                stream = await trio.open_tcp_stream("127.0.0.1", child.port)
+                await stream.send_all(request)
+                head = await stream.receive_some(4096)
+                assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head, head
+                await stream.aclose()
+        with trio.fail_after(10):
+            listed = await http.post(child.url, json=rpc("tools/list"), headers=headers(child, **{"Mcp-Session-Id": session}))
+        assert listed.status_code == 200 and listed.json()["result"]["tools"]
+        # A session's second stream ends its first: the client came back for it.
+        stream_headers = {**child.headers(), "Accept": "text/event-stream", "Mcp-Session-Id": session}
+        async with httpx.AsyncClient() as first_client, \
+                first_client.stream("GET", child.url, headers=stream_headers) as first:
+            assert first.status_code == 200
+            async with httpx.AsyncClient() as second_client, \
+                    second_client.stream("GET", child.url, headers=stream_headers) as second:
+                assert second.status_code == 200
+                with trio.fail_after(5):
+                    assert [chunk async for chunk in first.aiter_bytes()] == []

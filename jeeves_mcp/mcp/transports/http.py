@@ -73,6 +73,8 @@ class HttpSession:
     def __init__(self) -> None:
         self.session = Session()
         self.closed = trio.Event()
+        # The session's GET event stream; a new one ends it (the client came back for it).
+        self.event_stream: trio.CancelScope | None = None
 
     def close(self) -> None:
         self.session.cancel_all()
@@ -215,7 +217,7 @@ class McpHttpApp:
         if method == "POST":
             await self._mcp_post(scope, receive, send)
         elif method == "GET":
-            await self._mcp_get(scope, send)
+            await self._mcp_get(scope, receive, send)
         elif method == "DELETE":
             entry = await self._session_for(scope, send)
             if entry is not None:
@@ -325,7 +327,7 @@ class McpHttpApp:
             status = MODERN_ERROR_STATUS.get(reply["error"]["code"], 200)
         await send_json(send, status, reply)
 
-    async def _mcp_get(self, scope: dict[str, Any], send: Send) -> None:
+    async def _mcp_get(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         accept = header(scope, b"accept") or ""
         if "text/event-stream" not in accept or header(scope, b"mcp-protocol-version") in MODERN_VERSIONS:
             await status(send, 405, "GET /mcp serves only a session's text/event-stream", allow="POST, DELETE")
@@ -333,11 +335,20 @@ class McpHttpApp:
         entry = await self._session_for(scope, send)
         if entry is None:
             return
-        # The server sends no requests of its own: the stream stays open, quiet,
-        # until the client leaves or the session ends.
+        # The server sends no requests of its own: the stream stays open, quiet, until the
+        # client leaves, the session ends or the session opens another. Streams whose clients
+        # were killed stayed until the session's end, each a connection of max_connections
+        # (the attack review of 2026-11-29: 128 of them shut the port to every request).
+        if entry.event_stream is not None:
+            entry.event_stream.cancel()
+        stream = entry.event_stream = trio.CancelScope(deadline=trio.current_time() + 24 * 3600)
         await start_sse(send)
-        with trio.move_on_after(24 * 3600):
-            await entry.closed.wait()
+        try:
+            with stream:
+                await self.watching(receive, entry.closed.wait())  # ClientGone: nothing to end
+        finally:
+            if entry.event_stream is stream:
+                entry.event_stream = None
         await end_stream(send)
 
     # -- helpers ----------------------------------------------------------------
