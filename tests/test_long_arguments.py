@@ -44,6 +44,10 @@ async def test_an_argument_longer_than_the_kernel_takes_is_invalid_request(
             assert result["isError"] and result["code"] == "INVALID_REQUEST", (field, result)
             assert result["message"].startswith(f"{field} is too long: "), (field, result["message"])
             assert "131,071" in result["message"], result["message"]
+        for name, arguments in (("bash", {"cmd": "echo a\x00b"}), ("grep", {"pattern": "a\x00b"})):
+            refused = await call(http, child, name, arguments)  # exec's strings end at a NUL
+            assert refused["isError"] and refused["code"] == "INVALID_REQUEST", refused
+            assert "NUL" in refused["message"], refused
         ran = await call(http, child, "bash", {"cmd": "echo ok", "env": {"FITS": "z" * 131_000}})
         assert not ran["isError"] and ran["stdout"] == "ok\n", ran
         logged = [e for e in child.log_events() if e.get("event") == "tool.internal_error"]
