@@ -19,7 +19,7 @@ from typing import Any
 import trio
 
 from jeeves_mcp import _log
-from jeeves_mcp.mcp.errors import INVALID_PARAMS, McpError, ToolError
+from jeeves_mcp.mcp.errors import INVALID_PARAMS, McpError, ToolError, clip_json
 from jeeves_mcp.mcp.progress import ProgressReporter
 from jeeves_mcp.mcp.schema import validate
 from jeeves_mcp.pruner_config import PrunerConfig
@@ -403,7 +403,7 @@ def fit_result(
         cost = sum(text_bytes(_dumps(_dumps(v))) for v in texts)
         slope = max(1.0, cost / max(kept, 1))
         budget = max(0, int(min(budget, kept) - over / slope) - 16)
-    clipped = _clip_values(structured)
+    clipped = clip_json(structured, MAX_LIST_ITEMS)
     result = _result(clipped, is_error=is_error)
     if result_bytes(result) <= target:
         return result, clipped
@@ -416,18 +416,7 @@ MAX_FIT_TRIES = 8
 # Room for what the protocol layer adds to a result (`resultType`, `_meta` with
 # the server's name and version in the stateless revision).
 PROTOCOL_RESERVE = 256
-MAX_STRING_CHARS = 500
 MAX_LIST_ITEMS = 10
-
-
-def _clip_values(value: Any) -> Any:
-    if isinstance(value, str):
-        return value if len(value) <= MAX_STRING_CHARS else value[: MAX_STRING_CHARS - 1] + "…"
-    if isinstance(value, list):
-        return [_clip_values(item) for item in value[:MAX_LIST_ITEMS]]
-    if isinstance(value, dict):
-        return {key: _clip_values(item) for key, item in value.items()}
-    return value
 
 
 def _result(structured: dict[str, Any], *, is_error: bool) -> dict[str, Any]:

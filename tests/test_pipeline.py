@@ -46,6 +46,12 @@ async def test_long_output_keeps_head_and_tail_and_the_middle_is_recoverable(
         }))).json()
         assert missing["error"]["code"] == -32004
         assert missing["error"]["data"] == {"code": "prune_id_not_found", "prune_id": "prn_nope"}
+        # An error echoes what it was given, clipped: a 3 MB prune_id came back whole.
+        huge = (await http.post(f"{child.base}/rpc", json=rpc("tools/call", {
+            "name": "recover_text",
+            "arguments": {"prune_id": "p" * 100_000, "ranges": [], "include_line_numbers": False},
+        }))).json()
+        assert huge["error"]["code"] == -32004 and len(huge["error"]["data"]["prune_id"]) == 500
         backwards = (await http.post(f"{child.base}/rpc", json=rpc("tools/call", {
             "name": "recover_text",
             "arguments": {"prune_id": cut["prune_id"], "ranges": [{"start_line": 9, "end_line": 3}],

@@ -39,6 +39,23 @@ TOOL_ERROR_CODES = frozenset(
 )
 
 
+# Strings a result or an error echoes are clipped to this many characters (seed 002): an error
+# echoing its input gave back a 3 MB prune_id whole (the attack review of 2026-11-29).
+MAX_STRING_CHARS = 500
+
+
+def clip_json(value: Any, max_items: int | None = None) -> Any:
+    """`value` with every string past MAX_STRING_CHARS clipped (and every list past
+    `max_items` cut), at any depth."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_STRING_CHARS else value[: MAX_STRING_CHARS - 1] + "…"
+    if isinstance(value, list):
+        return [clip_json(item, max_items) for item in value[:max_items]]
+    if isinstance(value, dict):
+        return {key: clip_json(item, max_items) for key, item in value.items()}
+    return value
+
+
 class McpError(Exception):
     """Answered as a JSON-RPC error object."""
 
@@ -49,9 +66,9 @@ class McpError(Exception):
         self.data = data
 
     def to_json(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        error: dict[str, Any] = {"code": self.code, "message": clip_json(self.message)}
         if self.data is not None:
-            error["data"] = self.data
+            error["data"] = clip_json(self.data)
         return error
 
 
