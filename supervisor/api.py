@@ -113,6 +113,19 @@ class AcquireBody(BaseModel):
                 raise ValueError(f"{name}=... is over {MAX_ENV_STRING // 1024} KiB, the most one variable can hold")
         return value
 
+    @field_validator("labels")
+    @classmethod
+    def _text(cls, value: dict[str, str]) -> dict[str, str]:
+        # A lone surrogate is no text: the CLI could not print the slot, nor `ls --json` any
+        # (the attack review of 2026-11-29); env refuses them the same way, on encoding.
+        for key, text in value.items():
+            try:
+                key.encode()
+                text.encode()
+            except UnicodeEncodeError:
+                raise ValueError(f"label {key!r} holds a lone surrogate, which is no text") from None
+        return value
+
 
 class RenewBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
