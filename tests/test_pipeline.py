@@ -182,3 +182,25 @@ async def test_tools_list_is_small() -> None:
         assert size <= 3 * 1024, (version, size)
     for tool in [tool.definition() for tool in DEFAULT_TOOLS]:
         assert tool["description"] and tool["title"] and tool["inputSchema"]["type"] == "object"
+
+
+async def test_progress_tokens_of_other_types_or_huge_get_no_progress_and_nan_is_no_json(child: Child) -> None:
+    """A progress token is a string or an integer: objects, floats and a 3 MiB string were
+    echoed in every notification (18.9 MB for a 1.8 s call), and NaN, which Python's json
+    reads, was written back as no JSON parser reads it (the attack review of 2026-11-29)."""
+    async with httpx.AsyncClient() as http:
+        init = await http.post(child.url, json=INIT, headers=headers(child))
+        session = {"Mcp-Session-Id": init.headers["mcp-session-id"]}
+        for token in ({"a": 1}, 1.5, True, "t" * 300):
+            params = {"name": "bash", "arguments": {"cmd": "for i in 1 2 3; do echo $i; sleep 0.3; done"},
+                      "_meta": {"progressToken": token}}
+            async with http.stream("POST", child.url, json=rpc("tools/call", params, 7),
+                                   headers=headers(child, **session)) as response:
+                messages = await sse_messages(response) if response.headers["content-type"] == "text/event-stream" \
+                    else [json.loads(await response.aread())]
+            *progress, final = messages
+            assert progress == [] and final["result"]["isError"] is False, (token, messages)
+        body = b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "bash", ' \
+               b'"_meta": {"progressToken": NaN}, "arguments": {"cmd": "echo"}}}'
+        refused = await http.post(child.url, content=body, headers=headers(child, **session))
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == -32700, refused.text

@@ -22,9 +22,16 @@ def is_request(message: Any) -> bool:
     )
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse(body: bytes) -> Any:
+    """The message, or the parse error to answer. NaN and Infinity, which Python's json reads
+    by default, are refused: echoed back they made replies no JSON parser reads (the attack
+    review of 2026-11-29)."""
     try:
-        return json.loads(body)
+        return json.loads(body, parse_constant=_not_json)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return McpError(PARSE_ERROR, f"parse error: {exc}"[:200])
 

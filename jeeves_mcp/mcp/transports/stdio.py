@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -22,6 +21,7 @@ from jeeves_mcp.mcp.protocol import (
     unsupported_version,
 )
 from jeeves_mcp.mcp.transports.asgi import dumps
+from jeeves_mcp.mcp.transports.checks import parse
 
 log = logging.getLogger("jeeves_mcp.stdio")
 
@@ -55,10 +55,9 @@ async def serve_stdio(
             await write(error_response(None, McpError(INTERNAL_ERROR, "internal error", {"code": "INTERNAL"})))
 
     async def answer_line(line: bytes) -> None:
-        try:
-            message = json.loads(line)
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            await write(error_response(None, McpError(PARSE_ERROR, f"parse error: {exc}"[:200])))
+        message = parse(line)
+        if isinstance(message, McpError):
+            await write(error_response(None, message))
             return
         version = request_version(message)
         if version is not None and version not in MODERN_VERSIONS:
