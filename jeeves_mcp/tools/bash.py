@@ -132,6 +132,8 @@ def _quote(cmd: str, room: int) -> str:
 async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     config = ctx.config
     cmd: str = args["cmd"]
+    if "\x00" in cmd:  # exec's strings end at a NUL: subprocess raised, and the call was INTERNAL
+        raise ToolError("INVALID_REQUEST", "cmd contains a NUL byte, which no command's argument can hold")
     check_arg_length("cmd", cmd)
     user = command_user(config.root)  # first: a replaced root is refused as such
     cwd = resolve_in_root(config, args.get("cwd", "."), what="cwd")
