@@ -221,9 +221,11 @@ class ToolRunner:
         question = args.get(FOCUS)
         pruned = _Pruned()
         pruning = pruned.pruning
-        # Texts pruned together share the response budget.
-        share = text_budget(self.config) // max(1, len(output.texts))
-        for text in output.texts:
+        # Texts pruned together share the response budget: a small one (an empty stderr) whole, the
+        # rest alike. An even split gave a focused `cat` half the budget beside an empty stderr
+        # (4.7 KB views where `read` of the same file gave 9 KB; the review of 2026-11-29).
+        shares = share_budget([text_bytes(text.text) for text in output.texts], text_budget(self.config))
+        for text, share in zip(output.texts, shares, strict=True):
             reason = self._prune_check(text, question)
             pruned.scans.append(None)
             if reason is not None:

@@ -461,3 +461,22 @@ async def test_a_patch_file_is_read_as_the_diff_it_holds(child: Child, workspace
     assert "diff --git a/inventory.py b/inventory.py" in content and "diff --git a/billing.py" not in content
     reasons = [MARKER.match(line).group(5) for line in content.split("\n") if line.startswith("⟦")]  # type: ignore[union-attr]
     assert reasons and all(".py" in reason for reason in reasons), reasons
+
+
+async def test_a_focused_cat_gets_the_budget_read_gets(child: Child, workspace: Path) -> None:
+    """stdout and an empty stderr split the budget evenly before pruning: a focused `cat F` kept
+    about half the lines a focused `read F` kept (the review of 2026-11-29)."""
+    functions = [
+        f"def handler_{k}(request, settings):\n    '''Answer request {k}.'''\n"
+        f"    value = settings.get('limit_{k}', {k})\n    if request.size > value:\n"
+        f"        raise ValueError('request {k} too large')\n    return request.body[:value]\n"
+        for k in range(400)
+    ]
+    (workspace / "handlers.py").write_text("\n".join(functions))
+    question = "how are request sizes checked against their limits?"
+    number = re.compile(r"^\d+│ ", re.MULTILINE)
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        read = tool_json(await call(http, child, "read", {"path": "handlers.py", "context_focus_question": question}))
+        shown = tool_json(await call(http, child, "bash", {"cmd": "cat handlers.py", "context_focus_question": question}))
+    by_read, by_cat = len(number.findall(read["content"])), len(number.findall(shown["stdout"]))
+    assert by_read > 100 and by_cat >= 0.9 * by_read, (by_read, by_cat)
