@@ -480,3 +480,34 @@ async def test_a_focused_cat_gets_the_budget_read_gets(child: Child, workspace: 
         shown = tool_json(await call(http, child, "bash", {"cmd": "cat handlers.py", "context_focus_question": question}))
     by_read, by_cat = len(number.findall(read["content"])), len(number.findall(shown["stdout"]))
     assert by_read > 100 and by_cat >= 0.9 * by_read, (by_read, by_cat)
+
+
+async def test_a_line_longer_than_the_budget_neither_empties_a_view_nor_loops_its_recovery(
+    child: Child, workspace: Path
+) -> None:
+    """A focused read of a one-line 29 KB JSON file showed only a marker; a 30 KB line ranked
+    first hid every line after it (a 120-line module's view was 542 bytes); recovering the one
+    line gave its head, the same marker and its tail, which an agent followed forever (the
+    review of 2026-11-29)."""
+    line = '{"items": [' + ", ".join(f'{{"key{k}": {k}}}' for k in range(2500)) + "]}"
+    (workspace / "mid.json").write_text(line)
+    body = [f"def b{k}(x):\n    return x + {k}\n" for k in range(60)]
+    (workspace / "mixed.py").write_text("".join(body[:30]) + f'BLOB = "{"z" * 30_000}"\n' + "".join(body[30:]))
+    async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
+        read = tool_json(await call(http, child, "read", {"path": "mid.json", "context_focus_question": "what is key700?"}))
+        assert '{"key700": 700}' in read["content"], read["content"]  # the line around what was asked
+        read = tool_json(await call(http, child, "read", {"path": "mid.json", "context_focus_question": "the sky's color?"}))
+        content = read["content"].split("\n")
+        assert len(content) == 3 and content[0].startswith('1│ {"items"') and content[2].endswith("]}"), content
+        marker = MARKER.match(content[1])
+        assert marker and marker.group(5).startswith("budget de réponse: octets "), content[1]
+        again = tool_json(await call(http, child, "recover_text", {
+            "prune_id": marker.group(1), "ranges": [{"start_line": 1, "end_line": 1}], "include_line_numbers": False}))
+        hidden = re.search(r"octets (\d+)-(\d+) de la ligne", again["raw_text"])
+        head, _, tail = again["raw_text"].split("\n")
+        assert hidden and head.removesuffix("…") == line[: int(hidden.group(1)) - 1], head[-40:]
+        assert tail.removeprefix("…") == line[int(hidden.group(2)):]
+        mixed = tool_json(await call(http, child, "read", {"path": "mixed.py", "context_focus_question": "what does b45 return?"}))
+        assert "45│ def b22(x):" in mixed["content"] or "93│     return x + 45" in mixed["content"], mixed["content"]
+        shown = [int(m) for m in re.findall(r"^(\d+)│ ", mixed["content"], re.MULTILINE)]
+        assert 92 in shown and 93 in shown and len(shown) > 60, shown

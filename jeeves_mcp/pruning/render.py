@@ -16,6 +16,7 @@ BUDGET_REASON = "budget de réponse"
 FOCUS_REASON = "hors focus"
 MARKER_OVERHEAD = 96  # bytes a marker line may take, reserved when cutting
 MIN_CLIP_BYTES = 256  # below this, a clipped line shows too little to be worth its bytes
+LINE_REASON_BYTES = 64  # what a cut inside a line adds to its marker's reason
 
 
 @dataclass(frozen=True)
@@ -223,14 +224,23 @@ def trim_by_order(
         return None
     out = [False] * n
     used = marker_bytes
+    huge = None  # the first line that no view could hold whole
     for i in order:
         if not keep[i] or out[i]:
             continue
-        c = numbered_line_bytes(first_line + i, lines[i]) + marker_change(out, i, marker_bytes)
+        size = numbered_line_bytes(first_line + i, lines[i])
+        if size > max_bytes - marker_bytes:
+            # Passed over, not the end of the view: a 30 KB line ranked first hid every line
+            # after it, and a one-line file showed only its marker (the review of 2026-11-29).
+            huge = i if huge is None else huge
+            continue
+        c = size + marker_change(out, i, marker_bytes)
         if used + c > max_bytes:
             break
         out[i] = True
         used += c
+    if huge is not None and not any(out):
+        out[huge] = True  # the view's one line: fit_rows shows its head and tail
     fill_cheap_gaps(lines, out, marker_bytes, first_line)
     return out
 
@@ -332,15 +342,22 @@ def _clip_cut(texts: Sequence[str], head: int, tail: int, max_bytes: int) -> tup
 def _cut_inside_line(
     first: Row, end: int, max_bytes: int, prune_id: str
 ) -> tuple[list[Row], dict[str, Any] | None]:
-    room = max(max_bytes - MARKER_OVERHEAD - 2 * (len("…".encode()) + 1), 16)
+    room = max(max_bytes - MARKER_OVERHEAD - 2 * (len("…".encode()) + 1) - LINE_REASON_BYTES, 16)
     data = first.text.encode("utf-8", "surrogatepass")
-    block = annotation(prune_id, first.start, end, BUDGET_REASON)
-    marker = Row(first.start, end, block["marker"], marker=True, reason=BUDGET_REASON)
     if end != first.end:  # more lines follow: the first one's head, the rest behind the marker
+        block = annotation(prune_id, first.start, end, BUDGET_REASON)
+        marker = Row(first.start, end, block["marker"], marker=True, reason=BUDGET_REASON)
         text = data[:room].decode("utf-8", "ignore")
         return [Row(first.start, first.end, text + "…"), marker], block
     # The one line of the text (a minified JSON file): its head and its tail, as in the middle.
+    # Recovering the line again would give the same cut: the reason says which bytes are out of
+    # reach, for a command to print (an agent following the marker looped on it).
     head, tail = _ends(data, room)
+    shown_head = len(head.encode("utf-8", "surrogatepass")) - len("…".encode())
+    shown_tail = len(tail.encode("utf-8", "surrogatepass")) - len("…".encode())
+    reason = f"{BUDGET_REASON}: octets {shown_head + 1}-{len(data) - shown_tail} de la ligne, trop longue (cut -b)"
+    block = annotation(prune_id, first.start, end, reason)
+    marker = Row(first.start, end, block["marker"], marker=True, reason=reason)
     return [Row(first.start, first.end, head), marker, Row(first.start, first.end, tail)], block
 
 
