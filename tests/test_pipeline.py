@@ -204,3 +204,22 @@ async def test_progress_tokens_of_other_types_or_huge_get_no_progress_and_nan_is
                b'"_meta": {"progressToken": NaN}, "arguments": {"cmd": "echo"}}}'
         refused = await http.post(child.url, content=body, headers=headers(child, **session))
         assert refused.status_code == 400 and refused.json()["error"]["code"] == -32700, refused.text
+
+
+async def test_prune_text_counts_what_the_budget_cut_too(child: Child) -> None:
+    """Its summary and stats said the lines the engine kept before the response budget cut
+    them: 'kept 210 of 606 lines' where its own annotations hid 449 (the review of 2026-11-29)."""
+    text = "\n".join(f"def handler_{k}(request):\n    return request.body[{k}:] + 'limit {k} reached'" for k in range(600))
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        pruned = tool_json(await call(http, child, "prune_text", {
+            "text": text, "goal_hint": "where is the limit reached?", "source_type": "code",
+            "options": {"max_prune_ratio": 0.1, "min_keep_lines": 0, "timeout_ms": 5000,
+                        "annotate_lines": True, "include_markers": True},
+        }))
+    assert "response_budget" in pruned["warnings"], pruned["warnings"]
+    hidden = sum(a["pruned_line_count"] for a in pruned["annotations"])
+    stats = pruned["stats"]
+    assert stats["kept_lines"] == stats["original_lines"] - hidden == stats["original_lines"] - stats["pruned_lines"]
+    assert pruned["summary"].startswith(f"prune_text: kept {stats['kept_lines']} of {stats['original_lines']} lines"), pruned["summary"]
+    shown = [line for line in pruned["pruned_text"].split("\n") if not line.startswith("⟦")]
+    assert len(shown) == stats["kept_lines"]
