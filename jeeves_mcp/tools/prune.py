@@ -115,7 +115,8 @@ async def prune_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
             result["stats"] = {**stats, "kept_lines": kept, "pruned_lines": total - kept,
                                "pruned_ratio": round((total - kept) / total, 4) if total else 0.0,
                                "tokens_est_after": estimate_tokens(result["pruned_text"])}
-            result["summary"] = clip_summary(f"prune_text: kept {kept} of {plural(total, 'line')}")
+            if not outcome.used_fallback:  # else it says why the text was not pruned
+                result["summary"] = clip_summary(f"prune_text: kept {kept} of {plural(total, 'line')}")
         return result
 
     return ToolOutput(summary=summary, fit_raw=fit)
