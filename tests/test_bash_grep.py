@@ -322,6 +322,7 @@ async def test_grep_bad_regex_is_invalid_request(root, engine, pattern):
         await call_grep(root, pattern=pattern)
     assert info.value.code == "INVALID_REQUEST"
     assert "regex" in info.value.message
+    assert "(?:" not in info.value.message  # rg's wrapping of the pattern, not the agent's
 
 
 @pytest.mark.parametrize("path", ["..", "/etc", "src/../../"])

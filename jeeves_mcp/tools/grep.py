@@ -264,12 +264,13 @@ async def _run_rg(
     )
     stderr = result.stderr.decode("utf-8", "replace").strip()
     if result.exit_code == 2 and "regex parse error" in stderr:
-        message = (
-            stderr.split("error:", 1)[-1].strip().splitlines()[0] if "error:" in stderr else stderr
-        )
+        # rg prints the pattern as it wrapped it, `(?:(...)`, then `error: <what is wrong>`: the
+        # agent's own pattern and the last line are what it can act on.
+        lines = stderr.rsplit("error:", 1)[-1].strip().splitlines()
+        message = f"{pattern!r}: {lines[0] if lines else stderr}"
         raise ToolError(
             "INVALID_REQUEST",
-            f"invalid regex: {message}",
+            f"invalid regex {message}",
             hint="ripgrep syntax (Rust regex): no look-around or backreferences",
         )
     if result.exit_code == 126:
