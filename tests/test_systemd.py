@@ -279,3 +279,15 @@ def test_the_control_socket_and_stored_slot_sockets_are_told_apart_by_name(tmp_p
     assert seen["activated"] is True and seen["control"] == str(tmp_path / "control.sock"), seen
     assert seen["stored"] == {name: ["127.0.0.1", port]}, seen
     assert seen["inheritable"] == [False, False], seen  # none reaches what the daemon starts
+
+
+def test_the_unit_that_delegates_cgroups_leaves_them_writable() -> None:
+    """ProtectControlGroups=yes mounts /sys/fs/cgroup read-only for the whole unit, the subtree
+    Delegate=yes hands over included: the unit set both, and under systemd no slot could get
+    the cgroup that kills what a crashed child left (the review of 2026-11-29)."""
+    settings = dict(
+        line.split("=", 1) for line in (UNITS / "jeeves-mcp.service").read_text().splitlines()
+        if "=" in line and not line.lstrip().startswith("#")
+    )
+    assert settings.get("Delegate") == "yes"
+    assert settings.get("ProtectControlGroups", "no") == "no", settings.get("ProtectControlGroups")
