@@ -116,10 +116,11 @@ def _param_name(param: Any) -> str:
 def _bounds(param: Any) -> str | None:
     """"at least 1", "from 0 to 10000": a range in our words (typer's are pydantic's)."""
     low, high = getattr(param, "min", None), getattr(param, "max", None)
+    above = "more than 0" if low is not None and 0 < low < 0.01 else f"at least {low}"  # a tiny min is "> 0"
     if low is not None and high is not None:
-        return f"from {low} to {high}"
+        return f"{above} and at most {high:,}" if above == "more than 0" else f"from {low} to {high}"
     if low is not None:
-        return "more than 0" if 0 < low < 0.01 else f"at least {low}"
+        return above
     if high is not None:
         return f"at most {high}"
     return None

@@ -35,6 +35,7 @@ from jeeves_mcp.cli._render import (
     stderr_console,
     stdout_console,
 )
+from jeeves_mcp.client import MAX_TTL_S
 from jeeves_mcp.pruning.render import plural
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def acquire(
         help="The run's workspace: read/grep/bash stay inside it. Sent as given (made absolute, "
              "links unresolved): the daemon refuses one through a link another user owns.")],
     ttl: Annotated[float | None, typer.Option(
-        "--ttl", min=0.001, metavar="SECONDS",
+        "--ttl", min=0.001, max=MAX_TTL_S, metavar="SECONDS",
         help="Lease: the slot is released unless renewed within this (default: the daemon's default_ttl_s).",
         show_default=False)] = None,
     env: Annotated[list[str] | None, typer.Option(
@@ -182,7 +183,7 @@ def renew(
     ctx: typer.Context,
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
     ttl: Annotated[float | None, typer.Option(
-        "--ttl", min=0.001, metavar="SECONDS",
+        "--ttl", min=0.001, max=MAX_TTL_S, metavar="SECONDS",
         help="New lease from now (default: the slot's own ttl).", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the slot JSON.")] = False,
 ) -> None:

@@ -62,6 +62,7 @@ class DaemonUnavailable(ControlError):
 
 
 SYSTEM_SOCKET = Path("/run/jeeves-mcp/control.sock")  # where the systemd units put it
+MAX_TTL_S = 7 * 24 * 3600  # the longest lease a slot may have (POST /v1/slots, renew)
 
 
 def default_socket() -> Path:

@@ -22,6 +22,7 @@ from werkzeug.exceptions import HTTPException
 
 from jeeves_mcp import __version__
 from jeeves_mcp.capped_listener import vouch_for
+from jeeves_mcp.client import MAX_TTL_S
 from jeeves_mcp.paths import foreign_symlink
 from jeeves_mcp.proc import can_switch_users, user_name
 from jeeves_mcp.supervisor import savings
@@ -67,7 +68,7 @@ class AcquireBody(BaseModel):
     root: str = Field(min_length=1)
     env: dict[str, str] = Field(default_factory=dict)
     pruner_endpoint: str | None = None
-    ttl_s: float | None = Field(None, gt=0, le=7 * 24 * 3600)
+    ttl_s: float | None = Field(None, gt=0, le=MAX_TTL_S)
     labels: dict[str, str] = Field(default_factory=dict)
     enabled: bool = True
 
@@ -130,7 +131,7 @@ class AcquireBody(BaseModel):
 class RenewBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    ttl_s: float | None = Field(None, gt=0, le=7 * 24 * 3600)
+    ttl_s: float | None = Field(None, gt=0, le=MAX_TTL_S)
 
 
 def error_body(code: str, message: str, **extra: Any) -> str:

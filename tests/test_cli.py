@@ -268,7 +268,10 @@ async def test_reacquire_with_another_root_is_one_line_conflict(daemon: Daemon, 
 USAGE_ERRORS = [
     (["acquire", "r"], "jeeves-mcp acquire: bad usage: --root is required"),
     (["acquire", "r", "--root", "/nonexistent/run"], "--root: directory '/nonexistent/run' does not exist"),
-    (["acquire", "r", "--root", "/tmp", "--ttl", "-5"], "jeeves-mcp acquire: bad usage: --ttl must be more than 0, not -5"),
+    (["acquire", "r", "--root", "/tmp", "--ttl", "-5"], "jeeves-mcp acquire: bad usage: --ttl must be more than 0 and at most 604,800, not -5"),
+    # inf passed the minimum and crashed the JSON encoder ('internal error'; the review of 2026-11-29)
+    (["acquire", "r", "--root", "/tmp", "--ttl", "inf"], "jeeves-mcp acquire: bad usage: --ttl must be"),
+    (["renew", "r", "--ttl", "1e400"], "jeeves-mcp renew: bad usage: --ttl must be"),
     (["ls", "--bogus"], "jeeves-mcp ls: bad usage: unknown option --bogus"),
     (["logs", "r", "--tail", "-1"], "jeeves-mcp logs: bad usage: --tail must be from 0 to 10000, not -1"),
     (["events", "--count=0"], "jeeves-mcp events: bad usage: --count must be at least 1, not 0"),
