@@ -308,9 +308,12 @@ def codex(
         found = read_existing(write, "config codex")
         existing = found[0] if found else ""
         try:
-            tomllib.loads(existing)
+            servers = tomllib.loads(existing).get("mcp_servers", {})
         except tomllib.TOMLDecodeError as exc:
             raise fail("config codex", f"{write} is not valid TOML ({exc}); fix it first") from None
+        if not isinstance(servers, dict):  # `mcp_servers = 3` crashed the merge (TypeError)
+            raise fail("config codex", f"{write}: mcp_servers is a {type(servers).__name__}, not a table of "
+                       "servers, so Codex would not read one there; fix it first")
         merged = merge_codex_toml(existing, name, table)
         parsed = tomllib.loads(merged)  # never write a file Codex cannot read
         assert parsed["mcp_servers"][name] == {"url": url, "bearer_token_env_var": token_env}

@@ -358,6 +358,13 @@ async def test_config_codex(daemon: Daemon, run_root: Path, tmp_path: Path) -> N
     parsed = tomllib.loads(config.read_text())
     assert parsed == {"model": "o3", "mcp_servers": {"jeeves": expected, "other": {"command": "x"}}}
     assert "# keep me" in config.read_text() and token not in config.read_text()
+    # A config.toml whose mcp_servers is no table is the operator's to fix: it crashed the merge
+    # ('internal error: TypeError'; the operator review of 2026-11-29).
+    for spelled in ("mcp_servers = 3\n", "mcp_servers = [1]\n"):
+        config.write_text(spelled)
+        refused = await cli(daemon.socket, "config", "codex", "run-x", "--write", str(config))
+        assert refused.code == 1 and "mcp_servers is a" in refused.err and "internal error" not in refused.err, refused
+        assert config.read_text() == spelled
 
 
 NEW_SERVER = {"url": "http://127.0.0.1:9/mcp", "bearer_token_env_var": "JEEVES_MCP_TOKEN"}
