@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -64,8 +65,12 @@ def pruner(
         typer.echo(f"jeeves-mcp pruner: bad configuration: {exc}", err=True)
         raise typer.Exit(2) from exc
     except BaseException as exc:
-        line = None if stdio else start_failure_line(exc)
-        if line is not None:  # an OS error before the ready line: where the daemon waits for it
+        line = start_failure_line(exc)
+        if line is None:
+            raise
+        if not stdio:  # an OS error before the ready line: where the daemon waits for it
             print(line, flush=True)
-        raise
+        # Said as what it is, not as 'internal error: ExceptionGroup' (the review of 2026-11-29).
+        typer.echo(f"jeeves-mcp pruner: {json.loads(line)['error']}", err=True)
+        raise typer.Exit(1) from exc
 

@@ -594,3 +594,18 @@ def test_new_lines_of_a_sliding_tail() -> None:
     assert new_lines(["a", "b", "c"], ["b", "c", "d", "e"]) == ["d", "e"]
     assert new_lines(["x", "y"], ["p", "q"]) == ["p", "q"]  # rotated past the window
     assert new_lines(["a", "a"], ["a", "a", "a"]) == ["a"]
+
+
+async def test_a_pruner_that_cannot_start_says_why_in_one_line(tmp_path: Path) -> None:
+    """An OS error before the ready line (a host that does not resolve, a log file's missing
+    directory) was printed as 'internal error: ExceptionGroup ...' (the operator review of
+    2026-11-29); the failed line for the daemon stays on stdout."""
+    for args in (["--host", "no-such-host.invalid"], ["--log-file", str(tmp_path / "missing" / "x.log")]):
+        with trio.fail_after(60):
+            done = await trio.run_process(
+                [sys.executable, "-m", "jeeves_mcp", "pruner", "--root", str(tmp_path), *args],
+                capture_stdout=True, capture_stderr=True, check=False,
+            )
+        err = done.stderr.decode()
+        assert done.returncode == 1 and "jeeves-mcp pruner: cannot start: " in err and "internal error" not in err, err
+        assert json.loads(done.stdout.decode().splitlines()[-1])["event"] == "failed"
