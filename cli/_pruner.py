@@ -21,7 +21,7 @@ def pruner(
         help="Bearer token required on /mcp and /rpc (prefer the env var: argv is visible to other users).",
     ),
     config: Path = typer.Option(
-        None, "--config", help="TOML file whose [pruner] table holds settings (env JEEVES_MCP_CONFIG)."
+        None, "--config", help="TOML file whose \\[pruner] table holds settings (env JEEVES_MCP_CONFIG)."
     ),
     stdio: bool = typer.Option(False, "--stdio", help="Speak MCP on stdin/stdout instead of HTTP."),
     pruner_endpoint: str = typer.Option(

@@ -609,3 +609,9 @@ async def test_a_pruner_that_cannot_start_says_why_in_one_line(tmp_path: Path) -
         err = done.stderr.decode()
         assert done.returncode == 1 and "jeeves-mcp pruner: cannot start: " in err and "internal error" not in err, err
         assert json.loads(done.stdout.decode().splitlines()[-1])["event"] == "failed"
+
+
+async def test_pruner_help_keeps_its_bracketed_table_name(tmp_path: Path) -> None:
+    # rich read "[pruner]" as markup and dropped it: "TOML file whose  table holds settings".
+    result = await cli(tmp_path / "x.sock", "pruner", "--help")
+    assert result.code == 0 and "[pruner] table" in " ".join(result.out.split()), result.out
