@@ -21,6 +21,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import shlex
 import struct
 import time
 import urllib.parse
@@ -135,9 +136,11 @@ def _unavailable(where: str, exc: Exception) -> DaemonUnavailable:
             "its listen queue is full, from a flood of connections or a daemon that stopped "
             "accepting; `jeeves-mcp doctor` and the daemon's log say which",
         )
+    # On the socket asked for: a plain `jeeves-mcp daemon` may listen elsewhere.
+    start = f"jeeves-mcp daemon --socket {shlex.quote(where)}" if where.startswith("/") else "jeeves-mcp daemon"
     return DaemonUnavailable(
         "DAEMON_UNAVAILABLE",
-        f"no daemon answers on {where} ({type(exc).__name__}); start it with `jeeves-mcp daemon` "
+        f"no daemon answers on {where} ({type(exc).__name__}); start it with `{start}` "
         "or `systemctl start jeeves-mcp`",
     )
 

@@ -236,7 +236,8 @@ async def test_no_daemon_is_one_line_and_exit_3(tmp_path: Path) -> None:
         assert result.out == ""
         line, = result.err.splitlines()
         assert line.startswith(f"jeeves-mcp {' '.join(args[:2]) if args[0] == 'config' else args[0]}: ")
-        assert str(socket) in line and "start it with `jeeves-mcp daemon`" in line
+        # On the socket asked for (a plain `jeeves-mcp daemon` may listen elsewhere).
+        assert f"start it with `jeeves-mcp daemon --socket {socket}`" in line, line
     debug = await cli(socket, "--debug", "ls")
     assert debug.code == 3 and "Traceback" in debug.err and "DaemonUnavailable" in debug.err
 
