@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -56,8 +57,10 @@ def check_socket(path: Path) -> Check:
     try:
         info = path.lstat()
     except FileNotFoundError:
-        return Check("socket", "fail", f"no control socket at {path}: start the daemon "
-                     "(`jeeves-mcp daemon` or `systemctl start jeeves-mcp`), or pass --socket")
+        # Said with the path asked for: `--socket` may be the one already given.
+        return Check("socket", "fail", f"no control socket at {path}: start the daemon on it (`jeeves-mcp "
+                     f"daemon --socket {shlex.quote(str(path))}` or `systemctl start jeeves-mcp`), or point "
+                     "--socket at the one it listens on")
     except PermissionError:
         return Check("socket", "fail", f"cannot see {path}: its directory is not readable by you "
                      "(run as the daemon's user)")
@@ -266,8 +269,9 @@ def check_isolation(health: dict | None = None) -> Check:
         whose = " (no daemon answers: as a daemon started now would run)"
     if switch:
         how = "as root" if user == "root" else f"as {user} with CAP_SETUID/CAP_SETGID"
+        owners = "root" if user == "root" else f"root or {user}"  # not "root or root"
         return Check("isolation", "pass", f"daemon {how}: commands run as their run root's owner "
-                     f"(roots owned by root or {user}: as {user}); children non-dumpable{whose}")
+                     f"(roots owned by {owners}: as {user}); children non-dumpable{whose}")
     return Check("isolation", "warn", f"single user: commands run as {user} like the daemon and can "
                  "read its state dir (tokens); children are non-dumpable, so not their memory. Give the "
                  f"daemon CAP_SETUID and CAP_SETGID (or root) for per-owner commands{whose}")

@@ -470,6 +470,9 @@ async def test_doctor_reports_failures(tmp_path: Path) -> None:
     checks = checks_by_name(result)
     assert result.code == 1 and result.json()["ok"] is False
     assert checks["socket"]["status"] == "fail" and "start the daemon" in checks["socket"]["detail"]
+    # On the socket asked for, not a plain `jeeves-mcp daemon` elsewhere (the operator review of 2026-11-29).
+    assert f"jeeves-mcp daemon --socket {tmp_path / 'absent.sock'}" in checks["socket"]["detail"]
+    assert "root or root" not in checks["isolation"]["detail"]
     assert checks["daemon"]["status"] == "fail"
     assert checks["pruner endpoint"]["status"] == "fail"
     if os.geteuid() != 0:  # root writes anywhere
