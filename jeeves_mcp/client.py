@@ -21,6 +21,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import shlex
 import struct
 import time
@@ -64,6 +65,8 @@ class DaemonUnavailable(ControlError):
 
 SYSTEM_SOCKET = Path("/run/jeeves-mcp/control.sock")  # where the systemd units put it
 MAX_TTL_S = 7 * 24 * 3600  # the longest lease a slot may have (POST /v1/slots, renew)
+RUN_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")  # \Z: "$" would let a final "\n" in
+RUN_ID_RULE = "run ids are 1-128 of A-Z a-z 0-9 . _ : @ -, starting with a letter or digit"
 
 
 def default_socket() -> Path:
@@ -93,7 +96,11 @@ def _acquire_body(
 
 def _slot(run_id: str, suffix: str = "") -> str:
     """The slot's URL path, the run id one escaped segment: `a/../b` or `..` cannot name
-    another route or another run (dots too, which URL normalisation would remove)."""
+    another route or another run (dots too, which URL normalisation would remove). A run id no
+    slot can have is refused here, in the daemon's words: `bad/id` reached it as a path of two
+    segments and came back 'no route GET /v1/slots/bad/id' (the operator review of 2026-11-29)."""
+    if not RUN_ID.match(run_id):
+        raise ControlError("INVALID_REQUEST", f"{run_id!r} is no run id: {RUN_ID_RULE}", 400)
     return "/v1/slots/" + urllib.parse.quote(run_id, safe="").replace(".", "%2E") + suffix
 
 

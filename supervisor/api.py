@@ -27,7 +27,7 @@ from jeeves_mcp.paths import foreign_symlink
 from jeeves_mcp.proc import can_switch_users, user_name
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from jeeves_mcp.supervisor.slots import RUN_ID, AcquireRequest, SlotError, SlotManager
+from jeeves_mcp.supervisor.slots import RUN_ID, RUN_ID_RULE, AcquireRequest, SlotError, SlotManager
 from jeeves_mcp.supervisor.strictmodes import root_problem
 
 log = logging.getLogger("jeeves_mcp.supervisor.api")
@@ -253,7 +253,7 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
         # left a body unread and the keep-alive connection unanswered (the control fuzz).
         run_id = (request.view_args or {}).get("run_id")
         if run_id is not None and not RUN_ID.match(run_id):
-            return error("INVALID_REQUEST", "run_id: 1-128 of A-Z a-z 0-9 . _ : @ -, starting with a letter or digit", 400)
+            return error("INVALID_REQUEST", f"run_id: {RUN_ID_RULE}", 400)
         return None
 
     @app.errorhandler(SlotError)

@@ -8,7 +8,6 @@ lifecycle.py; one slot's state and view in slot.py.
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 import time
 from collections import Counter
@@ -19,6 +18,7 @@ from typing import Any
 import httpx
 import trio
 
+from jeeves_mcp.client import RUN_ID, RUN_ID_RULE  # one rule for the client and the daemon
 from jeeves_mcp.supervisor import child as children
 from jeeves_mcp.supervisor import savings
 from jeeves_mcp.supervisor.child_start import marker_env
@@ -34,8 +34,6 @@ from jeeves_mcp.supervisor.slot import Slot, SlotState, iso, record_view
 from jeeves_mcp.supervisor.store import SlotStore
 
 log = logging.getLogger("jeeves_mcp.supervisor")
-
-RUN_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")  # \Z: "$" would let a final "\n" in
 
 
 class SlotError(Exception):
@@ -160,7 +158,7 @@ class SlotManager:
     async def acquire(self, request: AcquireRequest) -> tuple[dict[str, Any], bool]:
         """Start (or find) the run's slot; returns its view and whether it was created."""
         if not RUN_ID.match(request.run_id):
-            raise SlotError("INVALID_REQUEST", "run_id: 1-128 of A-Z a-z 0-9 . _ : @ -", 400)
+            raise SlotError("INVALID_REQUEST", f"run_id: {RUN_ID_RULE}", 400)
         while (existing := self.slots.get(request.run_id)) is not None:
             if not existing.scope.cancel_called:
                 await existing.ready.wait()

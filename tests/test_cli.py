@@ -615,6 +615,15 @@ async def test_a_pruner_that_cannot_start_says_why_in_one_line(tmp_path: Path) -
         assert json.loads(done.stdout.decode().splitlines()[-1])["event"] == "failed"
 
 
+async def test_a_run_id_no_slot_can_have_is_refused_in_the_daemons_words(daemon: Daemon) -> None:
+    # `show bad/id` reached the daemon as a path of two segments: 'no route GET /v1/slots/bad/id
+    # [NOT_FOUND]' (the operator review of 2026-11-29).
+    for args in (["show", "bad/id"], ["release", "bad/id"], ["logs", "a b"], ["renew", ".x", "--ttl", "5"]):
+        result = await cli(daemon.socket, *args)
+        assert result.code == 2 and "[INVALID_REQUEST]" in result.err, (args, result)
+        assert "starting with a letter or digit" in result.err and "no route" not in result.err, result.err
+
+
 async def test_pruner_help_keeps_its_bracketed_table_name(tmp_path: Path) -> None:
     # rich read "[pruner]" as markup and dropped it: "TOML file whose  table holds settings".
     result = await cli(tmp_path / "x.sock", "pruner", "--help")
