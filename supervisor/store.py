@@ -227,9 +227,7 @@ class SlotStore:
             return self._open(path)
         except sqlite3.OperationalError as exc:
             problem = exc
-            if out_of_space(exc, path.parent) and self.reserve.give_back():
-                _log.event(log, "store.reserve_used", logging.WARNING, path=str(self.reserve.path),
-                           bytes=self.reserve.size, error=f"{type(exc).__name__}: {exc}")
+            if self._spend_reserve(exc):
                 try:
                     return self._open(path)
                 except sqlite3.OperationalError as again:
@@ -331,13 +329,19 @@ class SlotStore:
                 self._flush()
             return sorted(self._pending)
 
+    def _spend_reserve(self, problem: BaseException, **extra: Any) -> bool:
+        """Give the reserve back when `problem` is a lack of space; whether there was one to give
+        (the failed open or write is then worth trying once more)."""
+        if not out_of_space(problem, self.reserve.path.parent) or not self.reserve.give_back():
+            return False
+        _log.event(log, "store.reserve_used", logging.WARNING, path=str(self.reserve.path),
+                   bytes=self.reserve.size, error=f"{type(problem).__name__}: {problem}", **extra)
+        return True
+
     def _flush(self) -> Exception | None:
         """Write every pending record, spending the reserve if the disk is full; the lock held."""
         problem = self._write_pending()
-        if problem is not None and out_of_space(problem, self.reserve.path.parent) and self.reserve.give_back():
-            _log.event(log, "store.reserve_used", logging.WARNING, path=str(self.reserve.path),
-                       bytes=self.reserve.size, error=f"{type(problem).__name__}: {problem}",
-                       pending=sorted(self._pending))
+        if problem is not None and self._spend_reserve(problem, pending=sorted(self._pending)):
             problem = self._write_pending()
         if problem is not None:
             self.write_failures += 1

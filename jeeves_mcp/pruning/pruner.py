@@ -146,6 +146,11 @@ class PruneOutcome:
         }
 
 
+def line_counts(n: int, kept: int) -> dict[str, Any]:
+    """Seed 001's kept / pruned line counts and ratio of a text of `n` lines."""
+    return {"kept_lines": kept, "pruned_lines": n - kept, "pruned_ratio": round((n - kept) / n, 4) if n else 0.0}
+
+
 class Pruner:
     """Prunes text with one engine under seed 001's contract."""
 
@@ -284,9 +289,7 @@ class Pruner:
     ) -> dict[str, Any]:
         return {
             "original_lines": n,
-            "kept_lines": kept,
-            "pruned_lines": n - kept,
-            "pruned_ratio": round((n - kept) / n, 4) if n else 0.0,
+            **line_counts(n, kept),
             "tokens_est_before": estimate_tokens(text),
             "tokens_est_after": estimate_tokens(pruned),
             "elapsed_ms": _log.monotonic_ms(started),

@@ -9,6 +9,7 @@ from jeeves_mcp.mcp.errors import INVALID_RANGE, PRUNE_ID_NOT_FOUND, McpError
 from jeeves_mcp.mcp.health import health_payload
 from jeeves_mcp.pruning import SOURCE_TYPES, EngineError, PruneOptions
 from jeeves_mcp.pruning.contract import estimate_tokens
+from jeeves_mcp.pruning.pruner import line_counts
 from jeeves_mcp.pruning.render import Row, fit_rows, rows_text, text_bytes
 from jeeves_mcp.tools.base import (
     READ_ONLY,
@@ -112,8 +113,7 @@ async def prune_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
             # where the annotations hid 449 (the review of 2026-11-29).
             total = stats["original_lines"]
             kept = max(0, total - sum(a["pruned_line_count"] for a in result["annotations"]))
-            result["stats"] = {**stats, "kept_lines": kept, "pruned_lines": total - kept,
-                               "pruned_ratio": round((total - kept) / total, 4) if total else 0.0,
+            result["stats"] = {**stats, **line_counts(total, kept),
                                "tokens_est_after": estimate_tokens(result["pruned_text"])}
             if not outcome.used_fallback:  # else it says why the text was not pruned
                 result["summary"] = clip_summary(f"prune_text: kept {kept} of {plural(total, 'line')}")
