@@ -511,3 +511,27 @@ async def test_a_line_longer_than_the_budget_neither_empties_a_view_nor_loops_it
         assert "45│ def b22(x):" in mixed["content"] or "93│     return x + 45" in mixed["content"], mixed["content"]
         shown = [int(m) for m in re.findall(r"^(\d+)│ ", mixed["content"], re.MULTILINE)]
         assert 92 in shown and 93 in shown and len(shown) > 60, shown
+
+
+async def test_a_blank_last_line_is_shown_or_marked_not_lost(child: Child, workspace: Path) -> None:
+    """A file, or a window of one, whose last line is blank: its final newline ends that blank
+    line, it is not the text's terminator. Every line is shown or under a marker."""
+    source = module_source() + "\n\n"  # the module's last line, then two blank lines
+    (workspace / "module.py").write_text(source)
+    original = source.split("\n")[:-1]
+    question = "where is the config file parsed and its settings returned?"
+    blank_at = original.index("", 200) + 1  # a blank line between two helpers, as a window's last
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        for args, first, last in [
+            ({"path": "module.py"}, 1, len(original)),
+            ({"path": "module.py", "offset": blank_at - 120, "limit": 121}, blank_at - 120, blank_at),
+        ]:
+            result = tool_json(await call(http, child, "read", {**args, "context_focus_question": question}))
+            assert result["pruning"]["applied"]
+            lines = result["content"].split("\n")
+            kept = {int(line.split("│", 1)[0]) for line in lines if "│" in line and not line.startswith("⟦")}
+            covered: set[int] = set()
+            for match in (MARKER.match(line) for line in lines if line.startswith("⟦")):
+                assert match
+                covered.update(range(int(match.group(2)), int(match.group(3)) + 1))
+            assert kept | covered == set(range(first, last + 1)), (args, sorted(set(range(first, last + 1)) - kept - covered))

@@ -254,7 +254,10 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     size = len(text.encode("utf-8", "surrogatepass"))
     span = "" if returned == total else f" (lines {offset}-{offset + returned - 1})"
     summary = clip_summary(f"read {shown}: {plural(total, 'line')}, {human_bytes(size)}{span}")
-    content = TextOutput("content", window, source_type_for(path), shown, first_line=offset)
+    # Output texts end with a terminator or none; a window ending in "\n" ends with a blank
+    # line, whose "\n" a pruner would otherwise take for the terminator and drop the line.
+    text_out = window + "\n" if window.endswith("\n") else window
+    content = TextOutput("content", text_out, source_type_for(path), shown, first_line=offset)
     content = with_file(ctx, content, path, text)
     return ToolOutput(summary=summary, fields=fields, texts=[content])
 
