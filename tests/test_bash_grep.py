@@ -359,6 +359,16 @@ async def test_grep_long_lines_are_clipped(root, engine):
     (line,) = lines(out)
     assert line.startswith("min.js:1:var a='xxx")
     assert len(line) < 700
+    # Said, with where the rest is: a clipped row is not its line.
+    assert out.fields["clipped_lines"] == 1
+    assert "1 row clipped at 500 characters: read the file" in out.summary
+
+
+async def test_grep_rows_that_fit_are_not_called_clipped(root, engine):
+    (root / "a.txt").write_text("x" * 499 + "\n" + "short x [... omitted end of long line]\n")
+    out = await call_grep(root, pattern="x")
+    assert len(lines(out)) == 2
+    assert "clipped_lines" not in out.fields and "clipped" not in out.summary
 
 
 async def test_builtin_grep_timeout_stops_the_walk(root, monkeypatch):

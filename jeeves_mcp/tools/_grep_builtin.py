@@ -45,6 +45,7 @@ class GrepResult:
     files: set[str] = field(default_factory=set)
     truncated: bool = False
     skipped_files: int = 0
+    clipped_lines: int = 0  # rows of `lines` showing only the head of a long line
 
 
 class PatternError(ValueError):
@@ -343,4 +344,6 @@ def _search_file(
         result.match_count += 1
         result.files.add(rel)
         if len(result.lines) < max_matches:
-            result.lines.append(f"{quoted_path(rel)}:{number}:{row_text(line)}")
+            shown = row_text(line)
+            result.clipped_lines += len(shown) != len(line)
+            result.lines.append(f"{quoted_path(rel)}:{number}:{shown}")

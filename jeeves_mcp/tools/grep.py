@@ -72,6 +72,10 @@ SCHEMA: dict[str, Any] = {
 # searched (--glob below, _files in the built-in), so a line without a NUL is one of rg's
 # notes ("PATH: binary file matches ...", "PATH: WARNING: stopped searching ...").
 _RG_ROW = re.compile(rb"(\d+):")
+# A row shows this many characters of its line, as the built-in's (rg: columns, in bytes);
+# rg ends a row it clipped with one of these.
+MAX_COLUMNS = _grep_builtin.MAX_LINE_CHARS
+_RG_CLIPPED = re.compile(r" \[\.\.\. (?:omitted end of long line|\d+ more matche?s?)\]$")
 _NO_LINE_BREAK_NAMES = "!*\n*"
 # A glob overrides rg's other rules, hidden entries included: `*`, or a run's `.ignore`
 # holding `!*`, opened .git/ and every dot file, which the built-in skips. Given after the
@@ -166,8 +170,12 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     files = len(result.files)
     more = "+" if result.truncated else ""
     matches = "match" if result.match_count == 1 and not more else "matches"
+    clipped = ""
+    if result.clipped_lines:  # the rest of such a line is the file's: `read` shows it
+        clipped = (f"; {plural(result.clipped_lines, 'row')} clipped at {MAX_COLUMNS} characters:"
+                   " read the file at the row's line for all of it")
     summary = clip_summary(
-        f"grep {pattern!r}: {result.match_count}{more} {matches} in {plural(files, 'file')}"
+        f"grep {pattern!r}: {result.match_count}{more} {matches} in {plural(files, 'file')}{clipped}"
     )
     fields: dict[str, Any] = {
         "match_count": result.match_count,
@@ -177,6 +185,8 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     }
     if result.skipped_files:
         fields["skipped_files"] = result.skipped_files
+    if result.clipped_lines:
+        fields["clipped_lines"] = result.clipped_lines
     return ToolOutput(
         summary=summary,
         fields=fields,
@@ -241,7 +251,7 @@ async def _run_rg(
 ) -> _grep_builtin.GrepResult | None:
     """rg's result as the commands' user, or None when that user may not run it."""
     argv = [rg, "--line-number", "--no-heading", "--with-filename", "--color=never"]
-    argv += ["--sort=path", "--no-messages", "--max-columns=500", "--max-columns-preview", "--null"]
+    argv += ["--sort=path", "--no-messages", f"--max-columns={MAX_COLUMNS}", "--max-columns-preview", "--null"]
     if ignore_case:
         argv.append("--ignore-case")
     if glob:
@@ -290,6 +300,7 @@ async def _run_rg(
         grep.files.add(path)
         if len(grep.lines) < max_matches:
             shown = text.decode("utf-8", "replace").translate(_grep_builtin.ROW_BREAKS)  # rg clipped it
+            grep.clipped_lines += len(text) > MAX_COLUMNS and _RG_CLIPPED.search(shown) is not None
             line = f"{quoted_path(path)}:{number.decode()}:{shown}"
             grep.lines.append(line)
     # Exit 2 with nothing said: --no-messages silenced a path the commands' user may not
