@@ -33,6 +33,7 @@ from jeeves_mcp.tools.base import (
     TextOutput,
     Tool,
     ToolOutput,
+    SUMMARY_CHARS,
     clip_summary,
     fail_open,
     text_budget,
@@ -326,6 +327,9 @@ class ToolRunner:
             structured[text.name] = fitted
         if truncated:
             structured["truncated"] = truncated
+            # A reader of the summary alone learns the text is not whole, and where the rest is.
+            notice = f"; {', '.join(truncated)} cut to fit (see truncated)"
+            structured["summary"] = clip_summary(output.summary, SUMMARY_CHARS - len(notice)) + notice
         structured["pruning"] = pruned.pruning
         return structured
 
@@ -437,4 +441,4 @@ def error_result(error: ToolError, tool: str, limit: int) -> dict[str, Any]:
 def error_summary(tool: str, error: ToolError) -> str:
     """`read: no such file: x.py [NOT_FOUND]`, the message clipped so the code stays."""
     tail = f" [{error.code}]"
-    return clip_summary(f"{tool}: {error.message}", 100 - len(tail)) + tail
+    return clip_summary(f"{tool}: {error.message}", SUMMARY_CHARS - len(tail)) + tail

@@ -28,6 +28,10 @@ async def test_long_output_keeps_head_and_tail_and_the_middle_is_recoverable(
         marker = next(line for line in content.split("\n") if line.startswith("⟦PRUNÉ"))
         cut = result["truncated"]["content"]
         start, end = cut["lines"]
+        # The summary alone says the content is not whole (a reader of it took it for whole).
+        assert result["summary"].startswith("read big.txt: 2000 lines")
+        assert result["summary"].endswith("; content cut to fit (see truncated)")
+        assert len(result["summary"]) <= 100
         assert f"prune_id={cut['prune_id']} lignes {start}-{end}" in marker
         recovered = tool_json(
             await call(http, child, "recover_text", {

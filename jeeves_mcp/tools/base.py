@@ -305,7 +305,10 @@ def text_budget(config: PrunerConfig) -> int:
     return max(256, config.response_budget_bytes - ENVELOPE_BYTES)
 
 
-def clip_summary(text: str, limit: int = 100) -> str:
+SUMMARY_CHARS = 100  # seed 002: summaries up to 100 characters
+
+
+def clip_summary(text: str, limit: int = SUMMARY_CHARS) -> str:
     """One line of at most `limit` characters (seed 002: summaries up to 100)."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
