@@ -29,11 +29,11 @@ from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.pruning.render import Row, fit_rows, fit_text, rows_text, text_bytes
 from jeeves_mcp.tools.base import (
     MIN_PRUNE_BYTES,
+    SUMMARY_CHARS,
     CallContext,
     TextOutput,
     Tool,
     ToolOutput,
-    SUMMARY_CHARS,
     clip_summary,
     fail_open,
     text_budget,
