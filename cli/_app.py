@@ -157,7 +157,10 @@ def usage_line(exc: Exception) -> str:
         if bounds is not None and "should be" in message:
             why = f"{_param_name(param)} must be {bounds}" + (f", not {value}" if value else "")
         else:
-            why = f"{_param_name(param)}: {message}".replace("dir '", "directory '")
+            # A command's own check names what it refused by param_hint (no param object).
+            hint = getattr(exc, "param_hint", None)
+            name = hint if param is None and isinstance(hint, str) else _param_name(param)
+            why = f"{name}: {message}".replace("dir '", "directory '")
     else:
         why = message[:1].lower() + message[1:]
     what = "bad usage" if _is(exc, "UsageError") else "failed"

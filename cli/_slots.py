@@ -290,8 +290,10 @@ def events(
     """
     import trio
 
-    from jeeves_mcp.client import DaemonUnavailable
+    from jeeves_mcp.client import RUN_ID, RUN_ID_RULE, DaemonUnavailable
 
+    if run_id is not None and not RUN_ID.match(run_id):  # no event could ever match it
+        raise typer.BadParameter(f"{run_id!r} is no run id: {RUN_ID_RULE}", param_hint="--run")
     err = stderr_console()
     seen = 0
     last_id: str | None = None  # resume point after a reconnect: nothing is missed

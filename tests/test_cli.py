@@ -628,3 +628,12 @@ async def test_pruner_help_keeps_its_bracketed_table_name(tmp_path: Path) -> Non
     # rich read "[pruner]" as markup and dropped it: "TOML file whose  table holds settings".
     result = await cli(tmp_path / "x.sock", "pruner", "--help")
     assert result.code == 0 and "[pruner] table" in " ".join(result.out.split()), result.out
+
+
+async def test_events_for_a_run_id_no_slot_can_have_is_a_usage_error(tmp_path: Path) -> None:
+    """`events --run bad/id` filtered the stream for a run that can never exist and waited
+    forever: refused at once, with the rule, as `show` refuses it."""
+    with trio.fail_after(20):
+        result = await cli(tmp_path / "none.sock", "events", "--run", "bad/id")
+    assert result.code == 2 and result.out == ""
+    assert "--run: 'bad/id' is no run id: run ids are 1-128 of" in result.err
