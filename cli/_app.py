@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 
@@ -64,6 +65,10 @@ def root(
         "--version", is_eager=True, callback=_print_version, help="Print the version and exit.")] = False,
 ) -> None:
     """Per-run context-pruning MCP servers for coding agents, and their supervisor daemon."""
+    if url is not None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise typer.BadParameter(f"{url[:200]!r} is no http:// URL (http://127.0.0.1:PORT)", param_hint="--url")
     token = os.environ.get("JEEVES_MCP_TCP_TOKEN") or None
     ctx.obj = Settings(socket=socket, url=url, token=token if url else None, debug=debug)
 

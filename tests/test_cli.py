@@ -637,3 +637,11 @@ async def test_events_for_a_run_id_no_slot_can_have_is_a_usage_error(tmp_path: P
         result = await cli(tmp_path / "none.sock", "events", "--run", "bad/id")
     assert result.code == 2 and result.out == ""
     assert "--run: 'bad/id' is no run id: run ids are 1-128 of" in result.err
+
+
+async def test_a_url_that_is_no_http_url_is_a_usage_error(tmp_path: Path) -> None:
+    """`--url notaurl` failed as httpx's UnsupportedProtocol, exit 1."""
+    for url in ("notaurl", "ftp://127.0.0.1:1", "http://"):
+        result = await cli(tmp_path / "none.sock", "--url", url, "ls")
+        assert result.code == 2 and result.out == "", (url, result)
+        assert "--url: " in result.err and "is no http:// URL" in result.err and "[USAGE]" in result.err
