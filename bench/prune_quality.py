@@ -606,6 +606,26 @@ against the first change:)
 - docs, NEXT_SHARE 0.3 -> 0.1 / 0.15 / 0.2 / 0.4 on docs-tune (114 sections of the tuning
   repositories' *.md / *.rst) and docs: 0.862 -> 0.871 / 0.871 / 0.871 / 0.853, docs 0.854 ->
   0.808 / 0.830 / 0.854 / 0.854: 0.2 gains 2 up / 1 down on one set, too little to move it.
+(2026-11-29, fifteenth session: nothing adopted; tuning sets commits-fresh3, commits-dev,
+needles-dev, cases up / down against the engine as it is:)
+- question terms expanded by what commit subjects' words say about the lines their fixes change
+  (53,674 commits of 31 repositories none of these sets holds: per subject term the code terms of
+  the changed lines with lift >= 2 in >= 3 repositories, `thread` -> executor, lock, shutdown;
+  `deprecat` -> stacklevel, warn), each its own BM25 term at weight w: w 0.15 / 0.3 / 0.6 with the
+  8 best, fresh3 10/10, 13/12, 20/14, dev 4/5, 6/10, 10/15; the 2, 3 or 5 best at 0.3: fresh3
+  8/6, 8/8, 12/8, dev 3/4, 6/3, 5/6. The lines such a term marks, where no term of the question
+  is, hold the fix 1.0 to 1.4 times their share (fresh3, fresh, judge): the words say what the
+  question says already.
+- a unit's lines kept past the ranking (completed units) placed right after its last ranked
+  line in the budget cut's order, so a function keeps its tail before other units' lines: fresh3
+  0.846 -> 0.837 (4/11), dev 0.914 -> 0.905 (4/8), needles-dev 1 down.
+- one unit named per marker instead of two: every view the same (the engine's choice fits).
+- the learned line model refitted (bench/fit_line_model.py) on the tuning sets and 1,542 more
+  tasks from the 31 repositories above (2,563 cases, 58 sources; held-out log-likelihood per
+  fold -4.37 to -4.59 against the planner's -4.60 to -5.09): held out recall fresh 0.874 ->
+  0.872, judge 0.837 -> 0.833, fresh2 0.848 -> 0.844, fresh4 0.806 -> 0.809, fresh5 0.843 ->
+  0.841 at 0.3 to 0.5 points more reduction: the weights of 2026-11-27 stay. The 24 of those
+  repositories the model had never been fitted on became commits-fresh6 (held out, below).
 """
 
 from __future__ import annotations

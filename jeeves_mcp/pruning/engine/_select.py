@@ -41,10 +41,6 @@ class PruneTimeout(Exception):
     """The deadline given to `select_lines` passed before a selection was made."""
 
 
-# A marker's reason names this many of the units it hides,
-# the most relevant first, each cut to this many characters.
-REASON_NAMES = 2
-REASON_NAME_CHARS = 40
 # Source types whose lines are ranked one by one (see _plan).
 PLANNED = ("code",)
 # Docs without structure go through the line ranking with this share of the view.
