@@ -661,8 +661,8 @@ from jeeves_mcp.pruning.history import (  # noqa: E402
     file_log,
     history_from_blame,
 )
-from jeeves_mcp.pruning.pruner import AROUND_MAX_CHARS, fit_by_order  # noqa: E402
-from jeeves_mcp.pruning.render import Row, fit_rows, pruned_rows, rows_text, text_bytes  # noqa: E402
+from jeeves_mcp.pruning.pruner import AROUND_MAX_CHARS, rows_by_order  # noqa: E402
+from jeeves_mcp.pruning.render import Row, fit_rows, rows_text, text_bytes  # noqa: E402
 from jeeves_mcp.tools.base import MIN_PRUNE_BYTES, text_budget  # noqa: E402
 from jeeves_mcp.tools.read import SOURCE_SUFFIXES  # noqa: E402
 
@@ -946,11 +946,14 @@ def run_case(c: dict, baseline: bool, how: str = "read", window: int = 0, alone:
 def seen_lines(lines: list[str], selection: Selection) -> tuple[list[bool], int, list[Row]]:
     """The original lines a focused read's result shows, the size of its text, and its rows."""
     shown: dict[str, Any] = {}
+    # As the pipeline does: pruned to the text budget once, cut by the engine's order again
+    # when the escaped result is over (PruneOutcome.within), fit_rows as the last resort.
+    _, first, _ = rows_by_order(selection, lines, PRUNE_ID, PruneOptions(), RESPONSE_BUDGET, 1)
 
     def build(budget: int) -> tuple[dict[str, Any], bool]:
-        chosen = fit_by_order(selection, lines, PruneOptions(max_bytes=budget), 1)
-        rows, _ = pruned_rows(lines, chosen.keep, chosen.reasons, PRUNE_ID, annotate_lines=True,
-                              include_markers=True)
+        rows = first
+        if text_bytes(rows_text(rows)) > budget:
+            _, rows, _ = rows_by_order(selection, lines, PRUNE_ID, PruneOptions(), budget, 1)
         rows, _ = fit_rows(rows, budget, PRUNE_ID)
         shown["rows"] = rows
         text = rows_text(rows)

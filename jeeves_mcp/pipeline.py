@@ -62,6 +62,8 @@ class _Pruned:
     """What pruning made of a tool's texts: rows (None: raw), prune ids, the `pruning` object."""
 
     rows: list[list[Row] | None] = field(default_factory=list)
+    # Per text, its rows within a smaller budget cut by the engine's order (PruneOutcome.within).
+    within: list[Callable[[int], tuple[list[Row], list[dict[str, Any]]]] | None] = field(default_factory=list)
     ids: list[str | None] = field(default_factory=list)
     # Texts left whole by the engine but over the budget: the lines their question names.
     scans: list[line_scan.LineScan | None] = field(default_factory=list)
@@ -234,6 +236,7 @@ class ToolRunner:
                 # Raw texts stay lines (`None` rows): most outputs fit the budget
                 # whole, and a row per line would cost more than the call.
                 pruned.rows.append(None)
+                pruned.within.append(None)
                 pruned.ids.append(None)
                 if reason == "input_too_large" and isinstance(question, str):
                     await self._scan(text, question, share, pruned, reason)
@@ -250,6 +253,7 @@ class ToolRunner:
                 file_ages=ages,
             )
             pruned.rows.append(outcome.rows)
+            pruned.within.append(outcome.within)
             pruned.ids.append(outcome.prune_id)
             if outcome.used_fallback:
                 pruning["fallback"] = outcome.error is not None or pruning["fallback"]
@@ -316,6 +320,10 @@ class ToolRunner:
             elif rows is None:
                 fitted, cut = fit_text(whole, text.first_line, budget, prune_id or "")
             else:
+                # Escaped, the view may be over what the result has room for: the engine's
+                # order cuts it, not fit_rows' middle (a function's signature went so).
+                if size > budget and (within := pruned.within[index]) is not None:
+                    rows = within(budget)[0]
                 kept, cut = fit_rows(rows, budget, prune_id or "")
                 fitted = rows_text(kept)
             if cut is not None:

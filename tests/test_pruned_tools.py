@@ -535,3 +535,29 @@ async def test_a_blank_last_line_is_shown_or_marked_not_lost(child: Child, works
                 assert match
                 covered.update(range(int(match.group(2)), int(match.group(3)) + 1))
             assert kept | covered == set(range(first, last + 1)), (args, sorted(set(range(first, last + 1)) - kept - covered))
+
+
+async def test_a_view_over_the_escaped_budget_is_cut_by_rank_not_in_its_middle(
+    child: Child, workspace: Path
+) -> None:
+    """Escaped twice in the result (a quote costs 4 bytes), a pruned view sized to the text
+    budget was over, and fit_rows cut its middle: rows of any function, a signature among
+    them. The lines the engine ranked last go instead, as markers."""
+    parts = [
+        f'def render_{n}(row):\n    return "<td>" + "{n}" + "</td>" + "<td>" + row["k{n}"] + "</td>"\n\n\n'
+        for n in range(300)
+    ]
+    source = "".join(parts)
+    (workspace / "html.py").write_text(source)
+    original = source.split("\n")[:-1]
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        result = tool_json(await call(http, child, "read", {
+            "path": "html.py", "context_focus_question": "how is a row rendered into td cells?",
+        }))
+    assert result["pruning"]["applied"]
+    assert "truncated" not in result, result["truncated"]  # no head-and-tail cut of the view
+    lines = result["content"].split("\n")
+    kept = {int(line.split("│", 1)[0]) for line in lines if "│" in line and not line.startswith("⟦")}
+    bodies = [n for n in kept if original[n - 1].startswith("    return")]
+    assert len(bodies) > 20
+    assert all(n - 1 in kept for n in bodies)  # no body shown without its signature

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import trio
@@ -25,6 +26,7 @@ from jeeves_mcp.pruning.render import (
     pruned_rows,
     raw_rows,
     rows_text,
+    text_bytes,
     trim_by_order,
 )
 
@@ -131,6 +133,9 @@ class PruneOutcome:
     stats: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     error: str | None = None  # seed 000's pruning.error when fallen back
+    # The rows and annotations within a smaller budget, the lines the engine ranked last cut
+    # first; None when there is no ranking to cut by (a fallback's rows: fit_rows cuts them).
+    within: Callable[[int], tuple[list[Row], list[dict[str, Any]]]] | None = None
 
     @property
     def used_fallback(self) -> bool:
@@ -232,17 +237,13 @@ class Pruner:
             _log.event(log, "pruner.call_failed", logging.WARNING, reason="constraints_unmet", detail=broken)
             return self._fallback(
                 text, lines, prune_id, started, first_line, "constraints_unmet", options)
-        selection = fit_by_order(selection, lines, options, first_line)
-        rows, annotations = pruned_rows(
-            lines,
-            selection.keep,
-            selection.reasons,
-            prune_id,
-            annotate_lines=options.annotate_lines,
-            include_markers=options.include_markers,
-            first_line=first_line,
-        )
-        kept = sum(selection.keep)
+        chosen, rows, annotations = rows_by_order(selection, lines, prune_id, options, options.max_bytes, first_line)
+
+        def within(budget: int) -> tuple[list[Row], list[dict[str, Any]]]:
+            _, rows, annotations = rows_by_order(selection, lines, prune_id, options, budget, first_line)
+            return rows, annotations
+
+        kept = sum(chosen.keep)
         pruned_text = rows_text(rows)
         outcome = PruneOutcome(
             prune_id=prune_id,
@@ -250,6 +251,7 @@ class Pruner:
             rows=rows,
             annotations=annotations,
             stats=self._stats(text, pruned_text, len(lines), kept, started, fallback=False),
+            within=within if selection.order is not None else None,
         )
         _log.event(
             log,
@@ -314,6 +316,34 @@ def fit_by_order(
         for reason, was, now in zip(selection.reasons, selection.keep, keep, strict=True)
     ]
     return Selection(keep, reasons, selection.order)
+
+
+# Tries at trimming a view by the engine's order until its rows, markers as long as their
+# reasons make them, fit: the trim reserves a typical marker's bytes, and a view left over
+# was cut by fit_rows in its middle (the asked function's signature, 55 of 635 views of one
+# commit set cut so).
+TRIM_TRIES = 4
+
+
+def rows_by_order(
+    selection: Selection, lines: list[str], prune_id: str, options: PruneOptions, budget: int | None,
+    first_line: int,
+) -> tuple[Selection, list[Row], list[dict[str, Any]]]:
+    """The selection cut to `budget` bytes of view by the engine's order, its rows and annotations."""
+    target = budget
+    for _ in range(TRIM_TRIES):
+        chosen = fit_by_order(selection, lines, replace(options, max_bytes=target), first_line)
+        rows, annotations = pruned_rows(
+            lines, chosen.keep, chosen.reasons, prune_id, annotate_lines=options.annotate_lines,
+            include_markers=options.include_markers, first_line=first_line,
+        )
+        if budget is None or target is None or selection.order is None:
+            break
+        over = text_bytes(rows_text(rows)) - budget
+        if over <= 0 or target <= 0:
+            break
+        target = max(0, target - over)
+    return chosen, rows, annotations
 
 
 def make_engine(config: PrunerConfig) -> Engine:

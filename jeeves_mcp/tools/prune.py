@@ -104,10 +104,16 @@ async def prune_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
 
     def fit(budget: int) -> dict[str, Any]:
         result = {"summary": summary, **contract}
-        rows, cut = fit_rows(outcome.rows, budget, outcome.prune_id)
-        if cut is not None:
+        rows, annotations = outcome.rows, outcome.annotations
+        if outcome.within is not None and text_bytes(rows_text(rows)) > budget:
+            rows, annotations = outcome.within(budget)  # the lines ranked last cut first
+            budget_cut = annotations != outcome.annotations
+        else:
+            budget_cut = False
+        rows, cut = fit_rows(rows, budget, outcome.prune_id)
+        if cut is not None or budget_cut:
             result["pruned_text"] = rows_text(rows)
-            result["annotations"] = _merge_annotation(result["annotations"], cut)
+            result["annotations"] = annotations if cut is None else _merge_annotation(annotations, cut)
             result["warnings"] = [*result["warnings"], "response_budget"]
             # The counts of what is shown, the budget's cut included: they said 210 kept of 606
             # where the annotations hid 449 (the review of 2026-11-29).
