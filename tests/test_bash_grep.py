@@ -192,7 +192,7 @@ async def test_grep_matches(root, engine):
     ]
     assert out.fields["match_count"] == 3
     assert out.fields["files_with_matches"] == 2
-    assert out.fields["truncated"] is False
+    assert out.fields["limit_reached"] is False
     assert out.summary == "grep 'greet': 3 matches in 2 files"
 
 
@@ -293,14 +293,14 @@ async def test_grep_max_matches_truncates(root, engine):
     (root / "many.txt").write_text("".join(f"hit {i}\n" for i in range(50)))
     out = await call_grep(root, pattern="hit", max_matches=5, paths=["many.txt"])
     assert lines(out) == [f"many.txt:{i + 1}:hit {i}" for i in range(5)]
-    assert out.fields["truncated"] is True
+    assert out.fields["limit_reached"] is True
     assert out.fields["match_count"] == 50
 
 
 async def test_grep_out_of_range_numbers_are_clamped(root, engine):
     out = await call_grep(root, pattern="greet", max_matches=0, paths=["src"])
     assert len(lines(out)) == 1
-    assert out.fields["truncated"] is True
+    assert out.fields["limit_reached"] is True
 
 
 async def test_grep_empty_pattern_is_invalid_request(root, engine):

@@ -227,3 +227,16 @@ async def test_prune_text_counts_what_the_budget_cut_too(child: Child) -> None:
     assert pruned["summary"].startswith(f"prune_text: kept {stats['kept_lines']} of {stats['original_lines']} lines"), pruned["summary"]
     shown = [line for line in pruned["pruned_text"].split("\n") if not line.startswith("⟦")]
     assert len(shown) == stats["kept_lines"]
+
+
+async def test_grep_says_its_match_limit_and_the_budget_cut_apart(child: Child, workspace: Path) -> None:
+    """grep's own `truncated` (more matches than max_matches) was replaced by the pipeline's
+    `truncated` object when the budget cut its rows: the flag was lost, and the field's type
+    depended on the output's size. The limit is `limit_reached`; `truncated` is the cut's."""
+    (workspace / "hits.txt").write_text("".join(f"hit {n:04d} " + "x" * 90 + "\n" for n in range(300)))
+    async with httpx.AsyncClient(headers=child.headers()) as http:
+        cut = tool_json(await call(http, child, "grep", {"pattern": "hit", "paths": ["hits.txt"]}))
+        small = tool_json(await call(http, child, "grep", {"pattern": "hit 000", "paths": ["hits.txt"]}))
+    assert cut["limit_reached"] is True and cut["match_count"] == 300
+    assert cut["truncated"]["matches"]["prune_id"]
+    assert small["limit_reached"] is False and small["match_count"] == 10 and "truncated" not in small

@@ -4,7 +4,7 @@ Both paths give `path:line:text` lines sorted by path, paths relative to the
 root (quoted as git quotes them when a name could pose as another row:
 `quoted_path`; names holding a line break are not searched), lines counted
 at LF only, other line breaks in them escaped, each clipped to 500 characters, and the fields `match_count`
-(matching lines seen), `files_with_matches` and `truncated` (more than
+(matching lines seen), `files_with_matches` and `limit_reached` (more than
 `max_matches`, or ripgrep's output reached the capture cap: the counts are
 then lower bounds). ripgrep honours `.gitignore`; the built-in does not.
 Both skip hidden entries (whatever the glob) and binary files below the given paths.
@@ -180,7 +180,8 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     fields: dict[str, Any] = {
         "match_count": result.match_count,
         "files_with_matches": files,
-        "truncated": result.truncated,
+        # Not `truncated`: that is the response budget's cut of the rows, which every tool reports.
+        "limit_reached": result.truncated,
         "engine": engine,
     }
     if result.skipped_files:
