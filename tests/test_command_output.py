@@ -6,6 +6,7 @@ they hide."""
 
 from __future__ import annotations
 
+import random
 import subprocess
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from jeeves_mcp.pruning.engine import select_lines
 from jeeves_mcp.pruning.engine._git import git_layout, is_git_output
 from jeeves_mcp.pruning.engine._matches import is_search_output, line_paths
+from jeeves_mcp.pruning.render import marker_line
 from tests._child import Child, tool_json
 from tests.test_http import call
 
@@ -106,6 +108,47 @@ def test_search_output_keeps_the_matches_of_the_file_asked_about() -> None:
     assert not all(selection.keep)
     reasons = {reason for reason in selection.reasons if reason}
     assert reasons and all(reason.startswith("hors focus: ") and "/" in reason for reason in reasons), reasons
+
+
+def test_no_marker_in_search_output_costs_more_than_the_rows_it_hides() -> None:
+    """A one-row gap between kept rows of a search hid `def echo(` (39 bytes) under a 99-byte
+    marker (the agent-view review of 2026-11-29): such gaps are shown, as in code. Searches of
+    generated files, ranked within them; before, 22 of 300 had such a marker."""
+    words = "echo bytes empty message stream write flush file color style output".split()
+    for seed in range(300):
+        rnd = random.Random(seed)
+        files: dict[str, str] = {}
+        rows: list[str] = []
+        for f in range(rnd.randint(2, 6)):
+            name = f"src/m{f}.py"
+            lines = []
+            for k in range(rnd.randint(20, 120)):
+                lines.append("    " + " ".join(rnd.choice(words) + "(" * (rnd.random() < 0.2)
+                                               for _ in range(rnd.randint(1, 8))))
+                if rnd.random() < 0.1:
+                    lines.append(f"def {rnd.choice(words)}_{k}(x):")
+            files[name] = "\n".join(lines) + "\n"
+            rows += [f"{name}:{n + 1}:{line}" for n, line in enumerate(lines) if "echo" in line]
+        if len(rows) < 10:
+            continue
+        budget = rnd.choice([1500, 3000, 6000])
+        selection = select_lines(rows, "handle empty bytes in echo", "logs", max_bytes=budget, files=files.get)
+        for start, end in _pruned_blocks(selection.keep):
+            hidden = sum(len(f"{n + 1}│ {rows[n]}\n".encode()) for n in range(start, end + 1))
+            marker = marker_line("prn_0123456789abcdef", start + 1, end + 1, selection.reasons[start] or "")
+            assert hidden >= len(marker.encode()) + 1, (seed, start, end, hidden)
+
+
+def _pruned_blocks(keep: list[bool]) -> list[tuple[int, int]]:
+    blocks: list[tuple[int, int]] = []
+    for i, kept in enumerate(keep):
+        if kept:
+            continue
+        if blocks and blocks[-1][1] == i - 1:
+            blocks[-1] = (blocks[-1][0], i)
+        else:
+            blocks.append((i, i))
+    return blocks
 
 
 # Logs whose lines look like `path:12:` or a diff's `-` lines, each with one error line among

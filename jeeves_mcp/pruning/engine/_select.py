@@ -200,7 +200,7 @@ def select_lines(
     _enforce(lines, layout, scores, keep, max_prune_ratio, min_keep_lines, ranking)
     order = None
     if ranking is not None:
-        if source_type != "logs" or layout.listed is not None or layout.sections:  # a log's short gaps are noise
+        if source_type != "logs" or layout.listed is not None or layout.sections or layout.by_line:  # a log's short gaps are noise
             fill_small_gaps(lines, keep)
         ranked = set(ranking.order)
         order = ranking.order + [i for i in range(n) if keep[i] and i not in ranked]
