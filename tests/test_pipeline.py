@@ -44,6 +44,15 @@ async def test_long_output_keeps_head_and_tail_and_the_middle_is_recoverable(
             f"{start}│ {lines[start - 1]}", f"{start + 1}│ {lines[start]}",
             f"{start + 2}│ {lines[start + 1]}", f"1│ {lines[0]}",
         ]
+        # Recovering more than a response holds: the summary says what was held back.
+        whole = tool_json(await call(http, child, "recover_text", {
+            "prune_id": cut["prune_id"], "ranges": [{"start_line": start, "end_line": end}],
+            "include_line_numbers": True,
+        }))
+        held_back = whole["metadata"]["truncated"]
+        assert whole["summary"].endswith(
+            f"; lines {held_back['original_start_line']}-{held_back['original_end_line']} cut to fit (recover them)")
+        assert len(whole["summary"]) <= 100
         missing = (await http.post(f"{child.base}/rpc", json=rpc("tools/call", {
             "name": "recover_range",
             "arguments": {"prune_id": "prn_nope", "ranges": [], "include_line_numbers": False},

@@ -13,6 +13,7 @@ from jeeves_mcp.pruning.pruner import line_counts
 from jeeves_mcp.pruning.render import Row, fit_rows, rows_text, text_bytes
 from jeeves_mcp.tools.base import (
     READ_ONLY,
+    SUMMARY_CHARS,
     CallContext,
     Tool,
     ToolOutput,
@@ -183,6 +184,10 @@ async def recover_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         }
         if cut is not None:
             result["metadata"]["truncated"] = cut
+            # The summary alone told "614 of 3,495 lines" where 209 came back (the agent-view
+            # review of 2026-11-29): it says what the budget held back, and how to get it.
+            notice = f"; lines {cut['original_start_line']}-{cut['original_end_line']} cut to fit (recover them)"
+            result["summary"] = clip_summary(summary, SUMMARY_CHARS - len(notice)) + notice
         return result
 
     return ToolOutput(summary=summary, fit_raw=fit)
