@@ -111,6 +111,23 @@ async def test_normal_exit_captures_output_and_status(tmp_path, marker):
     assert not result.truncated
 
 
+async def test_no_descriptor_left_to_start_a_command_is_overloaded_not_internal(tmp_path, marker):
+    """A run that took the system's file table (ENFILE) made every other run's bash and grep
+    INTERNAL (the cross-run review of 2026-11-29): the state of the machine, worth a retry.
+    EMFILE stands in for it here (the process's own limit, the same path)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    held = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (held + 1, hard))  # no room for a pipe's two ends
+    try:
+        with pytest.raises(ToolError) as info:
+            await run_command(["true"], cwd=tmp_path, env=base_env(marker), timeout_s=5,
+                              max_output_bytes=1024, kill_grace_s=GRACE_S)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert info.value.code == "QUEUE_OVERLOADED"
+    assert "cannot start the command" in info.value.message and "descriptors" in info.value.message
+
+
 async def test_missing_executable_is_not_found(tmp_path):
     with pytest.raises(ToolError) as info:
         await run_command(

@@ -217,6 +217,18 @@ def _decode_trim(data: bytes, limit: int = 4000) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
+# Starting a command failed for want of what the machine shares (another run may hold the
+# system's file table, its processes or its memory): not a bug, worth a retry.
+_NOT_NOW = {errno.EMFILE: "file descriptors", errno.ENFILE: "file descriptors", errno.EAGAIN: "processes",
+            errno.ENOMEM: "memory"}
+
+
+def _not_now(exc: OSError) -> ToolError:
+    short = _NOT_NOW.get(exc.errno or 0, "resources")
+    return ToolError("QUEUE_OVERLOADED", f"cannot start the command: out of {short} ({exc.strerror})",
+                     hint="retry later: the machine's limits are shared with other runs")
+
+
 async def run_command(
     argv: list[str],
     *,
@@ -248,7 +260,12 @@ async def run_command(
     _check_executable(argv[0], command_env)
     started = trio.current_time()
     nproc = "" if user is None else str(_process_limit(max_processes))
-    status_read, status_write = os.pipe()
+    try:
+        status_read, status_write = os.pipe()
+    except OSError as exc:
+        if exc.errno in _NOT_NOW:
+            raise _not_now(exc) from exc
+        raise
     proc: trio.Process | None = None
     try:
         with spawning():
@@ -267,6 +284,8 @@ async def run_command(
     except PermissionError as exc:
         raise ToolError("FORBIDDEN", f"cannot run {argv[0]!r}: {exc.strerror}") from exc
     except OSError as exc:
+        if exc.errno in _NOT_NOW:
+            raise _not_now(exc) from exc
         if exc.errno != errno.E2BIG:
             raise
         raise ToolError("INVALID_REQUEST", "the command's arguments and environment are too long "
