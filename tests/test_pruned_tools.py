@@ -427,7 +427,7 @@ async def test_prune_text_over_the_response_budget_keeps_what_was_asked_about(ch
     assert len(text.encode()) <= 10240
     assert "def parse_config_file(path):" in text and "return data['settings']" in text
     reasons = {a["reason"] for a in result["annotations"]}
-    assert "budget de réponse" in reasons  # the lines ranked last were cut, recoverably
+    assert any(r.startswith("budget de réponse") for r in reasons)  # the lines ranked last were cut, recoverably
 
 
 async def test_read_of_a_large_file_keeps_the_asked_function_not_its_head_and_tail(

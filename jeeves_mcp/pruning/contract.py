@@ -71,6 +71,9 @@ class Selection:
     # Line indices, most worth showing first, when the engine ranks lines: a view
     # over budget then drops the lines that come last instead of its middle.
     order: list[int] | None = None
+    # The reasons of another keep mask's blocks, by the engine's own units: a cut to the budget
+    # joins blocks, and the first one's reason named a few of the units the whole one hides.
+    reasons_for: Callable[[list[bool]], list[str | None]] | None = None
 
 
 class EngineError(Exception):

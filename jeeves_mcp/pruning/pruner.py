@@ -21,6 +21,7 @@ from jeeves_mcp.pruner_config import PrunerConfig
 from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.pruning.render import (
     BUDGET_REASON,
+    FOCUS_REASON,
     Row,
     line_count,
     pruned_rows,
@@ -91,7 +92,7 @@ class LocalEngine:
                 files=files,
                 file_ages=file_ages,
             )
-            return Selection(list(chosen.keep), list(chosen.reasons), chosen.order)
+            return Selection(list(chosen.keep), list(chosen.reasons), chosen.order, chosen.reasons_for)
 
         def work() -> Selection:
             if window is not None:  # split here, in the worker thread
@@ -311,11 +312,38 @@ def fit_by_order(
     )
     if keep is None:
         return selection
-    reasons = [
-        reason if not was else (None if now else BUDGET_REASON)
-        for reason, was, now in zip(selection.reasons, selection.keep, keep, strict=True)
-    ]
-    return Selection(keep, reasons, selection.order)
+    reasons: list[str | None] = [None] * len(keep)
+    named = None
+    for start, end in pruned_blocks(keep):
+        block = selection.keep[start : end + 1]
+        if all(block):  # only lines the budget cut
+            reason: str | None = BUDGET_REASON
+        elif any(block):
+            # The cut joined blocks: the reason names what the whole one hides, and that the
+            # budget cut part of it.
+            if named is None and selection.reasons_for is not None:
+                named = selection.reasons_for(keep)
+            names = (named[start] or "").removeprefix(FOCUS_REASON) if named is not None else ""
+            reason = BUDGET_REASON + names
+        else:
+            reason = selection.reasons[start]
+        reasons[start : end + 1] = [reason] * (end + 1 - start)
+    return Selection(keep, reasons, selection.order, selection.reasons_for)
+
+
+def pruned_blocks(keep: list[bool]) -> list[tuple[int, int]]:
+    """The (first, last) lines of each run of lines not kept."""
+    blocks: list[tuple[int, int]] = []
+    start = None
+    for i, kept in enumerate(keep):
+        if not kept and start is None:
+            start = i
+        elif kept and start is not None:
+            blocks.append((start, i - 1))
+            start = None
+    if start is not None:
+        blocks.append((start, len(keep) - 1))
+    return blocks
 
 
 # Tries at trimming a view by the engine's order until its rows, markers as long as their

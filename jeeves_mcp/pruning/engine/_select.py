@@ -204,7 +204,8 @@ def select_lines(
             fill_small_gaps(lines, keep)
         ranked = set(ranking.order)
         order = ranking.order + [i for i in range(n) if keep[i] and i not in ranked]
-    return Selection(keep, block_reasons(layout, scores, keep), order)
+    return Selection(keep, block_reasons(layout, scores, keep), order,
+                     reasons_for=lambda mask: block_reasons(layout, scores, mask))
 
 
 def _unstructured(layout: Layout, n: int) -> bool:
