@@ -648,7 +648,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from jeeves_mcp.pipeline import fit_result  # noqa: E402
 from jeeves_mcp.pruner_config import PrunerConfig  # noqa: E402
 from jeeves_mcp.pruning.contract import LineHistory, PruneOptions, Selection  # noqa: E402
 from jeeves_mcp.pruning.engine import Around, hidden_unit_name, select_lines, terms  # noqa: E402
@@ -663,6 +662,7 @@ from jeeves_mcp.pruning.history import (  # noqa: E402
 )
 from jeeves_mcp.pruning.pruner import AROUND_MAX_CHARS, rows_by_order  # noqa: E402
 from jeeves_mcp.pruning.render import Row, fit_rows, rows_text, text_bytes  # noqa: E402
+from jeeves_mcp.results import fit_result  # noqa: E402
 from jeeves_mcp.tools.base import MIN_PRUNE_BYTES, text_budget  # noqa: E402
 from jeeves_mcp.tools.read import SOURCE_SUFFIXES  # noqa: E402
 

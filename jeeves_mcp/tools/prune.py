@@ -185,8 +185,8 @@ async def recover_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
         if cut is not None:
             result["metadata"]["truncated"] = cut
             # The summary alone told "614 of 3,495 lines" where 209 came back (the agent-view
-            # review of 2026-11-29): it says what the budget held back, and how to get it.
-            notice = f"; lines {cut['original_start_line']}-{cut['original_end_line']} cut to fit (recover them)"
+            # review of 2026-11-29): it says the budget held some back.
+            notice = "; cut to fit (metadata.truncated)"
             result["summary"] = clip_summary(summary, SUMMARY_CHARS - len(notice)) + notice
         return result
 
