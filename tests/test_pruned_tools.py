@@ -496,6 +496,16 @@ async def test_a_line_longer_than_the_budget_neither_empties_a_view_nor_loops_it
     async with httpx.AsyncClient(headers=child.headers(), timeout=30) as http:
         read = tool_json(await call(http, child, "read", {"path": "mid.json", "context_focus_question": "what is key700?"}))
         assert '{"key700": 700}' in read["content"], read["content"]  # the line around what was asked
+        # ... and a marker after it says which bytes of the line it leaves out, to print them
+        # (it had no marker: nothing told the agent the line went on, nor where).
+        shown, after = read["content"].split("\n")[:2]
+        clipped = MARKER.match(after)
+        assert clipped and clipped.group(2) == clipped.group(3) == "1", read["content"]
+        spans = re.fullmatch(r"hors focus: octets 1-(\d+) et (\d+)-(\d+) de la ligne, trop longue \(cut -b\)",
+                             clipped.group(5))
+        assert spans and int(spans.group(3)) == len(line.encode()), clipped.group(5)
+        window = line.encode()[int(spans.group(1)) : int(spans.group(2)) - 1].decode()
+        assert shown == f"1│ …{window}…"
         read = tool_json(await call(http, child, "read", {"path": "mid.json", "context_focus_question": "the sky's color?"}))
         content = read["content"].split("\n")
         assert len(content) == 3 and content[0].startswith('1│ {"items"') and content[2].endswith("]}"), content

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from jeeves_mcp.pruning.engine import is_word_char
 from jeeves_mcp.pruning.render import (
     FOCUS_REASON,
+    LINE_REASON_BYTES,
     MARKER_OVERHEAD,
     Row,
     annotation,
@@ -71,34 +72,46 @@ class LineScan:
     prune_id: str
     terms: list[str]
     ranked: list[tuple[int, _Hit]]  # (0-based line index, hit), most worth showing first
+    # Lines shown in part by the last `rows`, with the reason of the marker that follows them.
+    _clipped: dict[int, str] = field(default_factory=dict, init=False, repr=False)
 
     def rows(self, budget: int) -> list[Row]:
         """The view in `budget` bytes: ranked lines, then head and tail, markers between."""
         shown: dict[int, str] = {}
+        self._clipped = {}
         room = budget - _MARKER_BYTES
         for index, hit in self.ranked:
-            line = self._shown_line(hit)
-            cost = numbered_line_bytes(self.first_line + index, line) + _MARKER_BYTES
+            line, hidden = self._shown_line(hit)
+            cost = self._cost(index, line, hidden) + _MARKER_BYTES
             if cost > room:
                 break
-            shown[index] = line
+            self._show(shown, index, line, hidden)
             room -= cost
         head_room = room * 6 // 10
-        for index, line in self._lines_from_start():
-            cost = numbered_line_bytes(self.first_line + index, line)
+        for index, (line, hidden) in self._lines_from_start():
+            cost = self._cost(index, line, hidden)
             if cost > head_room or cost > room:
                 break
             if index not in shown:
-                shown[index] = line
+                self._show(shown, index, line, hidden)
                 room -= cost
                 head_room -= cost
-        for index, line in self._lines_from_end():
-            cost = numbered_line_bytes(self.first_line + index, line)
+        for index, (line, hidden) in self._lines_from_end():
+            cost = self._cost(index, line, hidden)
             if cost > room or index in shown:
                 break
-            shown[index] = line
+            self._show(shown, index, line, hidden)
             room -= cost
         return self._render(shown)
+
+    def _cost(self, index: int, line: str, hidden: str | None) -> int:
+        return numbered_line_bytes(self.first_line + index, line) + (
+            0 if hidden is None else _MARKER_BYTES + LINE_REASON_BYTES)
+
+    def _show(self, shown: dict[int, str], index: int, line: str, hidden: str | None) -> None:
+        shown[index] = line
+        if hidden is not None:
+            self._clipped[index] = hidden
 
     def _render(self, shown: dict[int, str]) -> list[Row]:
         rows: list[Row] = []
@@ -112,18 +125,28 @@ class LineScan:
             if index < self.line_count:
                 number = base + index
                 rows.append(Row(number, number, f"{number}│ {shown[index]}"))
+                if (hidden := self._clipped.get(index)) is not None:
+                    # The rest of the line, which recovering it would clip again: the bytes to print.
+                    block = annotation(self.prune_id, number, number, hidden)
+                    rows.append(Row(number, number, block["marker"], marker=True, reason=hidden))
             previous = index
         return rows
 
-    def _shown_line(self, hit: _Hit) -> str:
-        """The line, or MAX_SHOWN_CHARS of it around its first match between "…"."""
+    def _shown_line(self, hit: _Hit) -> tuple[str, str | None]:
+        """The line, or MAX_SHOWN_CHARS of it around its first match between "…" and the
+        reason of a marker naming the bytes of the line left out."""
         if hit.end - hit.start <= MAX_SHOWN_CHARS:
-            return self.text[hit.start : hit.end]
+            return self.text[hit.start : hit.end], None
         begin = max(hit.start, hit.at - MAX_SHOWN_CHARS // 3)
         end = min(hit.end, begin + MAX_SHOWN_CHARS)
-        return ("…" if begin > hit.start else "") + self.text[begin:end] + ("…" if end < hit.end else "")
+        shown = ("…" if begin > hit.start else "") + self.text[begin:end] + ("…" if end < hit.end else "")
+        first = len(self.text[hit.start : begin].encode("utf-8", "surrogatepass"))
+        last = first + len(self.text[begin:end].encode("utf-8", "surrogatepass"))
+        size = last + len(self.text[end : hit.end].encode("utf-8", "surrogatepass"))
+        spans = ([f"1-{first}"] if first else []) + ([f"{last + 1}-{size}"] if last < size else [])
+        return shown, f"{FOCUS_REASON}: octets {' et '.join(spans)} de la ligne, trop longue (cut -b)"
 
-    def _lines_from_start(self) -> Iterator[tuple[int, str]]:
+    def _lines_from_start(self) -> Iterator[tuple[int, tuple[str, str | None]]]:
         start = 0
         for index in range(self.line_count):
             end = self.text.find("\n", start)
@@ -131,7 +154,7 @@ class LineScan:
             yield index, self._shown_line(_Hit(start, end, start))
             start = end + 1
 
-    def _lines_from_end(self) -> Iterator[tuple[int, str]]:
+    def _lines_from_end(self) -> Iterator[tuple[int, tuple[str, str | None]]]:
         end = len(self.text)
         for index in range(self.line_count - 1, -1, -1):
             start = self.text.rfind("\n", 0, end) + 1
