@@ -167,6 +167,19 @@ async def test_commands_run_as_the_roots_owner_and_reach_no_token(tmp_path: Path
         await control.release("victim")
 
 
+async def test_commands_see_no_process_of_another_user(tmp_path: Path, owned_root: Path) -> None:
+    """A run's command read another run's command lines in /proc (`bash -c ...` with whatever
+    an agent put there) and the children's (the cross-run review of 2026-11-29): it sees its
+    own user's processes only (that the child still finds and kills its commands' processes
+    is every process-tree test's, under the same mount)."""
+    async with running_daemon(tmp_path) as daemon, daemon.client() as control:
+        mine = await control.acquire("looker", owned_root)
+        ran = await bash(mine, "for p in /proc/[0-9]*; do stat -c %u $p 2>/dev/null; done | sort -u; "
+                               f"test -e /proc/{os.getpid()} || echo NOT_THE_TEST")
+        assert ran["stdout"].split() == [str(NOBODY), "NOT_THE_TEST"], ran  # no 0: nor the test, nor the child
+        await control.release("looker")
+
+
 async def test_commands_do_not_get_the_group_of_a_root_made_by_root(tmp_path: Path, owned_root: Path) -> None:
     # `install -d -o nobody` leaves the root in group root: commands ran as nobody:root, read
     # root:root 0640 files and could leave a setgid-root copy of a program behind.

@@ -9,7 +9,8 @@ the kernel frees both when the last process in them exits. The host's /dev/mqueu
 host's POSIX queues whatever the namespace: a fresh one is mounted there (review 9, M1).
 /dev/fuse is covered by /dev/null in the same mount namespace: a process that serves its own
 FUSE mount and waits on it cannot be killed, and would hold its slot and this namespace past
-the release (review 9, H1). Needs CAP_SYS_ADMIN (a root daemon); elsewhere the child runs on
+the release (review 9, H1). /proc is mounted anew with `hidepid=invisible`: a command sees its
+own user's processes only. Needs CAP_SYS_ADMIN (a root daemon); elsewhere the child runs on
 with the host's, and says so.
 """
 
@@ -34,6 +35,7 @@ _MS_SLAVE = 1 << 19
 SHM = "/dev/shm"
 MQUEUE = "/dev/mqueue"
 FUSE = "/dev/fuse"
+PROC = "/proc"
 
 
 def private_ipc_and_devices(in_use: Iterable[str | os.PathLike[str]] = ()) -> str | None:
@@ -78,6 +80,14 @@ def private_ipc_and_devices(in_use: Iterable[str | os.PathLike[str]] = ()) -> st
         b"mqueue", MQUEUE.encode(), b"mqueue", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None
     ) != 0:
         return f"{MQUEUE}: {os.strerror(ctypes.get_errno())}"
+    # Other users' processes are not the run's to see: their command lines hold what agents put
+    # in them (another run's `bash -c ...`; the cross-run review of 2026-11-29). A proc mount of
+    # our own, each one its own instance since Linux 5.8 (older kernels refuse `invisible`); our
+    # group sees every process, so that we still see the commands we must kill without
+    # CAP_SYS_PTRACE (a service user).
+    options = f"hidepid=invisible,gid={os.getegid()}"
+    if libc.mount(b"proc", PROC.encode(), b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options.encode()) != 0:
+        return f"{PROC}: {os.strerror(ctypes.get_errno())}"
     return shared
 
 
