@@ -29,7 +29,6 @@ from jeeves_mcp.pruning.render import Row, fit_rows, fit_text, rows_text, text_b
 from jeeves_mcp.results import error_result, fit_result, share_budget
 from jeeves_mcp.tools.base import (
     MIN_PRUNE_BYTES,
-    SUMMARY_CHARS,
     CallContext,
     TextOutput,
     Tool,
@@ -62,7 +61,7 @@ class _Pruned:
     """What pruning made of a tool's texts: rows (None: raw), prune ids, the `pruning` object."""
 
     rows: list[list[Row] | None] = field(default_factory=list)
-    # Per text, its rows within a smaller budget cut by the engine's order (PruneOutcome.within).
+    # Per text, its rows within a smaller budget (PruneOutcome.within); None for a raw text.
     within: list[Callable[[int], tuple[list[Row], list[dict[str, Any]]]] | None] = field(default_factory=list)
     ids: list[str | None] = field(default_factory=list)
     # Texts left whole by the engine but over the budget: the lines their question names.
@@ -322,7 +321,7 @@ class ToolRunner:
             else:
                 # Escaped, the view may be over what the result has room for: the engine's
                 # order cuts it, not fit_rows' middle (a function's signature went so).
-                if size > budget and (within := pruned.within[index]) is not None:
+                if (within := pruned.within[index]) is not None:
                     rows = within(budget)[0]
                 kept, cut = fit_rows(rows, budget, prune_id or "")
                 fitted = rows_text(kept)
@@ -336,8 +335,7 @@ class ToolRunner:
         if truncated:
             structured["truncated"] = truncated
             # A reader of the summary alone learns the text is not whole, and where the rest is.
-            notice = f"; {', '.join(truncated)} cut to fit (see truncated)"
-            structured["summary"] = clip_summary(output.summary, SUMMARY_CHARS - len(notice)) + notice
+            structured["summary"] = clip_summary(output.summary, tail=f"; {', '.join(truncated)} cut to fit (see truncated)")
         structured["pruning"] = pruned.pruning
         return structured
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from jeeves_mcp.mcp.errors import ToolError, clip_json
 from jeeves_mcp.pruning.render import text_bytes
-from jeeves_mcp.tools.base import SUMMARY_CHARS, clip_summary
+from jeeves_mcp.tools.base import clip_summary
 
 __all__ = ["error_result", "error_summary", "fit_result", "result_bytes", "share_budget"]
 
@@ -109,4 +109,4 @@ def error_result(error: ToolError, tool: str, limit: int) -> dict[str, Any]:
 def error_summary(tool: str, error: ToolError) -> str:
     """`read: no such file: x.py [NOT_FOUND]`, the message clipped so the code stays."""
     tail = f" [{error.code}]"
-    return clip_summary(f"{tool}: {error.message}", SUMMARY_CHARS - len(tail)) + tail
+    return clip_summary(f"{tool}: {error.message}", tail=tail)

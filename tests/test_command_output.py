@@ -16,6 +16,7 @@ import pytest
 from jeeves_mcp.pruning.engine import select_lines
 from jeeves_mcp.pruning.engine._git import git_layout, is_git_output
 from jeeves_mcp.pruning.engine._matches import is_search_output, line_paths
+from jeeves_mcp.pruning.pruner import pruned_blocks
 from jeeves_mcp.pruning.render import marker_line
 from tests._child import Child, tool_json
 from tests.test_http import call
@@ -133,22 +134,10 @@ def test_no_marker_in_search_output_costs_more_than_the_rows_it_hides() -> None:
             continue
         budget = rnd.choice([1500, 3000, 6000])
         selection = select_lines(rows, "handle empty bytes in echo", "logs", max_bytes=budget, files=files.get)
-        for start, end in _pruned_blocks(selection.keep):
+        for start, end in pruned_blocks(selection.keep):
             hidden = sum(len(f"{n + 1}│ {rows[n]}\n".encode()) for n in range(start, end + 1))
             marker = marker_line("prn_0123456789abcdef", start + 1, end + 1, selection.reasons[start] or "")
             assert hidden >= len(marker.encode()) + 1, (seed, start, end, hidden)
-
-
-def _pruned_blocks(keep: list[bool]) -> list[tuple[int, int]]:
-    blocks: list[tuple[int, int]] = []
-    for i, kept in enumerate(keep):
-        if kept:
-            continue
-        if blocks and blocks[-1][1] == i - 1:
-            blocks[-1] = (blocks[-1][0], i)
-        else:
-            blocks.append((i, i))
-    return blocks
 
 
 # Logs whose lines look like `path:12:` or a diff's `-` lines, each with one error line among

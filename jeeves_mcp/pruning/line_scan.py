@@ -62,6 +62,10 @@ class _Hit:
     terms: set[str] = field(default_factory=set)
 
 
+# A line as the view shows it, and the reason of the marker after it when only part is shown.
+_Shown = tuple[str, str | None]
+
+
 @dataclass
 class LineScan:
     """A scanned text: its matching lines, best first, and how to show them in a budget."""
@@ -72,48 +76,41 @@ class LineScan:
     prune_id: str
     terms: list[str]
     ranked: list[tuple[int, _Hit]]  # (0-based line index, hit), most worth showing first
-    # Lines shown in part by the last `rows`, with the reason of the marker that follows them.
-    _clipped: dict[int, str] = field(default_factory=dict, init=False, repr=False)
 
     def rows(self, budget: int) -> list[Row]:
         """The view in `budget` bytes: ranked lines, then head and tail, markers between."""
-        shown: dict[int, str] = {}
-        self._clipped = {}
+        shown: dict[int, _Shown] = {}
         room = budget - _MARKER_BYTES
         for index, hit in self.ranked:
-            line, hidden = self._shown_line(hit)
-            cost = self._cost(index, line, hidden) + _MARKER_BYTES
+            line = self._shown_line(hit)
+            cost = self._cost(index, line) + _MARKER_BYTES
             if cost > room:
                 break
-            self._show(shown, index, line, hidden)
+            shown[index] = line
             room -= cost
         head_room = room * 6 // 10
-        for index, (line, hidden) in self._lines_from_start():
-            cost = self._cost(index, line, hidden)
+        for index, line in self._lines_from_start():
+            cost = self._cost(index, line)
             if cost > head_room or cost > room:
                 break
             if index not in shown:
-                self._show(shown, index, line, hidden)
+                shown[index] = line
                 room -= cost
                 head_room -= cost
-        for index, (line, hidden) in self._lines_from_end():
-            cost = self._cost(index, line, hidden)
+        for index, line in self._lines_from_end():
+            cost = self._cost(index, line)
             if cost > room or index in shown:
                 break
-            self._show(shown, index, line, hidden)
+            shown[index] = line
             room -= cost
         return self._render(shown)
 
-    def _cost(self, index: int, line: str, hidden: str | None) -> int:
-        return numbered_line_bytes(self.first_line + index, line) + (
+    def _cost(self, index: int, line: _Shown) -> int:
+        text, hidden = line
+        return numbered_line_bytes(self.first_line + index, text) + (
             0 if hidden is None else _MARKER_BYTES + LINE_REASON_BYTES)
 
-    def _show(self, shown: dict[int, str], index: int, line: str, hidden: str | None) -> None:
-        shown[index] = line
-        if hidden is not None:
-            self._clipped[index] = hidden
-
-    def _render(self, shown: dict[int, str]) -> list[Row]:
+    def _render(self, shown: dict[int, _Shown]) -> list[Row]:
         rows: list[Row] = []
         base = self.first_line
         previous = -1
@@ -124,15 +121,16 @@ class LineScan:
                 rows.append(Row(start, end, block["marker"], marker=True, reason=FOCUS_REASON))
             if index < self.line_count:
                 number = base + index
-                rows.append(Row(number, number, f"{number}│ {shown[index]}"))
-                if (hidden := self._clipped.get(index)) is not None:
+                text, hidden = shown[index]
+                rows.append(Row(number, number, f"{number}│ {text}"))
+                if hidden is not None:
                     # The rest of the line, which recovering it would clip again: the bytes to print.
                     block = annotation(self.prune_id, number, number, hidden)
                     rows.append(Row(number, number, block["marker"], marker=True, reason=hidden))
             previous = index
         return rows
 
-    def _shown_line(self, hit: _Hit) -> tuple[str, str | None]:
+    def _shown_line(self, hit: _Hit) -> _Shown:
         """The line, or MAX_SHOWN_CHARS of it around its first match between "…" and the
         reason of a marker naming the bytes of the line left out."""
         if hit.end - hit.start <= MAX_SHOWN_CHARS:
@@ -146,7 +144,7 @@ class LineScan:
         spans = ([f"1-{first}"] if first else []) + ([f"{last + 1}-{size}"] if last < size else [])
         return shown, f"{FOCUS_REASON}: octets {' et '.join(spans)} de la ligne, trop longue (cut -b)"
 
-    def _lines_from_start(self) -> Iterator[tuple[int, tuple[str, str | None]]]:
+    def _lines_from_start(self) -> Iterator[tuple[int, _Shown]]:
         start = 0
         for index in range(self.line_count):
             end = self.text.find("\n", start)
@@ -154,7 +152,7 @@ class LineScan:
             yield index, self._shown_line(_Hit(start, end, start))
             start = end + 1
 
-    def _lines_from_end(self) -> Iterator[tuple[int, tuple[str, str | None]]]:
+    def _lines_from_end(self) -> Iterator[tuple[int, _Shown]]:
         end = len(self.text)
         for index in range(self.line_count - 1, -1, -1):
             start = self.text.rfind("\n", 0, end) + 1

@@ -134,9 +134,15 @@ class PruneOutcome:
     stats: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     error: str | None = None  # seed 000's pruning.error when fallen back
-    # The rows and annotations within a smaller budget, the lines the engine ranked last cut
-    # first; None when there is no ranking to cut by (a fallback's rows: fit_rows cuts them).
-    within: Callable[[int], tuple[list[Row], list[dict[str, Any]]]] | None = None
+    # Cuts the view to a smaller budget by the engine's order; None without a ranking (a fallback).
+    cut_by_order: Callable[[int], tuple[list[Row], list[dict[str, Any]]]] | None = None
+
+    def within(self, budget: int) -> tuple[list[Row], list[dict[str, Any]]]:
+        """The rows and annotations in `budget` bytes, the lines the engine ranked last cut first;
+        as they are when they fit or nothing ranked them (fit_rows then cuts them)."""
+        if self.cut_by_order is None or text_bytes(rows_text(self.rows)) <= budget:
+            return self.rows, self.annotations
+        return self.cut_by_order(budget)
 
     @property
     def used_fallback(self) -> bool:
@@ -240,7 +246,7 @@ class Pruner:
                 text, lines, prune_id, started, first_line, "constraints_unmet", options)
         chosen, rows, annotations = rows_by_order(selection, lines, prune_id, options, options.max_bytes, first_line)
 
-        def within(budget: int) -> tuple[list[Row], list[dict[str, Any]]]:
+        def cut_by_order(budget: int) -> tuple[list[Row], list[dict[str, Any]]]:
             _, rows, annotations = rows_by_order(selection, lines, prune_id, options, budget, first_line)
             return rows, annotations
 
@@ -252,7 +258,7 @@ class Pruner:
             rows=rows,
             annotations=annotations,
             stats=self._stats(text, pruned_text, len(lines), kept, started, fallback=False),
-            within=within if selection.order is not None else None,
+            cut_by_order=cut_by_order if selection.order is not None else None,
         )
         _log.event(
             log,

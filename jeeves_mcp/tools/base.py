@@ -308,7 +308,9 @@ def text_budget(config: PrunerConfig) -> int:
 SUMMARY_CHARS = 100  # seed 002: summaries up to 100 characters
 
 
-def clip_summary(text: str, limit: int = SUMMARY_CHARS) -> str:
-    """One line of at most `limit` characters (seed 002: summaries up to 100)."""
+def clip_summary(text: str, limit: int = SUMMARY_CHARS, tail: str = "") -> str:
+    """One line of at most `limit` characters (seed 002: summaries up to 100), `tail` kept
+    whole at its end (`text` is clipped to make room)."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    room = limit - len(tail)
+    return (text if len(text) <= room else text[: room - 1] + "…") + tail

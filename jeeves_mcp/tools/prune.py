@@ -13,7 +13,6 @@ from jeeves_mcp.pruning.pruner import line_counts
 from jeeves_mcp.pruning.render import Row, fit_rows, rows_text, text_bytes
 from jeeves_mcp.tools.base import (
     READ_ONLY,
-    SUMMARY_CHARS,
     CallContext,
     Tool,
     ToolOutput,
@@ -105,12 +104,8 @@ async def prune_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
 
     def fit(budget: int) -> dict[str, Any]:
         result = {"summary": summary, **contract}
-        rows, annotations = outcome.rows, outcome.annotations
-        if outcome.within is not None and text_bytes(rows_text(rows)) > budget:
-            rows, annotations = outcome.within(budget)  # the lines ranked last cut first
-            budget_cut = annotations != outcome.annotations
-        else:
-            budget_cut = False
+        rows, annotations = outcome.within(budget)  # the lines ranked last cut first
+        budget_cut = annotations is not outcome.annotations
         rows, cut = fit_rows(rows, budget, outcome.prune_id)
         if cut is not None or budget_cut:
             result["pruned_text"] = rows_text(rows)
@@ -186,8 +181,7 @@ async def recover_text(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
             result["metadata"]["truncated"] = cut
             # The summary alone told "614 of 3,495 lines" where 209 came back (the agent-view
             # review of 2026-11-29): it says the budget held some back.
-            notice = "; cut to fit (metadata.truncated)"
-            result["summary"] = clip_summary(summary, SUMMARY_CHARS - len(notice)) + notice
+            result["summary"] = clip_summary(summary, tail="; cut to fit (metadata.truncated)")
         return result
 
     return ToolOutput(summary=summary, fit_raw=fit)
