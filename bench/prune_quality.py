@@ -626,6 +626,20 @@ needles-dev, cases up / down against the engine as it is:)
   0.872, judge 0.837 -> 0.833, fresh2 0.848 -> 0.844, fresh4 0.806 -> 0.809, fresh5 0.843 ->
   0.841 at 0.3 to 0.5 points more reduction: the weights of 2026-11-27 stay. The 24 of those
   repositories the model had never been fitted on became commits-fresh6 (held out, below).
+(2026-11-29, sixteenth session: what bounds the commit tasks' recall; nothing adopted:)
+- the response budget: a 10 % larger one (11,264 bytes) gives fresh3 0.846 -> 0.853 (8 up), dev
+  0.913 -> 0.925 (6 up), needles-dev +1 case, each at -1.8 to -2.0 points of reduction; the same
+  bytes as a larger share (CODE_SHARE 0.3, UNSURE_SHARE 0.2, VIEW_PRICE 0.3) give fresh3 +0.07,
+  0, +0.2 and dev 0, 0, -0.3 at -0.2 to -0.8: 3,946 held-out views, 2,910 at the budget (recall
+  0.822) and 1,036 below it (0.899). An at-budget view of fresh3 shows 174 lines in 9.8 KB
+  serialized: 16 % markers (15 of 107 bytes), 21 % line numbers and escaped line ends.
+- where the missed fix ranks: of fresh3's 94 views showing none of it, the fix's best line comes
+  within 1.25 / 1.5 / 2 / 3 times the lines shown in 18 / 29 / 45 / 65; the other half are misses
+  of meaning (`Better process name for workers` -> setprocname, `Increase encoding pre-scan
+  length to 1024` -> numBytesMeta = 512, `Apply suggestions from code review`).
+- docs, DOCS_TEMP 0.2 -> 0.21 / 0.22 / 0.23 / 0.25: docs-tune 1/1, 2/3, 2/3, 5/6 at -0.7 to -3.3
+  points of reduction, docs level (0.23, 0.25: 1 down); DOCS_PRICE 0.45 -> 0.35 docs-tune 2/3;
+  DOCS_BUDGET 0.6, DOCS_SHARE 0.4: no case changes. Not chosen on the tuning sets.
 """
 
 from __future__ import annotations
