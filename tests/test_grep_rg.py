@@ -1,16 +1,25 @@
 """ripgrep comes with the package (the `ripgrep` wheel ships `rg` into the venv's bin/), and the
-grep tool finds it there even when that bin/ is not on PATH, as under systemd."""
+grep tool finds it there even when that bin/ is not on PATH, as under systemd; so does a run's
+bash, through a directory holding that `rg` alone, last on the command's PATH."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
+import trio
 
 from jeeves_mcp.tools import grep
+from tests._child import running_child
 from tests._daemon import running_daemon
+from tests.test_beneath import runnable_by_nobody
+from tests.test_isolation import NOBODY, directory_owned_by
 from tests.test_security import call_tool
 
 
@@ -36,3 +45,47 @@ async def test_a_daemon_without_the_venv_on_path_greps_with_rg(tmp_path: Path, r
     assert not result["isError"], result
     assert result["engine"] == "rg", result
     assert result["match_count"] == 1
+
+
+# A daemon's PATH under systemd: no venv on it, and here no rg either.
+SYSTEM_PATH = "/usr/bin:/bin"
+# Seen by the command itself (the directory may be in the child's own /dev/shm): rg's first line,
+# where `rg` is found, PATH, what PATH's last directory holds, where its `rg` leads, its mode,
+# and whether the command may write there.
+SHOW_RG = ('rg --version | head -n 1; command -v rg; printf "%s\\n" "$PATH"; d=${PATH##*:}; ls -A "$d"; '
+           'readlink "$d/rg"; stat -c %a "$d"; [ -w "$d" ] && echo writable || echo read-only')
+
+
+@contextmanager
+def run_root_of(owner: str, tmp_path: Path) -> Iterator[Path]:
+    """A run root whose commands run as the pruner's own user, or as nobody (root only)."""
+    if owner == "own":
+        yield tmp_path
+        return
+    if not runnable_by_nobody(grep.find_rg()):
+        pytest.skip("nobody may not run this venv's rg (a clone in a 0700 directory)")
+    with directory_owned_by(NOBODY, "jeeves-rg-run-", gid=0) as root:
+        yield root
+
+
+@pytest.mark.parametrize("owner", ["own", "nobody"])
+async def test_a_runs_bash_finds_the_bundled_rg_last_on_its_path(tmp_path: Path, owner: str) -> None:
+    if shutil.which("rg", path=SYSTEM_PATH) is not None:
+        pytest.skip(f"this host has an rg on {SYSTEM_PATH}, which would win")
+    bundled = grep.find_rg()
+    assert bundled is not None
+    with run_root_of(owner, tmp_path) as root:
+        async with running_child(root, tmp_path, env={"PATH": SYSTEM_PATH}) as child, \
+                httpx.AsyncClient(timeout=30) as http:
+            shown = await call_tool(http, child.base, child.headers(), "bash", {"cmd": SHOW_RG})
+            kept = await call_tool(http, child.base, child.headers(), "bash",
+                                   {"cmd": 'printf "%s" "$PATH"', "env": {"PATH": "/opt/none:/bin"}})
+    version, found, path, *listing, target, mode, writable = shown["stdout"].splitlines()
+    assert version.startswith("ripgrep "), shown
+    rg_dir = path.rpartition(":")[2]
+    assert path == f"{SYSTEM_PATH}:{rg_dir}" and found == f"{rg_dir}/rg", shown
+    assert listing == ["rg"] and target == bundled and mode == "755", shown
+    if owner != "own":
+        assert writable == "read-only", shown
+    assert kept["stdout"] == "/opt/none:/bin", kept  # the call's own PATH, as given
+    assert not await trio.Path(rg_dir).exists()  # nothing left where the test can see

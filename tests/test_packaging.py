@@ -87,7 +87,8 @@ def test_every_distribution_the_tests_import_is_in_the_test_extra() -> None:
 
 
 # Dependencies that ship a program rather than a module, and what runs it.
-PROGRAMS = {"ripgrep": "rg, run by the grep tool (jeeves_mcp/tools/grep.py find_rg)"}
+PROGRAMS = {"ripgrep": "rg, run by the grep tool (jeeves_mcp/tools/grep.py find_rg) and bash commands "
+            "(tools/bash.py bundled_rg_dir)"}
 
 
 def test_every_dependency_is_imported() -> None:

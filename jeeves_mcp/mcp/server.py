@@ -29,6 +29,7 @@ from jeeves_mcp.pruner_config import PrunerConfig, mark_ready
 from jeeves_mcp.pruning import Pruner, make_engine, swe_server
 from jeeves_mcp.pruning.recovery import RecoveryStore
 from jeeves_mcp.tools import ALIASES, DEFAULT_TOOLS
+from jeeves_mcp.tools.bash import bundled_rg_dir
 
 log = logging.getLogger("jeeves_mcp.server")
 
@@ -139,14 +140,16 @@ async def run_pruner(config: PrunerConfig, *, stdio: bool = False) -> None:
     set_process_name("jeeves-pruner")  # forked children would otherwise look like their zygote
     server = build_server(config)
     shutdown = trio.Event()
-    try:
-        await _serve(server, config, shutdown, stdio)
-    finally:
-        # Whatever the commands left below us (setsid, double forks, scrubbed
-        # environments) goes with us: we are their subreaper.
-        killed = kill_descendants()
-        if killed:
-            _log.event(log, "pruner.descendants_killed", count=killed)
+    # After the namespaces: made in the /dev/shm our commands see, ours alone when we could.
+    with bundled_rg_dir():
+        try:
+            await _serve(server, config, shutdown, stdio)
+        finally:
+            # Whatever the commands left below us (setsid, double forks, scrubbed
+            # environments) goes with us: we are their subreaper.
+            killed = kill_descendants()
+            if killed:
+                _log.event(log, "pruner.descendants_killed", count=killed)
     await server.pruner.engine.aclose()
     _log.event(log, "pruner.stopped")
 

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import pwd
 import re
 import shutil
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from jeeves_mcp import _log
 from jeeves_mcp._log import quoted
 from jeeves_mcp.mcp.errors import ToolError
 from jeeves_mcp.proc import TAG_VAR, TREE_VAR, command_user, run_command
+from jeeves_mcp.proc.namespaces import SHM
 from jeeves_mcp.pruning.engine import without_line_numbers
+from jeeves_mcp.tools import grep
 from jeeves_mcp.tools._shown_file import ShownFile, leading_cd, shown_file
 from jeeves_mcp.tools.base import (
     FOCUS_PROPERTY,
@@ -57,12 +63,58 @@ SCHEMA: dict[str, Any] = {
 }
 
 
+log = logging.getLogger("jeeves_mcp.tools.bash")
+
 # How bash exports a function in the environment (BASH_FUNC_name%%), and imports it back.
 BASH_FUNCTION_PREFIX = "BASH_FUNC_"
+
+# The directory `bundled_rg_dir` made, last on the PATH of this process's commands.
+_rg_dir: str | None = None
 
 
 def shell() -> str:
     return shutil.which("bash") or "/bin/sh"
+
+
+@contextlib.contextmanager
+def bundled_rg_dir() -> Iterator[None]:
+    """While inside: a directory holding only `rg`, a link to find_rg()'s (the wheel's, beside
+    the interpreter, which a daemon run by systemd has not on PATH), that `run` puts last on
+    the PATH of the commands it starts; removed after. Not the venv's bin/, which holds python
+    and pip: a command's `pip install` could write into the daemon's venv."""
+    global _rg_dir
+    rg = grep.find_rg()  # looked up in grep: a child started without rg has none here either
+    _rg_dir = None if rg is None else _linked_dir(rg)
+    try:
+        yield
+    finally:
+        if _rg_dir is not None:
+            shutil.rmtree(_rg_dir, ignore_errors=True)
+            _rg_dir = None
+
+
+def _linked_dir(rg: str) -> str | None:
+    """A new 0755 directory holding only a link `rg` to `rg`. In /dev/shm: the child's own once
+    `private_ipc_and_devices` made it, freed by the kernel even when the child is SIGKILLed;
+    else systemd's for the unit, or the host's. In the temp dir where there is no /dev/shm.
+    None, logged, when it cannot be made (no space left): commands go without, the child starts."""
+    made = None
+    where = SHM if os.access(SHM, os.W_OK | os.X_OK) else None
+    try:
+        made = tempfile.mkdtemp(prefix="jeeves-rg-", dir=where)
+        # Through a descriptor: TMPDIR may be a directory where a run's user can swap names.
+        fd = os.open(made, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.fchmod(fd, 0o755)  # searched by commands run as the root's owner, written by us alone
+            os.symlink(os.path.abspath(rg), "rg", dir_fd=fd)
+        finally:
+            os.close(fd)
+        return made
+    except OSError as exc:
+        _log.event(log, "bash.rg_not_on_path", logging.WARNING, error=str(exc))
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        return None
 
 
 def sanitized_env(
@@ -140,6 +192,8 @@ async def run(ctx: CallContext, args: dict[str, Any]) -> ToolOutput:
     if not cwd.is_dir():
         raise ToolError("NOT_FOUND", f"cwd is not a directory: {display_path(config, cwd)}")
     env = sanitized_env(config.env_allow, args.get("env"))
+    if _rg_dir is not None and "PATH" not in (args.get("env") or {}):
+        env["PATH"] = f"{env['PATH']}:{_rg_dir}" if env["PATH"] else _rg_dir  # last: an rg on PATH wins
     if user is not None:
         env = owner_env(env, user[0], keep=set(args.get("env") or ()))
     timeout_ms = timeout_ms_arg(args, config.bash_timeout_ms)
