@@ -1235,12 +1235,23 @@ LONG_LINES = {
     "code": 'select_lines(["function ok() {", "  return 1;", "}", "a_" * 200_000 + " {", "  total = 2999;", "}"], '
             '"where is total set", "code", path="widget.js")',
     "sniffed": 'guess_source_type(None, "\\t" * 150_000 + "x\\nok\\n")',
+    # A JS line of `)` ending in another character, read for a block's closer; a test block
+    # opened by `describe` and blanks; lines of slash-backslash pairs and of `[=/]`, scanned for
+    # regex literals (a run's `bash` found these: 40,000 `)` took 29 s, 900,000 pairs 21 s).
+    "closer": 'select_lines(["function g() {", "  return 1;", ")" * 400_000 + "!", "function h() {", '
+              '"  total = 2999;", "}"], "where is total set", "code", path="widget.js")',
+    "test title": 'select_lines(["describe" + " " * 400_000 + "{", "  it(\'sets the total\', () => {", "  });", '
+                  '"}"], "where is total set", "code", path="widget.test.js")',
+    "escaped slashes": 'select_lines(["error " + "/\\\\" * 2_000_000, "`x`", "function h() {", "  total = 2999;", '
+                       '"}"], "where is total set", "code", path="widget.js")',
+    "slashes in classes": 'select_lines(["(/" + "[=/]" * 100_000, "`x`", "function h() {", "  total = 2999;", '
+                          '"}"], "where is total set", "code", path="widget.js")',
 }
 
 
 @pytest.mark.parametrize("kind", LONG_LINES)
 def test_one_long_line_a_run_prints_is_read_in_linear_time(kind):
-    """Three patterns backtracked quadratically over a long line, which any run can print or
+    """Patterns backtracked quadratically over a long line, which any run can print or
     write: 20,000 characters took 8-16 s, these 400,000 would take hours, holding the GIL (a
     regex match does not let it go), so the child's event loop stood still as long. In a
     process of its own, so that the test fails rather than hangs."""

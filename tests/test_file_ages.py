@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -406,6 +407,13 @@ def test_a_search_whose_directory_is_not_told_or_outside_the_root_gets_no_files(
     ctx = SimpleNamespace(config=PrunerConfig(root=root))
     base = _search_base(ctx, root, cmd, env)  # type: ignore[arg-type]
     assert base == (None if where is None else (root / where).resolve())
+
+
+def test_a_command_led_by_a_million_blanks_is_read_in_linear_time() -> None:
+    """Whether a command moves before it prints is matched on the child's event loop: 130,000
+    blanks before `true` held it 7.6 s (quadratic); a million would take minutes."""
+    call = "from jeeves_mcp.tools.bash import _MOVES\nassert not _MOVES.match(' ' * 1_000_000 + 'true')"
+    subprocess.run([sys.executable, "-c", call], check=True, timeout=30)
 
 
 def test_the_tools_ask_git_only_for_a_search_or_a_listing() -> None:
