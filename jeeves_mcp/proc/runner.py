@@ -17,6 +17,7 @@ import os
 import resource
 import secrets
 import shutil
+import socket
 import stat
 import subprocess
 import threading
@@ -37,11 +38,14 @@ _READ_CHUNK = 64 * 1024
 # Commands start in "/" and enter their directory themselves, as their own user: subprocess
 # changes directory before it switches users, as the pruner (root), so a cwd swapped for a
 # symlink took a command where its user may not go (attack review F4). The directory is an
-# argument, never part of the script. Until the exec, stdin is a status pipe: `cd` writes there
+# argument, never part of the script. Until the exec, stdin is a status socket: `cd` writes there
 # why it failed, which tells that apart from the command's own failure.
-# It also lowers RLIMIT_NPROC first ($1; bash spells it -u, dash -p), soft and hard.
+# It waits there first for the pruner to make the command the kernel's first to kill when memory
+# runs out (see _first_to_kill), raises that score itself where the pruner may not, then lowers
+# RLIMIT_NPROC ($1; bash spells it -u, dash -p), soft and hard.
 _SH = "/bin/sh"
 _ENTER = (
+    "read -r _ || exit 125; { echo 1000 >/proc/self/oom_score_adj; } 2>/dev/null; "
     '[ -z "$1" ] || { ulimit -u "$1" || ulimit -p "$1"; } 2>/dev/null '
     '|| { echo "cannot set RLIMIT_NPROC" >&0; exit 125; }; '
     'cd -- "$2" 2>&0 || { echo >&0; exit 125; }; exec </dev/null; shift 2; exec "$@"'
@@ -261,7 +265,7 @@ async def run_command(
     started = trio.current_time()
     nproc = "" if user is None else str(_process_limit(max_processes))
     try:
-        status_read, status_write = os.pipe()
+        status_read, status_write = socket.socketpair()
     except OSError as exc:
         if exc.errno in _NOT_NOW:
             raise _not_now(exc) from exc
@@ -273,7 +277,7 @@ async def run_command(
                 [_SH, "-c", _ENTER, "jeeves-mcp", nproc, str(cwd), *argv],
                 cwd="/",
                 env=command_env,
-                stdin=status_write,
+                stdin=status_write.fileno(),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
@@ -291,10 +295,15 @@ async def run_command(
         raise ToolError("INVALID_REQUEST", "the command's arguments and environment are too long "
                         f"together: the kernel takes {os.sysconf('SC_ARG_MAX'):,} bytes") from exc
     finally:
-        os.close(status_write)
+        status_write.close()
         if proc is None:
-            os.close(status_read)
+            status_read.close()
     assert proc is not None and proc.stdout is not None and proc.stderr is not None
+    _first_to_kill(proc.pid)
+    try:
+        status_read.sendall(b"go\n")
+    except OSError:
+        pass  # the wrapper is gone already: its exit status says so
     # Until trio has read its status, the orphan reaper leaves it alone.
     with awaiting(proc.pid):
         out = _Capture(max_output_bytes, keep_tail)
@@ -316,14 +325,14 @@ async def run_command(
                     await out_done.wait()
                     await err_done.wait()
                 nursery.cancel_scope.cancel()
-            not_entered = _status(status_read)
+            not_entered = _status(status_read.fileno())
         except BaseException:
             # Cancelled (or anything else): trio's _run_process pattern.
             with trio.CancelScope(shield=True, deadline=_kill_deadline(kill_grace_s)):
                 await kill_tree(proc.pid, tag, grace_s=kill_grace_s, leader=proc)
             raise
         finally:
-            os.close(status_read)
+            status_read.close()
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(proc.stdout)
                 await trio.aclose_forcefully(proc.stderr)
@@ -362,14 +371,30 @@ def _check_executable(name: str, env: dict[str, str]) -> None:
 
 
 def _status(status_read: int) -> str | None:
-    """Why the wrapper could not enter the directory (what it wrote on the status pipe), or
-    None when it wrote nothing: it entered, closed the pipe and ran the command."""
+    """Why the wrapper could not enter the directory (what it wrote on the status socket), or
+    None when it wrote nothing: it entered, closed the socket and ran the command."""
     os.set_blocking(status_read, False)
     try:
         said = os.read(status_read, 4096)
     except BlockingIOError:  # still open: the wrapper has not failed
         return None
     return said.decode("utf-8", "replace").strip() if said else None
+
+
+# oom_score_adj of a command: the kernel kills commands before the daemon, a pruner or any other
+# process when memory runs out (one run's processes took down the daemon and every run's child).
+FIRST_TO_KILL = 1000
+
+
+def _first_to_kill(pid: int) -> None:
+    """Give the wrapper, before it runs anything, the highest OOM score. Written with
+    CAP_SYS_RESOURCE (as root) it is also the lowest the command may set itself back to; else
+    the wrapper raises its own, which a command may undo."""
+    try:
+        with open(f"/proc/{pid}/oom_score_adj", "w") as score:
+            score.write(str(FIRST_TO_KILL))
+    except OSError:
+        pass  # another user's and no privilege over it, or no /proc: the wrapper raises it
 
 
 def _process_limit(wanted: int) -> int:
