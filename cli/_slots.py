@@ -221,9 +221,20 @@ def show(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the slot JSON (with its token).")] = False,
 ) -> None:
-    """Show one slot (the token is hidden unless --json)."""
+    """Show one live slot (the token is hidden unless --json).
+
+    A released run is NOT_FOUND (exit 1) with when it was released; its logs and
+    stats are kept: `jeeves-mcp logs RUN_ID`, `jeeves-mcp stats RUN_ID`.
+    """
+    from jeeves_mcp.client import ControlError
+
     with control_errors(ctx, f"cannot show {run_id}"), settings(ctx).client() as control:
-        slot = control.get(run_id)
+        try:
+            slot = control.get(run_id)
+        except ControlError as exc:
+            if exc.code == "NOT_FOUND" and isinstance(exc.detail, dict) and "ended_at" in exc.detail:
+                exc.message += f"; its history: `jeeves-mcp logs {run_id}`, `jeeves-mcp stats {run_id}`"
+            raise
     if as_json:
         print_json(slot)
     else:

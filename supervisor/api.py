@@ -258,7 +258,7 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
 
     @app.errorhandler(SlotError)
     async def slot_error(exc: SlotError) -> Response:
-        return error(exc.code, exc.message, exc.status)
+        return error(exc.code, exc.message, exc.status, **exc.extra)
 
     @app.errorhandler(404)
     async def not_found(_: Exception) -> Response:
@@ -353,7 +353,7 @@ def create_app(manager: SlotManager, *, tcp_token: str | None = None) -> QuartTr
 
     @app.get("/v1/slots/<run_id>")
     async def show(run_id: str) -> Response:
-        return ok(manager.get(run_id).view())
+        return ok((await manager.get(run_id)).view())
 
     @app.post("/v1/slots/<run_id>/renew")
     async def renew(run_id: str) -> Response:

@@ -39,11 +39,12 @@ log = logging.getLogger("jeeves_mcp.supervisor")
 class SlotError(Exception):
     """A control request that cannot be served; `code` is stable, `status` is HTTP."""
 
-    def __init__(self, code: str, message: str, status: int) -> None:
+    def __init__(self, code: str, message: str, status: int, **extra: Any) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.status = status
+        self.extra = extra  # more fields of the error body
 
 
 @dataclass
@@ -149,11 +150,21 @@ class SlotManager:
 
     # -- control requests ----------------------------------------------------
 
-    def get(self, run_id: str) -> Slot:
+    async def get(self, run_id: str) -> Slot:
+        """The run's live slot. A run released before is still NOT_FOUND, saying so and when
+        (`ended_at`): a bare 'no slot' left operators wondering whether it ever existed."""
         slot = self.slots.get(run_id)
-        if slot is None:
+        if slot is not None:
+            return slot
+        record = await self.store.get(run_id)
+        if record is None or record.state != SlotState.SHUTDOWN:
             raise SlotError("NOT_FOUND", f"no slot for run {run_id!r}", 404)
-        return slot
+        ended_at = iso(record.ended_at)
+        raise SlotError(
+            "NOT_FOUND", f"run {run_id!r} is not active: it was released"
+            + (f" at {ended_at}" if ended_at else "") + (f" ({record.reason})" if record.reason else ""),
+            404, ended_at=ended_at,
+        )
 
     async def acquire(self, request: AcquireRequest) -> tuple[dict[str, Any], bool]:
         """Start (or find) the run's slot; returns its view and whether it was created."""
@@ -238,7 +249,7 @@ class SlotManager:
         return found
 
     async def renew(self, run_id: str, ttl_s: float | None) -> dict[str, Any]:
-        slot = self.get(run_id)
+        slot = await self.get(run_id)
         ttl = ttl_s or slot.record.ttl_s or self.config.default_ttl_s
         if ttl is None:
             raise SlotError("INVALID_REQUEST", "the slot has no lease; give ttl_s", 400)
