@@ -125,12 +125,11 @@ def masked(slot: dict[str, Any]) -> dict[str, Any]:
 
 
 def render_slots(slots: list[dict[str, Any]], console: Console, now: datetime.datetime | None = None) -> None:
-    """The `ls` table: run, state, pid, port, age, restarts, expires."""
+    """The `ls` table: run, state, pid, port, age, restarts, expires (nothing without slots)."""
     from rich.table import Table
 
     now = now or datetime.datetime.now(datetime.UTC)
     if not slots:
-        console.print("no slots (acquire one with `jeeves-mcp acquire RUN_ID --root DIR`)")
         return
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column, justify in (("run", "left"), ("state", "left"), ("pid", "right"), ("port", "right"),

@@ -200,20 +200,26 @@ def ls(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"slots": [...]} as the API returns it.')] = False,
 ) -> None:
-    """List the live slots: run, state, pid, port, age, restarts, expires."""
+    """List the live slots: run, state, pid, port, age, restarts, expires.
+
+    The table alone goes to stdout; notes (no slots, the fork server) go to stderr.
+    """
     with control_errors(ctx, "cannot list slots"), settings(ctx).client() as control:
         listed = control.list()
         fork = control.healthz().get("fork_server")
     if as_json:
         print_json(listed)
         return
-    console = stdout_console()
-    render_slots(listed["slots"], console)
+    render_slots(listed["slots"], stdout_console())
+    # Notes for the operator, not rows: on stderr, so `ls | awk` reads the table alone.
+    notes = stderr_console()
+    if not listed["slots"]:
+        notes.print("no slots (acquire one with `jeeves-mcp acquire RUN_ID --root DIR`)", markup=False)
     if fork is None:
-        console.print("[dim]fork server disabled: children start cold[/dim]")
+        notes.print("[dim]fork server disabled: children start cold[/dim]")
     else:
         state = f"up (pid {fork['pid']})" if fork["up"] else "down: children start cold"
-        console.print(f"[dim]fork server {state}, {plural(fork['spawns'], 'child', 'children')} forked[/dim]")
+        notes.print(f"[dim]fork server {state}, {plural(fork['spawns'], 'child', 'children')} forked[/dim]")
 
 
 def show(

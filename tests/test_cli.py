@@ -78,7 +78,8 @@ async def test_acquire_ls_show_logs_renew_release(daemon: Daemon, run_root: Path
     assert [(s["run_id"], s["port"], s["pid"]) for s in listed.json()["slots"]] == [
         ("run-1", slot["port"], slot["pid"])]
     table = await cli(daemon.socket, "ls")
-    header, row, footer = table.out.splitlines()
+    header, row = table.out.splitlines()
+    footer, = table.err.splitlines()  # a note, not a row
     assert footer.startswith("fork server up (pid ") and footer.endswith("1 child forked")
     assert header.split() == ["run", "state", "pid", "port", "age", "restarts", "expires"]
     assert row.split()[:4] == ["run-1", "running", str(slot["pid"]), str(slot["port"])]
@@ -100,7 +101,7 @@ async def test_acquire_ls_show_logs_renew_release(daemon: Daemon, run_root: Path
     assert released.code == 0
     assert released.json()["state"] == "shutdown" and released.json()["mcp"] is None
     assert (await cli(daemon.socket, "ls", "--json")).json() == {"slots": []}
-    assert "no slots" in (await cli(daemon.socket, "ls")).out
+    assert "no slots" in (await cli(daemon.socket, "ls")).err
     assert daemon.our_processes() == []
     # A released run's logs stay readable.
     assert "pruner.stopped" in (await cli(daemon.socket, "logs", "run-1")).out

@@ -26,3 +26,20 @@ async def test_show_of_a_released_run_says_it_was_released_and_where_its_history
     # A run the daemon never had is still plainly unknown.
     never = await cli(daemon.socket, "show", "never-was")
     assert never.err == "jeeves-mcp show: cannot show never-was: no slot for run 'never-was' [NOT_FOUND]\n"
+
+
+async def test_ls_prints_its_rows_on_stdout_and_its_notes_on_stderr(daemon: Daemon, run_root: Path) -> None:
+    """The fork server line and 'no slots' went to stdout: `ls | awk` read them as rows."""
+    empty = await cli(daemon.socket, "ls")
+    assert (empty.code, empty.out) == (0, ""), empty
+    assert empty.err.startswith("no slots (acquire one with"), empty.err
+    slot = await acquired(daemon, "run-ls", run_root)
+    listed = await cli(daemon.socket, "ls")
+    assert listed.code == 0, listed
+    header, row = listed.out.splitlines()
+    assert header.split() == ["run", "state", "pid", "port", "age", "restarts", "expires"]
+    assert row.split()[:4] == ["run-ls", "running", str(slot["pid"]), str(slot["port"])]
+    note, = listed.err.splitlines()
+    assert note.startswith("fork server up (pid ") and note.endswith("1 child forked"), note
+    as_json = await cli(daemon.socket, "ls", "--json")
+    assert as_json.err == "" and [s["run_id"] for s in as_json.json()["slots"]] == ["run-ls"]
