@@ -19,7 +19,7 @@ import httpx
 import pytest
 import trio
 
-from jeeves_mcp.client import _LISTEN, _proc_net_address
+from jeeves_mcp.listener_owners import LISTEN, proc_net_address
 from jeeves_mcp.supervisor.port_store import slot_socket_name
 from tests._daemon import EventLog, running_daemon, stop_group, watch_events
 
@@ -201,7 +201,7 @@ def listening_inode(port: int) -> str:
     loopback = ipaddress.ip_address("127.0.0.1")
     for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
         fields = line.split()
-        if fields[3] == _LISTEN and _proc_net_address(fields[1]) == (loopback, port):
+        if fields[3] == LISTEN and proc_net_address(fields[1]) == (loopback, port):
             return fields[9]
     raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
 
