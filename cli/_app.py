@@ -52,6 +52,7 @@ def root(
     ctx: typer.Context,
     socket: Annotated[Path | None, typer.Option(
         "--socket", envvar="JEEVES_MCP_SOCKET", show_envvar=True, metavar="PATH",
+        readable=False,  # a socket is connected to, not read: the connect says why it cannot
         help="Control socket of the daemon (default: $XDG_RUNTIME_DIR/jeeves-mcp/control.sock, "
         "/run/jeeves-mcp/control.sock under systemd, else under the state dir).",
         show_default=False)] = None,
@@ -178,7 +179,7 @@ def main() -> None:
         # in our words, not as a box in typer's (and pydantic's).
         code = app(standalone_mode=False, prog_name="jeeves-mcp")
     except typer.Abort:
-        typer.echo("jeeves-mcp: aborted", err=True)
+        typer.echo("jeeves-mcp: aborted [INTERRUPTED]", err=True)
         raise SystemExit(EXIT_INTERRUPTED) from None
     except Exception as exc:
         if _is(exc, "ClickException"):  # bad usage: our one line
@@ -187,7 +188,7 @@ def main() -> None:
         # A bug: one line unless --debug.
         if _debug_requested(sys.argv[1:]):
             raise
-        typer.echo(f"jeeves-mcp: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
-                   err=True)
+        typer.echo(f"jeeves-mcp: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "
+                   "traceback) [INTERNAL]", err=True)
         raise SystemExit(EXIT_FAILURE) from None
     raise SystemExit(code if isinstance(code, int) and not isinstance(code, bool) else EXIT_OK)

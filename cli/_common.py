@@ -136,8 +136,8 @@ def control_errors(ctx: typer.Context, what: str) -> Iterator[None]:
     """Translate the client's errors into one stderr line and an exit code.
 
     DaemonUnavailable -> 3 (its message says how to start the daemon), a 400
-    INVALID_REQUEST -> 2, any other ControlError or a timeout -> 1. With --debug
-    the traceback is printed first.
+    INVALID_REQUEST -> 2, any other ControlError or a timeout -> 1. Every line ends with
+    its [CODE]. With --debug the traceback is printed first.
     """
     import httpx
 
@@ -148,7 +148,7 @@ def control_errors(ctx: typer.Context, what: str) -> Iterator[None]:
         yield
     except DaemonUnavailable as exc:
         _traceback(ctx)
-        raise fail(command, f"{what}: {exc.message}", EXIT_NO_DAEMON) from None
+        raise fail(command, f"{what}: {_describe(exc)}", EXIT_NO_DAEMON) from None
     except ControlError as exc:
         _traceback(ctx)
         code = EXIT_USAGE if exc.code == "INVALID_REQUEST" and exc.status == 400 else EXIT_FAILURE
@@ -156,10 +156,10 @@ def control_errors(ctx: typer.Context, what: str) -> Iterator[None]:
     except httpx.TimeoutException as exc:  # the client maps connection errors, not timeouts
         _traceback(ctx)
         raise fail(command, f"{what}: the daemon did not answer in time ({type(exc).__name__}); "
-                   "see `journalctl -u jeeves-mcp` or the daemon's log", EXIT_FAILURE) from None
+                   "see `journalctl -u jeeves-mcp` or the daemon's log [TIMEOUT]", EXIT_FAILURE) from None
     except httpx.TransportError as exc:
         _traceback(ctx)
-        raise fail(command, f"{what}: {type(exc).__name__}: {exc}", EXIT_FAILURE) from None
+        raise fail(command, f"{what}: {type(exc).__name__}: {exc} [HTTP_ERROR]", EXIT_FAILURE) from None
 
 
 def _traceback(ctx: typer.Context) -> None:

@@ -103,9 +103,25 @@ def _slot(run_id: str, suffix: str = "") -> str:
     return "/v1/slots/" + urllib.parse.quote(run_id, safe="").replace(".", "%2E") + suffix
 
 
-def _result(response: httpx.Response) -> Any:
+def _bad_response(where: str, response: httpx.Response) -> ControlError:
+    kind = response.headers.get("content-type") or "no content type"
+    return ControlError(
+        "BAD_RESPONSE", f"{where} answered HTTP {response.status_code} ({kind}: {response.text[:80]!r}), "
+        "not the daemon's JSON: is another program listening there?", response.status_code,
+    )
+
+
+def _result(response: httpx.Response, where: str, text: bool = False) -> Any:
+    """The answer's JSON (its text for `text`); the API's error as ControlError."""
     if response.status_code < 400:
-        return response.json() if response.headers.get("content-type", "").startswith("application/json") else response.text
+        if text:
+            return response.text
+        if response.headers.get("content-type", "").startswith("application/json"):
+            try:
+                return response.json()
+            except ValueError:
+                pass
+        raise _bad_response(where, response)
     try:
         error = response.json()["error"]
         raise ControlError(error["code"], error["message"], response.status_code, error)
@@ -128,10 +144,30 @@ _UNREACHED = (httpx.ConnectError, httpx.ConnectTimeout)
 # A local connect is instant unless the listener's queue is full (a flood, a stuck daemon):
 # then it hangs, and each try gives up after this rather than the request's whole timeout.
 CONNECT_TIMEOUT_S = 5.0
+TEXT_PATHS = frozenset({"/metrics"})  # answered in text; every other route in JSON
 
 
 def _timeouts(timeout: float | None) -> httpx.Timeout:
     return httpx.Timeout(timeout, connect=CONNECT_TIMEOUT_S if timeout is None else min(timeout, CONNECT_TIMEOUT_S))
+
+
+def _permission_denied(exc: BaseException) -> bool:
+    """Whether a failed connect was EACCES (httpx keeps the OSError down its chain)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, PermissionError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _refused(where: str) -> ControlError:
+    # Not DaemonUnavailable: a daemon may well be there, and waiting for one will not help.
+    return ControlError(
+        "PERMISSION_DENIED", f"permission denied on {where}: you may not use this daemon's control "
+        "socket; run as its user or root, or join its group (the systemd socket's is jeeves-mcp: "
+        "sudo usermod -aG jeeves-mcp $USER, then log in again)",
+    )
 
 
 def _unavailable(where: str, exc: Exception) -> DaemonUnavailable:
@@ -255,11 +291,13 @@ class AsyncControlClient(_Api):
             try:
                 response = await self._http.request(method, path, json=body, params=params)
             except _UNREACHED as exc:
+                if _permission_denied(exc):
+                    raise _refused(self.where) from exc
                 unreached = exc
                 continue
             except httpx.RemoteProtocolError as exc:
                 raise _unavailable(self.where, exc) from exc
-            return _result(response)
+            return _result(response, self.where, text=path in TEXT_PATHS)
         raise _unavailable(self.where, unreached) from unreached
 
     async def events(self, since: str | None = None) -> AsyncIterator[dict[str, Any]]:
@@ -273,11 +311,16 @@ class AsyncControlClient(_Api):
         self._before_connect()
         try:
             async with self._http.stream("GET", "/v1/events", timeout=_timeouts(None), headers=headers) as response:
+                if response.status_code >= 400 or not response.headers.get("content-type", "").startswith(
+                        "text/event-stream"):  # not the daemon's stream: say so, not end quietly
+                    await response.aread()
+                    _result(response, self.where)
+                    raise _bad_response(self.where, response)
                 async for line in response.aiter_lines():
                     if line.startswith("data: "):
                         yield json.loads(line[6:])
         except _UNREACHED as exc:
-            raise _unavailable(self.where, exc) from exc
+            raise (_refused(self.where) if _permission_denied(exc) else _unavailable(self.where, exc)) from exc
 
     @asynccontextmanager
     async def slot(self, run_id: str, root: str | os.PathLike[str], **options: Any) -> AsyncIterator[dict[str, Any]]:
@@ -321,11 +364,13 @@ class ControlClient(_Api):
             try:
                 response = self._http.request(method, path, json=body, params=params)
             except _UNREACHED as exc:
+                if _permission_denied(exc):
+                    raise _refused(self.where) from exc
                 unreached = exc
                 continue
             except httpx.RemoteProtocolError as exc:
                 raise _unavailable(self.where, exc) from exc
-            return _result(response)
+            return _result(response, self.where, text=path in TEXT_PATHS)
         raise _unavailable(self.where, unreached) from unreached
 
     @contextmanager
