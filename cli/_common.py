@@ -73,17 +73,52 @@ class Settings:
 
 # Spaces rich pads a table's last column with, before any closing style codes.
 _TRAILING_PAD = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
+# The width of a console on a pipe: none to speak of (a path is at most 4,096 bytes).
+UNBOUNDED_WIDTH = 1 << 15
+
+
+def whole_when_piped(console: Console) -> Console:
+    """`console`, unbounded when it is not a terminal: a pipe gets every cell whole and every
+    row on one line (rich cut them to COLUMNS, or 80, with "…"), for awk and grep."""
+    if not console.is_terminal:
+        console.width = UNBOUNDED_WIDTH
+    return console
 
 
 def print_table(console: Console, table: Table) -> None:
     """A rich table without the spaces rich leaves at the end of its lines (they
     show up in copies, diffs and `grep ' $'`); styles are kept. Cells are the daemon's data
-    (a root, a reason quoting "[pruner]"): never read as markup; style with Text."""
+    (a root, a reason quoting "[pruner]"): never read as markup; style with Text.
+
+    At a terminal too narrow for them, the cells that may not be cut (`no_wrap` columns:
+    ids, pids, ports) and the longest word of the others keep their width: the line runs
+    past the edge rather than end an id with "…"."""
+    needed = _uncut_width(console, table)
+    width = console.width
     with console.capture() as captured:
-        console.print(table, markup=False)
+        console.width = max(width, needed)
+        try:
+            console.print(table, markup=False)
+        finally:
+            console.width = width
     lines = [_TRAILING_PAD.sub(r"\1", line) for line in captured.get().splitlines()]
     console.file.write("".join(line + "\n" for line in lines))
     console.file.flush()
+
+
+def _uncut_width(console: Console, table: Table) -> int:
+    """The narrowest `table` can be with no cell cut: `no_wrap` columns at their widest cell,
+    the others at their longest word (rich's own minimum counts words in every column)."""
+    from rich.measure import Measurement
+
+    options = console.options.update(width=UNBOUNDED_WIDTH, markup=False)
+    width = console.measure(table, options=options).minimum
+    for column in table.columns:
+        if column.no_wrap:
+            cells = [column.header, *column.cells] if table.show_header else list(column.cells)
+            sizes = [Measurement.get(console, options, cell) for cell in cells]
+            width += max(size.maximum for size in sizes) - max(size.minimum for size in sizes)
+    return width
 
 
 # C0 but tab, DEL, C1 (U+009B is a CSI of its own), bidi embeddings, overrides and isolates.

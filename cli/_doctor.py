@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from jeeves_mcp import __version__
-from jeeves_mcp.cli._common import EXIT_FAILURE, Settings, print_table, settings, visible
+from jeeves_mcp.cli._common import (
+    EXIT_FAILURE,
+    Settings,
+    print_table,
+    settings,
+    visible,
+    whole_when_piped,
+)
 from jeeves_mcp.client import untrusted_socket
 from jeeves_mcp.pruning.render import plural
 from jeeves_mcp.supervisor.strictmodes import state_dir_problem
@@ -336,8 +343,8 @@ def render_checks(checks: list[Check], console: Console) -> None:
     from rich.text import Text
 
     table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("check")
-    table.add_column("status")
+    table.add_column("check", no_wrap=True)  # the detail wraps, by words, at a narrow terminal
+    table.add_column("status", no_wrap=True)
     table.add_column("detail", overflow="fold")
     for check in checks:
         table.add_row(check.name, Text(check.status, style=STYLES[check.status]), visible(check.detail))
@@ -366,7 +373,7 @@ def doctor(
     if as_json:
         typer.echo(json.dumps({"ok": ok, "checks": [asdict(c) for c in checks]}, indent=2))
     else:
-        render_checks(checks, Console(highlight=False))
+        render_checks(checks, whole_when_piped(Console(highlight=False)))
     if not ok:
         raise typer.Exit(EXIT_FAILURE)
 

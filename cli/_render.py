@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from jeeves_mcp.cli._common import json_text, print_table, visible
+from jeeves_mcp.cli._common import json_text, print_table, visible, whole_when_piped
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -31,9 +31,10 @@ STATE_STYLES = {
 
 
 def stdout_console() -> Console:
+    """Stdout: as wide as the terminal, or unbounded on a pipe (whole cells, one row a line)."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)
+    return whole_when_piped(Console(highlight=False, soft_wrap=True))
 
 
 def stderr_console() -> Console:
@@ -132,9 +133,10 @@ def render_slots(slots: list[dict[str, Any]], console: Console, now: datetime.da
     if not slots:
         return
     table = Table(box=None, pad_edge=False, header_style="bold")
+    # Never cut nor wrapped, at any width (ids above all); "in 59m48s" may wrap.
     for column, justify in (("run", "left"), ("state", "left"), ("pid", "right"), ("port", "right"),
                             ("age", "right"), ("restarts", "right"), ("expires", "left")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        table.add_column(column, justify=justify, no_wrap=column != "expires")  # type: ignore[arg-type]
     for slot in sorted(slots, key=lambda s: s.get("started_at") or ""):
         table.add_row(
             visible(slot["run_id"]),
@@ -155,8 +157,8 @@ def render_slot(slot: dict[str, Any], console: Console, now: datetime.datetime |
     now = now or datetime.datetime.now(datetime.UTC)
     slot = masked(slot)
     table = Table(box=None, show_header=False, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")  # a value too long for the terminal folds, never ends in "…"
     mcp = slot.get("mcp")
     rows: list[tuple[str, str | Text]] = [
         ("run", slot["run_id"]),

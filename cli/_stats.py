@@ -10,7 +10,7 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from jeeves_mcp.cli._common import control_errors, print_table, settings
+from jeeves_mcp.cli._common import control_errors, print_table, settings, whole_when_piped
 
 BAR_WIDTH = 20
 
@@ -48,12 +48,12 @@ def render(report: dict[str, Any], console: Console, run_id: str | None) -> None
     if not run_id and len(runs) > 1:
         per_run = Table(title="Per run", title_justify="left")
         for column in ("run", "calls", "tokens in", "tokens out", "saved"):
-            per_run.add_column(column, justify="left" if column == "run" else "right")
+            per_run.add_column(column, justify="left" if column == "run" else "right", no_wrap=column == "run")
         for name, value in sorted(runs.items(), key=lambda item: -item[1]["summary"]["saved_tokens"]):
             s = value["summary"]
             per_run.add_row(name, str(s["calls"]), f"{s['raw_tokens']:,}", f"{s['returned_tokens']:,}",
                             f"{s['saved_share']:.0%}")
-        console.print(per_run)
+        print_table(console, per_run)
 
 
 def stats(
@@ -70,5 +70,5 @@ def stats(
     if as_json:
         typer.echo(json.dumps(report["runs"][run_id] if run_id else report, indent=2))
         return
-    render(report, Console(), run_id)
+    render(report, whole_when_piped(Console()), run_id)
 

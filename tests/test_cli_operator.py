@@ -3,11 +3,16 @@ shows, what goes to stdout and what to stderr, errors with their code, whole tab
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
+import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
+import termios
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -151,3 +156,52 @@ async def test_config_refusals_say_their_code(daemon: Daemon, run_root: Path, tm
         await control.acquire("run-off", run_root, enabled=False)
     result = await cli(daemon.socket, "config", "codex", "run-off")
     assert result.code == 1 and "no MCP endpoint" in one_line_with_code(result, "NO_ENDPOINT")
+
+
+LONG_RUN_ID = "swe-bench-django__django-11099-attempt-3-2026-11-29T12.00.00-0123456789abcdef"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def in_a_terminal(args: list[str], env: dict[str, str], columns: int) -> str:
+    """`jeeves-mcp ARGS` with stdout on a pty `columns` wide; what it wrote, styles removed."""
+    main, side = pty.openpty()
+    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    try:
+        process = subprocess.Popen([sys.executable, "-m", "jeeves_mcp", *args], stdout=side,
+                                   stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                   env={**env, "COLUMNS": str(columns), "TERM": "xterm"})
+    finally:
+        os.close(side)
+    chunks = []
+    try:
+        while chunk := os.read(main, 65536):  # EIO once the CLI has exited and closed the pty
+            chunks.append(chunk)
+    except OSError:
+        pass
+    finally:
+        os.close(main)
+        process.wait(timeout=60)
+    return ANSI.sub("", b"".join(chunks).decode().replace("\r\n", "\n"))
+
+
+async def test_tables_keep_ids_whole_piped_and_at_a_narrow_terminal(daemon: Daemon, run_root: Path) -> None:
+    """Piped output was cut to COLUMNS (80 by default) with rich's ellipsis, ids and paths
+    included: `ls | awk '{print $1}'` read "swe-bench-dja…"."""
+    slot = await acquired(daemon, LONG_RUN_ID, run_root)
+    listed = await cli(daemon.socket, "ls", env={"COLUMNS": "60"})
+    assert "…" not in listed.out, listed.out
+    _, row = listed.out.splitlines()  # the header and one row: none wrapped
+    assert row.split()[:4] == [LONG_RUN_ID, "running", str(slot["pid"]), str(slot["port"])], row
+    shown = await cli(daemon.socket, "show", LONG_RUN_ID, env={"COLUMNS": "60"})
+    assert "…" not in shown.out, shown.out
+    rows = {line.split(None, 1)[0]: line.split(None, 1)[1] for line in shown.out.splitlines()
+            if not line.startswith("mcp url")}
+    assert rows["run"] == LONG_RUN_ID and rows["root"] == str(run_root), shown.out
+    assert f"mcp url   {slot['mcp']['url']}" in shown.out, shown.out
+
+    with trio.fail_after(60):
+        narrow = await trio.to_thread.run_sync(in_a_terminal, ["ls"], cli_env(daemon.socket), 40)
+    assert LONG_RUN_ID in narrow and str(slot["pid"]) in narrow and str(slot["port"]) in narrow, narrow
+    with trio.fail_after(60):
+        narrow = await trio.to_thread.run_sync(in_a_terminal, ["show", LONG_RUN_ID], cli_env(daemon.socket), 40)
+    assert f"run       {LONG_RUN_ID}" in narrow and "…" not in narrow, narrow
