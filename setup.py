@@ -52,4 +52,9 @@ for name, folder in MAPPED.items():
         packages.append(f"{name}.{sub}")
         package_dir[f"{name}.{sub}"] = f"{folder}/{sub.replace('.', '/')}"
 
+# The systemd units (systemd/, their one copy) ride in the wheel as jeeves_mcp/systemd/, data only
+# (pyproject.toml's package-data), for `jeeves-mcp systemd-units` where there is no source tree.
+packages.append("jeeves_mcp.systemd")
+package_dir["jeeves_mcp.systemd"] = "systemd"
+
 setup(packages=packages, package_dir=package_dir)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import typer
 
 from jeeves_mcp import __version__
-from jeeves_mcp.cli import _config, _daemon, _doctor, _prune, _pruner, _slots, _stats
+from jeeves_mcp.cli import _config, _daemon, _doctor, _prune, _pruner, _slots, _stats, _systemd
 from jeeves_mcp.cli._common import (
     EXIT_CODES,
     EXIT_FAILURE,
@@ -93,6 +93,7 @@ app.command()(_slots.events)
 app.add_typer(_config.config_app)
 app.command()(_doctor.doctor)
 app.command()(_stats.stats)
+app.command("systemd-units")(_systemd.systemd_units)
 
 
 def _is(exc: BaseException, kind: str) -> bool:

@@ -256,7 +256,8 @@ def check_systemd(unit_dirs: tuple[Path, ...] = UNIT_DIRS) -> Check:
              for name in ("jeeves-mcp.service", "jeeves-mcp.socket")}
     if found["jeeves-mcp.service"] is None:
         return Check("systemd unit", "warn", "jeeves-mcp.service is not installed: the daemon runs only by hand "
-                     "(`make install-systemd`, then `systemctl enable --now jeeves-mcp.socket`)")
+                     "(`jeeves-mcp systemd-units --help`, or `make install-systemd` in a source tree; then "
+                     "`systemctl enable --now jeeves-mcp.socket`)")
     if found["jeeves-mcp.socket"] is None:
         return Check("systemd unit", "warn", f"{found['jeeves-mcp.service']} is installed but not "
                      "jeeves-mcp.socket: no socket activation")

@@ -3,9 +3,9 @@
     make smoke-installed          # builds the wheel, installs it alone, runs this
 
 Uses only the `jeeves-mcp` on PATH and the installed package's own dependencies (httpx):
---version; a `pruner` ready line and one `read` over /mcp; a `daemon` with `acquire
---json` -> running, a tools/call through the slot's endpoint, `prune` on a file,
-`release`; then the daemon stops and nothing it started is left. With
+--version; `systemd-units` (the units the wheel carries, run from its venv); a `pruner`
+ready line and one `read` over /mcp; a `daemon` with `acquire --json` -> running, a
+tools/call through the slot's endpoint, `prune` on a file, `release`; then the daemon stops and nothing it started is left. With
 JEEVES_SDK_PYTHON set to a Python that has the official MCP SDK, the SDK client also
 calls the slot. Prints one line per step; exits non-zero on the first failure.
 """
@@ -91,6 +91,14 @@ def main() -> None:
     if version != jeeves_mcp.__version__:
         fail(f"--version printed {version!r}, the package is {jeeves_mcp.__version__!r}")
     step(f"--version {version}")
+
+    with tempfile.TemporaryDirectory(prefix="jeeves-smoke-units-") as units:
+        cli("systemd-units", "--out", units)
+        service = (Path(units) / "jeeves-mcp.service").read_text()
+        script = Path(sys.executable).parent / "jeeves-mcp"  # the wheel's console script
+        if f"\nExecStart={script} daemon\n" not in service or "@JEEVES_MCP@ daemon" in service:
+            fail(f"systemd-units: the service does not run {script}")
+        step(f"systemd-units: the wheel's units, ExecStart={script} daemon")
 
     with tempfile.TemporaryDirectory(prefix="jeeves-smoke-") as tmp:
         root = Path(tmp) / "root"

@@ -13,12 +13,19 @@ from pathlib import Path
 from tests._tree import SOURCE_TREE
 
 PACKAGING = ("pyproject.toml", "setup.py", "README.md", "LICENSE")
-SOURCES = ("jeeves_mcp", "supervisor", "cli")
+SOURCES = ("jeeves_mcp", "supervisor", "cli", "systemd")
 
 
 def build_editable(tmp_path: Path) -> tuple[Path, str]:
     """An editable wheel of a copy of the tree, built as pip builds it (PEP 517, isolated
     build environment); returns it and everything the build printed."""
+    output: list[str] = []
+    return build(tmp_path, "editable", output), "\n".join(output)
+
+
+def build(tmp_path: Path, distribution: str, output: list[str] | None = None) -> Path:
+    """A wheel ("wheel" or "editable") of a copy of the tree, as pip builds it; what the
+    build printed goes to `output`."""
     from build import ProjectBuilder
     from build.env import DefaultIsolatedEnv
 
@@ -28,7 +35,7 @@ def build_editable(tmp_path: Path) -> tuple[Path, str]:
         shutil.copy2(SOURCE_TREE / name, project / name)
     for name in SOURCES:
         shutil.copytree(SOURCE_TREE / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
-    output: list[str] = []
+    output = [] if output is None else output
 
     def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
         import os
@@ -44,10 +51,10 @@ def build_editable(tmp_path: Path) -> tuple[Path, str]:
         warnings.simplefilter("always")
         builder = ProjectBuilder.from_isolated_env(env, project, runner=runner)
         env.install(builder.build_system_requires)
-        env.install(builder.get_requires_for_build("editable"))
-        wheel = Path(builder.build("editable", tmp_path / "dist"))
+        env.install(builder.get_requires_for_build(distribution))
+        wheel = Path(builder.build(distribution, tmp_path / "dist"))
     output.extend(str(warning.message) for warning in caught)
-    return wheel, "\n".join(output)
+    return wheel
 
 
 def test_the_editable_build_prints_no_warning_and_maps_every_package(tmp_path: Path) -> None:
