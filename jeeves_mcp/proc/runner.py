@@ -17,7 +17,6 @@ import os
 import resource
 import secrets
 import shutil
-import socket
 import stat
 import subprocess
 import threading
@@ -38,14 +37,19 @@ _READ_CHUNK = 64 * 1024
 # Commands start in "/" and enter their directory themselves, as their own user: subprocess
 # changes directory before it switches users, as the pruner (root), so a cwd swapped for a
 # symlink took a command where its user may not go (attack review F4). The directory is an
-# argument, never part of the script. Until the exec, stdin is a status socket: `cd` writes there
+# argument, never part of the script. Until the exec, stdin is a status pipe: `cd` writes there
 # why it failed, which tells that apart from the command's own failure.
-# It waits there first for the pruner to make the command the kernel's first to kill when memory
-# runs out (see _first_to_kill), raises that score itself where the pruner may not, then lowers
-# RLIMIT_NPROC ($1; bash spells it -u, dash -p), soft and hard.
+# It first makes the command the kernel's first to kill when memory runs out (FIRST_TO_KILL), then
+# lowers RLIMIT_NPROC ($1; bash spells it -u, dash -p), soft and hard.
+# oom_score_adj of a command (written by its wrapper, as any process may raise its own): the kernel
+# kills commands before the daemon, a pruner or any other process when memory runs out (one run's
+# processes took down the daemon and every run's child first). A command may lower it again, to
+# the pruner's: making that the least it may set takes CAP_SYS_RESOURCE (the unit does not give
+# it) and a wrapper that waits for the pruner's write before it runs anything.
+FIRST_TO_KILL = 1000
 _SH = "/bin/sh"
 _ENTER = (
-    "read -r _ || exit 125; { echo 1000 >/proc/self/oom_score_adj; } 2>/dev/null; "
+    f"{{ echo {FIRST_TO_KILL} >/proc/self/oom_score_adj; }} 2>/dev/null; "
     '[ -z "$1" ] || { ulimit -u "$1" || ulimit -p "$1"; } 2>/dev/null '
     '|| { echo "cannot set RLIMIT_NPROC" >&0; exit 125; }; '
     'cd -- "$2" 2>&0 || { echo >&0; exit 125; }; exec </dev/null; shift 2; exec "$@"'
@@ -265,7 +269,7 @@ async def run_command(
     started = trio.current_time()
     nproc = "" if user is None else str(_process_limit(max_processes))
     try:
-        status_read, status_write = socket.socketpair()
+        status_read, status_write = os.pipe()
     except OSError as exc:
         if exc.errno in _NOT_NOW:
             raise _not_now(exc) from exc
@@ -277,7 +281,7 @@ async def run_command(
                 [_SH, "-c", _ENTER, "jeeves-mcp", nproc, str(cwd), *argv],
                 cwd="/",
                 env=command_env,
-                stdin=status_write.fileno(),
+                stdin=status_write,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
@@ -295,15 +299,10 @@ async def run_command(
         raise ToolError("INVALID_REQUEST", "the command's arguments and environment are too long "
                         f"together: the kernel takes {os.sysconf('SC_ARG_MAX'):,} bytes") from exc
     finally:
-        status_write.close()
+        os.close(status_write)
         if proc is None:
-            status_read.close()
+            os.close(status_read)
     assert proc is not None and proc.stdout is not None and proc.stderr is not None
-    _first_to_kill(proc.pid)
-    try:
-        status_read.sendall(b"go\n")
-    except OSError:
-        pass  # the wrapper is gone already: its exit status says so
     # Until trio has read its status, the orphan reaper leaves it alone.
     with awaiting(proc.pid):
         out = _Capture(max_output_bytes, keep_tail)
@@ -325,14 +324,14 @@ async def run_command(
                     await out_done.wait()
                     await err_done.wait()
                 nursery.cancel_scope.cancel()
-            not_entered = _status(status_read.fileno())
+            not_entered = _status(status_read)
         except BaseException:
             # Cancelled (or anything else): trio's _run_process pattern.
             with trio.CancelScope(shield=True, deadline=_kill_deadline(kill_grace_s)):
                 await kill_tree(proc.pid, tag, grace_s=kill_grace_s, leader=proc)
             raise
         finally:
-            status_read.close()
+            os.close(status_read)
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(proc.stdout)
                 await trio.aclose_forcefully(proc.stderr)
@@ -371,30 +370,14 @@ def _check_executable(name: str, env: dict[str, str]) -> None:
 
 
 def _status(status_read: int) -> str | None:
-    """Why the wrapper could not enter the directory (what it wrote on the status socket), or
-    None when it wrote nothing: it entered, closed the socket and ran the command."""
+    """Why the wrapper could not enter the directory (what it wrote on the status pipe), or
+    None when it wrote nothing: it entered, closed the pipe and ran the command."""
     os.set_blocking(status_read, False)
     try:
         said = os.read(status_read, 4096)
     except BlockingIOError:  # still open: the wrapper has not failed
         return None
     return said.decode("utf-8", "replace").strip() if said else None
-
-
-# oom_score_adj of a command: the kernel kills commands before the daemon, a pruner or any other
-# process when memory runs out (one run's processes took down the daemon and every run's child).
-FIRST_TO_KILL = 1000
-
-
-def _first_to_kill(pid: int) -> None:
-    """Give the wrapper, before it runs anything, the highest OOM score. Written with
-    CAP_SYS_RESOURCE (as root) it is also the lowest the command may set itself back to; else
-    the wrapper raises its own, which a command may undo."""
-    try:
-        with open(f"/proc/{pid}/oom_score_adj", "w") as score:
-            score.write(str(FIRST_TO_KILL))
-    except OSError:
-        pass  # another user's and no privilege over it, or no /proc: the wrapper raises it
 
 
 def _process_limit(wanted: int) -> int:
