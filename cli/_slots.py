@@ -171,7 +171,7 @@ def _release_many(ctx: typer.Context, run_ids: list[str], as_json: bool) -> None
         for slot in released:
             typer.echo(f"{slot['run_id']}: {slot.get('state')}")
         if not released and not errors:
-            typer.echo("no slots to release")
+            typer.echo("no slots to release", err=True)  # a note: stdout holds one line per slot released
     for error in errors:
         typer.echo(f"jeeves-mcp release: cannot release {error['run_id']}: {error['message']} [{error['code']}]",
                    err=True)
