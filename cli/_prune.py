@@ -34,8 +34,10 @@ class SourceType(enum.StrEnum):
     docs = "docs"
 
 
-def _fail(message: str) -> typer.Exit:
-    typer.echo(visible(f"jeeves-mcp prune: {message}"), err=True)
+def _fail(message: str, code: str) -> typer.Exit:
+    """One line on stderr ending in the code the `read` tool gives the same input, as every
+    other command's errors end."""
+    typer.echo(visible(f"jeeves-mcp prune: {message} [{code}]"), err=True)
     return typer.Exit(2)
 
 
@@ -56,11 +58,11 @@ def _open_input(file: str) -> tuple[BinaryIO, str | None]:
     try:
         handle = source.open("rb")
     except FileNotFoundError:
-        raise _fail(f"{file}: no such file") from None
+        raise _fail(f"{file}: no such file", "NOT_FOUND") from None
     except IsADirectoryError:
-        raise _fail(f"{file}: is a directory") from None
+        raise _fail(f"{file}: is a directory", "INVALID_REQUEST") from None
     except OSError as exc:
-        raise _fail(f"{file}: cannot read: {exc.strerror or exc}") from None
+        raise _fail(f"{file}: cannot read: {exc.strerror or exc}", "FAILED") from None
     return handle, str(source)
 
 
@@ -73,7 +75,7 @@ def _read_input(file: str, limit: int) -> tuple[str | Oversized, str | None]:
     try:
         data = handle.read(limit + 1)
         if b"\x00" in data[:8192]:
-            raise _fail(f"{file}: looks binary, nothing to prune")
+            raise _fail(f"{file}: looks binary, nothing to prune", "INVALID_REQUEST")
         if len(data) <= limit:
             return data.decode("utf-8", "replace"), path
         size, lines = len(data), data.count(b"\n")
@@ -87,7 +89,7 @@ def _read_input(file: str, limit: int) -> tuple[str | Oversized, str | None]:
             lines += 1  # a last line without its newline
         return Oversized(size, lines, head, tail), path
     except OSError as exc:
-        raise _fail(f"{file}: cannot read: {exc.strerror or exc}") from None
+        raise _fail(f"{file}: cannot read: {exc.strerror or exc}", "FAILED") from None
     finally:
         if path is not None:
             handle.close()
@@ -264,7 +266,7 @@ def prune(
     from jeeves_mcp.pruning.engine import guess_source_type
 
     if not question.strip():
-        raise _fail("--question is empty")
+        raise _fail("--question is empty", "INVALID_REQUEST")
     text, path = _read_input(file, max_input_bytes)
     if isinstance(text, Oversized):
         print_oversized(text, max_input_bytes, as_json, file)

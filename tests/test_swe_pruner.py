@@ -483,7 +483,9 @@ async def test_cli_errors_exit_2_with_one_line(tmp_path: Path) -> None:
     for done in (missing, directory, empty):
         assert done.returncode == 2 and done.stdout == b""
         assert len(done.stderr.decode().strip().split("\n")) == 1
-    assert b"no such file" in missing.stderr and b"directory" in directory.stderr
+    assert missing.stderr.decode().endswith(": no such file [NOT_FOUND]\n"), missing.stderr
+    assert directory.stderr.decode().endswith(": is a directory [INVALID_REQUEST]\n"), directory.stderr
+    assert empty.stderr == b"jeeves-mcp prune: --question is empty [INVALID_REQUEST]\n"
 
 
 # Peak memory of the pruning process while 300 MB stream through its stdin, from a
