@@ -99,14 +99,13 @@ SYSTEMCTL ?= systemctl
 
 install-systemd:
 	@test -x $(JEEVES_MCP_BIN) || { echo "no $(JEEVES_MCP_BIN): run 'make dev' first (or set JEEVES_MCP_BIN)"; exit 2; }
-	@protect=yes; for path in $(WORKSPACES) $(JEEVES_MCP_BIN); do \
-	  case "$$path" in /home/*|/root/*|/run/user/*) protect=read-only;; esac; done; \
-	mkdir -p $(SYSTEMD_DIR); \
-	sed -e 's|@JEEVES_MCP@|$(JEEVES_MCP_BIN)|' -e 's|@READ_WRITE@|$(addprefix -,$(WORKSPACES))|' \
-	    -e "s|@PROTECT_HOME@|$$protect|" systemd/jeeves-mcp.service > $(SYSTEMD_DIR)/jeeves-mcp.service; \
-	cp systemd/jeeves-mcp.socket $(SYSTEMD_DIR)/jeeves-mcp.socket; \
-	chmod 0644 $(SYSTEMD_DIR)/jeeves-mcp.service $(SYSTEMD_DIR)/jeeves-mcp.socket; \
-	mkdir -p $(SYSUSERS_DIR) && install -m 0644 systemd/jeeves-mcp.sysusers $(SYSUSERS_DIR)/jeeves-mcp.conf; \
+	@# The units as `jeeves-mcp systemd-units` fills them in (one rule for ProtectHome= and the rest).
+	@units="$$(mktemp -d)" && trap 'rm -rf "$$units"' EXIT && \
+	$(JEEVES_MCP_BIN) systemd-units --out "$$units" --bin $(JEEVES_MCP_BIN) $(addprefix --workspace ,$(WORKSPACES)) >/dev/null && \
+	mkdir -p $(SYSTEMD_DIR) $(SYSUSERS_DIR) && \
+	install -m 0644 "$$units/jeeves-mcp.service" "$$units/jeeves-mcp.socket" $(SYSTEMD_DIR)/ && \
+	install -m 0644 "$$units/jeeves-mcp.sysusers" $(SYSUSERS_DIR)/jeeves-mcp.conf && \
+	protect="$$(sed -n 's/^ProtectHome=//p' "$$units/jeeves-mcp.service")" && \
 	echo "installed $(SYSTEMD_DIR)/jeeves-mcp.service and jeeves-mcp.socket (ExecStart=$(JEEVES_MCP_BIN) daemon, ProtectHome=$$protect), user jeeves-mcp in $(SYSUSERS_DIR)/jeeves-mcp.conf"
 	@if [ -d /run/systemd/system ]; then $(SYSUSERS) $(SYSUSERS_DIR)/jeeves-mcp.conf && $(SYSTEMCTL) daemon-reload; fi
 	@# The service runs as jeeves-mcp: it must be able to run the venv. Each run's commands run as
