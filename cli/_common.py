@@ -148,9 +148,11 @@ def settings(ctx: typer.Context) -> Settings:
     return obj if isinstance(obj, Settings) else Settings()
 
 
-def fail(command: str, message: str, code: int = EXIT_FAILURE) -> typer.Exit:
-    """One line on stderr; `raise fail(...)`."""
-    typer.echo(visible(f"jeeves-mcp {command}: {message}"), err=True)
+def fail(command: str, message: str, code: int = EXIT_FAILURE, *, error: str | None = None) -> typer.Exit:
+    """One line on stderr, ending in `[error]` when given (as the API's errors end in their code);
+    `raise fail(...)`."""
+    tail = "" if error is None else f" [{error}]"
+    typer.echo(visible(f"jeeves-mcp {command}: {message}{tail}"), err=True)
     return typer.Exit(code)
 
 
@@ -191,10 +193,10 @@ def control_errors(ctx: typer.Context, what: str) -> Iterator[None]:
     except httpx.TimeoutException as exc:  # the client maps connection errors, not timeouts
         _traceback(ctx)
         raise fail(command, f"{what}: the daemon did not answer in time ({type(exc).__name__}); "
-                   "see `journalctl -u jeeves-mcp` or the daemon's log [TIMEOUT]", EXIT_FAILURE) from None
+                   "see `journalctl -u jeeves-mcp` or the daemon's log", EXIT_FAILURE, error="TIMEOUT") from None
     except httpx.TransportError as exc:
         _traceback(ctx)
-        raise fail(command, f"{what}: {type(exc).__name__}: {exc} [HTTP_ERROR]", EXIT_FAILURE) from None
+        raise fail(command, f"{what}: {type(exc).__name__}: {exc}", EXIT_FAILURE, error="HTTP_ERROR") from None
 
 
 def _traceback(ctx: typer.Context) -> None:

@@ -95,7 +95,7 @@ def read_existing(path: Path, command: str) -> tuple[str, os.stat_result] | None
         if exc.errno == errno.ELOOP:
             raise fail(command, f"cannot write {path}: it is a symbolic link; name the file it "
                                 "points to instead [USAGE]", EXIT_USAGE) from None
-        raise fail(command, f"cannot read {path}: {exc.strerror or exc} [FAILED]") from None
+        raise fail(command, f"cannot read {path}: {exc.strerror or exc}", error="FAILED") from None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -132,7 +132,7 @@ def write_atomically(
     try:
         _replace(path, text, mode)
     except OSError as exc:
-        raise fail(command, f"cannot write {path}: {exc.strerror or exc} [FAILED]") from None
+        raise fail(command, f"cannot write {path}: {exc.strerror or exc}", error="FAILED") from None
 
 
 def _replace(path: Path, text: str, mode: int) -> None:
@@ -163,9 +163,9 @@ def merge_json(path: Path, existing: tuple[str, os.stat_result] | None, key_path
         try:
             document = json.loads(existing[0] or "{}")
         except ValueError as exc:
-            raise fail("config", f"{path} is not valid JSON ({exc}); fix or remove it [FAILED]") from None
+            raise fail("config", f"{path} is not valid JSON ({exc}); fix or remove it", error="FAILED") from None
         if not isinstance(document, dict):
-            raise fail("config", f"{path} does not hold a JSON object; fix or remove it [FAILED]")
+            raise fail("config", f"{path} does not hold a JSON object; fix or remove it", error="FAILED")
     node = document
     for key in key_path:
         child = node.get(key)
@@ -213,8 +213,8 @@ def slot_endpoint(ctx: typer.Context, run_id: str) -> tuple[str, str]:
             ctx.command_path.split(" ", 1)[-1],
             f"slot {run_id} is {slot.get('state')}"
             + (f" ({slot['reason']})" if slot.get("reason") else "")
-            + ": it has no MCP endpoint to configure; the run goes on with the agent's own tools [NO_ENDPOINT]",
-            EXIT_FAILURE,
+            + ": it has no MCP endpoint to configure; the run goes on with the agent's own tools",
+            EXIT_FAILURE, error="NO_ENDPOINT",
         )
     token = mcp["headers"].get("Authorization", "").removeprefix("Bearer ").strip()
     return mcp["url"], token
@@ -310,10 +310,10 @@ def codex(
         try:
             servers = tomllib.loads(existing).get("mcp_servers", {})
         except tomllib.TOMLDecodeError as exc:
-            raise fail("config codex", f"{write} is not valid TOML ({exc}); fix it first [FAILED]") from None
+            raise fail("config codex", f"{write} is not valid TOML ({exc}); fix it first", error="FAILED") from None
         if not isinstance(servers, dict):  # `mcp_servers = 3` crashed the merge (TypeError)
             raise fail("config codex", f"{write}: mcp_servers is a {type(servers).__name__}, not a table of "
-                       "servers, so Codex would not read one there; fix it first [FAILED]")
+                       "servers, so Codex would not read one there; fix it first", error="FAILED")
         merged = merge_codex_toml(existing, name, table)
         parsed = tomllib.loads(merged)  # never write a file Codex cannot read
         assert parsed["mcp_servers"][name] == {"url": url, "bearer_token_env_var": token_env}

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
 
-from jeeves_mcp.cli._common import json_text, visible
+from jeeves_mcp.cli._common import EXIT_USAGE, fail, json_text, visible
 from jeeves_mcp.pruning.render import Row, annotation, human_bytes, plural
 
 if TYPE_CHECKING:
@@ -34,11 +34,9 @@ class SourceType(enum.StrEnum):
     docs = "docs"
 
 
-def _fail(message: str, code: str) -> typer.Exit:
-    """One line on stderr ending in the code the `read` tool gives the same input, as every
-    other command's errors end."""
-    typer.echo(visible(f"jeeves-mcp prune: {message} [{code}]"), err=True)
-    return typer.Exit(2)
+def _fail(message: str, error: str) -> typer.Exit:
+    """A usage error, ending in the code the `read` tool gives the same input."""
+    return fail("prune", message, EXIT_USAGE, error=error)
 
 
 @dataclass

@@ -164,7 +164,7 @@ def _release_many(ctx: typer.Context, run_ids: list[str], as_json: bool) -> None
     with control_errors(ctx, "cannot release slots"):
         trio.run(main)
     if any(e["code"] == "DAEMON_UNAVAILABLE" for e in errors):
-        raise fail("release", f"cannot release slots: {errors[0]['message']} [DAEMON_UNAVAILABLE]", EXIT_NO_DAEMON)
+        raise fail("release", f"cannot release slots: {errors[0]['message']}", EXIT_NO_DAEMON, error="DAEMON_UNAVAILABLE")
     if as_json:
         print_json({"slots": released, "errors": errors})
     else:

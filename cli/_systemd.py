@@ -103,7 +103,7 @@ def systemd_units(
             target.write_text(text)
             target.chmod(0o644)
         except OSError as exc:
-            raise fail("systemd-units", f"cannot write {target}: {exc.strerror or exc} [FAILED]") from None
+            raise fail("systemd-units", f"cannot write {target}: {exc.strerror or exc}", error="FAILED") from None
     service = out / "jeeves-mcp.service"
     protect = "read-only" if "ProtectHome=read-only" in units["jeeves-mcp.service"] else "yes"
     typer.echo(f"wrote {service} (ExecStart={command} daemon, ProtectHome={protect}), "
