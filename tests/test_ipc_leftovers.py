@@ -39,17 +39,33 @@ def host_keys() -> set[int]:
     return {int(line.split()[0]) for line in lines}
 
 
-def holders_of(namespace: str) -> list[int]:
-    """Processes in the IPC namespace `namespace` (an ns link's target)."""
+def holders_of(namespace: str, tree: str, child: int) -> list[int]:
+    """Processes of one slot (its child `child`, or a command carrying its tree mark `tree`) in
+    the IPC namespace `namespace` (an ns link's target). Only theirs: the kernel hands a freed
+    namespace's number to the next one made, which under a parallel run is another test's child."""
     found = []
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                if os.readlink(f"/proc/{name}/ns/ipc") == namespace:
-                    found.append(int(name))
+                if os.readlink(f"/proc/{name}/ns/ipc") != namespace:
+                    continue
+                environ = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
             except OSError:
                 continue
+            if int(name) == child or f"JEEVES_MCP_TREE={tree}".encode() in environ:
+                found.append(int(name))
     return found
+
+
+def described(pid: int) -> str:
+    """What a process is, for a failure's message: its status lines and command line."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError as exc:
+        return f"{pid}: {exc.strerror}"
+    wanted = ("Name:", "State:", "PPid:", "Uid:", "Threads:", "SigPnd:", "ShdPnd:")
+    return f"{pid} {argv!r} " + "; ".join(line for line in status if line.startswith(wanted))
 
 
 @contextmanager
@@ -81,14 +97,18 @@ async def test_shared_memory_and_dev_shm_die_with_the_slot(tmp_path: Path, fork_
             # The run's commands share both with each other...
             seen = await bash(slot, f"awk '$1 == {key}' /proc/sysvipc/shm | wc -l; ls /dev/shm")
             assert seen["stdout"].split()[0] == "1" and name in seen["stdout"].split()[1:], seen
+            tree = (await bash(slot, 'printf %s "$JEEVES_MCP_TREE"'))["stdout"]
+            assert len(tree) == 24, tree
             # ...the host sees neither...
             assert key not in host_keys()
             assert name not in os.listdir("/dev/shm")
             namespace = os.readlink(f"/proc/{slot['pid']}/ns/ipc")
             assert namespace != os.readlink("/proc/self/ns/ipc")
+            assert holders_of(namespace, tree, slot["pid"]) == [slot["pid"]]
             await control.release("ipc")
             # ...and nothing holds them once the slot is gone.
-            assert holders_of(namespace) == []
+            left = holders_of(namespace, tree, slot["pid"])
+            assert left == [], [described(pid) for pid in left]
     assert key not in host_keys()
 
 
