@@ -686,8 +686,8 @@ from jeeves_mcp.tools.read import SOURCE_SUFFIXES  # noqa: E402
 # budget the pipeline starts from; the fit lowers it until the result fits.
 CONFIG = PrunerConfig()
 RESPONSE_BUDGET = text_budget(CONFIG)
-# As long as the ids the store makes ("prn_" and 16 hex digits): each marker names it.
-PRUNE_ID = "prn_" + "0" * 16
+# As long as the ids the store makes ("prn_" and 8 hex digits): each marker names it.
+PRUNE_ID = "prn_" + "0" * 8
 
 SHARED = ROOT.parent / "shared" / "bench"
 SETS = {

@@ -136,7 +136,7 @@ def test_no_marker_in_search_output_costs_more_than_the_rows_it_hides() -> None:
         selection = select_lines(rows, "handle empty bytes in echo", "logs", max_bytes=budget, files=files.get)
         for start, end in pruned_blocks(selection.keep):
             hidden = sum(len(f"{n + 1}│ {rows[n]}\n".encode()) for n in range(start, end + 1))
-            marker = marker_line("prn_0123456789abcdef", start + 1, end + 1, selection.reasons[start] or "")
+            marker = marker_line("prn_01234567", start + 1, end + 1, selection.reasons[start] or "")
             assert hidden >= len(marker.encode()) + 1, (seed, start, end, hidden)
 
 

@@ -1580,11 +1580,12 @@ def test_a_class_attribute_table_is_found_by_the_class_name():
     assert sel.keep[table] and sel.keep[table - 3]
 
 
-def test_a_block_the_budget_joined_names_every_unit_it_hides() -> None:
+def test_a_block_the_budget_cut_names_every_unit_it_hides() -> None:
     """Cut to the budget, a view's pruned blocks join across the lines cut; the joined block
     kept its first part's reason, naming 2 (+3) of the 58 methods it hid (the agent-view
     review of 2026-11-29). Its reason now names what the whole block hides, and says the
-    budget cut part of it."""
+    budget cut part of it; so does a block the budget alone cut, which said only `budget de
+    réponse` and left the agent to guess which of the engine's picks it hid."""
     from jeeves_mcp.pruning.contract import PruneOptions
     from jeeves_mcp.pruning.pruner import rows_by_order
 
@@ -1595,19 +1596,21 @@ def test_a_block_the_budget_joined_names_every_unit_it_hides() -> None:
                   f"    value = order.get('{topic}')", "    return value", "", ""]
     selection = select_lines(lines, "how is the ledger total computed?", "code")
     assert all(selection.keep[i] for i in (60, 180, 300))  # the three asked functions
-    _, rows, _ = rows_by_order(selection, lines, "prn_0123456789abcdef", PruneOptions(), 700, 1)
+    _, rows, _ = rows_by_order(selection, lines, "prn_01234567", PruneOptions(), 700, 1)
     shown = {row.start for row in rows if not row.marker}
     assert 0 < sum(n + 1 in shown for n in (60, 180, 300)) < 3  # the budget cut one or two
-    joined = 0
+    joined = alone = 0
     for row in (r for r in rows if r.marker):
-        if all(selection.keep[n - 1] for n in range(row.start, row.end + 1)):
-            continue  # only lines the budget cut: a bare `budget de réponse`
-        hidden = sum(1 for n in range(row.start, row.end + 1) if lines[n - 1].startswith("def "))
+        block = [selection.keep[n - 1] for n in range(row.start, row.end + 1)]
+        hidden = [lines[n - 1][4:].split("(")[0] for n in range(row.start, row.end + 1)
+                  if lines[n - 1].startswith("def ")]
         names = re.search(r"raison=[^:⟧]*(?:: ([^⟧]*))?⟧", row.text).group(1) or ""
-        listed = len([x for x in names.split(" +")[0].split(", ") if x])
+        listed = [x for x in names.split(" +")[0].split(", ") if x]
         more = int(names.split(" +")[1]) if " +" in names else 0
-        assert listed + more == hidden, (row.text, hidden)
-        if any(selection.keep[n - 1] for n in range(row.start, row.end + 1)):
-            assert row.reason.startswith("budget de réponse"), row.text
-            joined += hidden > 1
-    assert joined
+        if any(block):
+            assert row.reason.startswith("budget de réponse: "), row.text
+        if hidden:
+            assert len(listed) + more == len(hidden) and set(listed) <= set(hidden), (row.text, hidden)
+        joined += any(block) and not all(block) and len(hidden) > 1
+        alone += all(block) and bool(hidden)
+    assert joined and alone

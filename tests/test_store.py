@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tracemalloc
 
 from jeeves_mcp.pruning.recovery import RecoveryStore
@@ -48,6 +49,21 @@ def test_a_text_larger_than_the_bound_is_not_kept_but_gets_an_id() -> None:
     big = store.put("x" * 11)
     assert big.startswith("prn_") and store.get(big) is None
     assert store.get(kept) is not None
+
+
+def test_an_id_is_short_and_never_handed_out_twice_by_a_store() -> None:
+    """8 hex digits (a marker carries its id, up to 25 markers a view); an entry that was
+    dropped, expired or too large to keep leaves its id unused, so recovering an old id can
+    only say it is gone, never return another text."""
+    clock = Clock()
+    store = RecoveryStore(ttl_s=1, max_bytes=2 * cost("aaaa"), clock=clock)
+    ids = []
+    for k in range(20_000):
+        clock.now = k / 100  # expiries and evictions all along
+        ids.append(store.put("x" * 200 if k % 7 == 0 else "aaaa"))
+    assert all(re.fullmatch(r"prn_[0-9a-f]{8}", prune_id) for prune_id in ids), ids[:3]
+    assert len(set(ids)) == len(ids)
+    assert RecoveryStore(ttl_s=1, max_bytes=100).put("a") != RecoveryStore(ttl_s=1, max_bytes=100).put("a")
 
 
 def test_putting_an_id_again_replaces_it_and_its_expiry() -> None:

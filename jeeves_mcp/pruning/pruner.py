@@ -321,12 +321,11 @@ def fit_by_order(
     reasons: list[str | None] = [None] * len(keep)
     named = None
     for start, end in pruned_blocks(keep):
-        block = selection.keep[start : end + 1]
-        if all(block):  # only lines the budget cut
-            reason: str | None = BUDGET_REASON
-        elif any(block):
-            # The cut joined blocks: the reason names what the whole one hides, and that the
-            # budget cut part of it.
+        reason: str | None
+        if any(selection.keep[start : end + 1]):
+            # The budget cut lines the engine chose (alone, or joining blocks): the reason says
+            # so and names what the block hides (`budget de réponse: Pool.acquire +2`), so an
+            # agent knows which of them to recover.
             if named is None and selection.reasons_for is not None:
                 named = selection.reasons_for(keep)
             names = (named[start] or "").removeprefix(FOCUS_REASON) if named is not None else ""

@@ -113,8 +113,11 @@ class StoredText:
         return self.lines[number - self.first_line]
 
 
-def new_prune_id() -> str:
-    return f"prn_{secrets.token_hex(8)}"
+# Each marker carries its id, up to 25 of them a view: 8 hex digits, not 16, give a view's bytes
+# to its lines and the names of what markers hide. A store counts its ids on from a random
+# start, so none comes twice in a child's life (a dropped entry's id never names another
+# text); an id of a previous child's reaches this one's by chance once in 2**32.
+PRUNE_ID_SPACE = 1 << 32
 
 
 class RecoveryStore:
@@ -129,6 +132,12 @@ class RecoveryStore:
         # looks at the oldest insertions only, not at every entry on every call.
         self._by_expiry: deque[tuple[float, str]] = deque()
         self._bytes = 0
+        self._next_id = secrets.randbelow(PRUNE_ID_SPACE)
+
+    def new_id(self) -> str:
+        """An id this store has never handed out."""
+        self._next_id = (self._next_id + 1) % PRUNE_ID_SPACE
+        return f"prn_{self._next_id:08x}"
 
     @property
     def total_bytes(self) -> int:
@@ -138,8 +147,9 @@ class RecoveryStore:
         return len(self._entries)
 
     def put(self, text: str, prune_id: str | None = None, first_line: int = 1) -> str:
-        """Keep `text` (split on "\\n", the numbering seed 001 uses) and return its id."""
-        prune_id = prune_id or new_prune_id()
+        """Keep `text` (split on "\\n", the numbering seed 001 uses) and return its id: `prune_id`
+        (replacing what it named), else a new one (new_id)."""
+        prune_id = prune_id or self.new_id()
         self._expire()
         if prune_id in self._entries:
             self._drop(prune_id)
