@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from jeeves_mcp import __version__
 from jeeves_mcp.mcp.errors import ToolError, clip_json
 from jeeves_mcp.pruning.render import text_bytes
 from jeeves_mcp.tools.base import clip_summary
@@ -87,9 +88,14 @@ def fit_result(
 
 
 MAX_FIT_TRIES = 8
-# Room for what the protocol layer adds to a result (`resultType`, `_meta` with
-# the server's name and version in the stateless revision).
-PROTOCOL_RESERVE = 256
+# What the protocol layer adds to a result in the stateless revision (mcp/protocol.py): its
+# `resultType` and a `_meta` with the server's name and version. The room kept for them is
+# exactly their size (112 bytes at 0.1.0), not a guess: a guess of 256 left a view 144 bytes
+# of lines short.
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+SERVER_INFO = {"name": "jeeves-mcp", "version": __version__}
+PROTOCOL_ADDS = {"resultType": "complete", "_meta": {META_SERVER_INFO: SERVER_INFO}}
+PROTOCOL_RESERVE = text_bytes(_dumps(PROTOCOL_ADDS))  # its braces pay for the comma before it
 MAX_LIST_ITEMS = 10
 
 

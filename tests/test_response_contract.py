@@ -9,7 +9,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from jeeves_mcp.results import PROTOCOL_RESERVE
 from tests._child import Child
+from tests.test_http import headers, rpc
 from tests.test_sdk_client import http_client, payload
 
 LIMIT = 10240  # INV-MCP-RESP-001: JSON.stringify(result) < 10 KB
@@ -87,6 +91,26 @@ async def test_every_result_fits_seed_002(child: Child, workspace: Path) -> None
     assert payload(by_label["bash seq"])["truncated"]["stdout"]["prune_id"]
     assert payload(by_label["read big"])["content"].startswith("1│ ") is False
     assert by_label["read past the end"].is_error
+
+
+async def test_results_fit_with_what_the_stateless_revision_adds(child: Child, workspace: Path) -> None:
+    """The stateless revision adds `resultType` and a `_meta` naming the server to every result.
+    The room the fit keeps for them is their exact size, not a guess: the fullest results still
+    fit, and what is added is no more than that room."""
+    make_files(workspace)
+    version = "2026-07-28"
+    meta = {"io.modelcontextprotocol/protocolVersion": version}
+    base = headers(child, **{"MCP-Protocol-Version": version, "Mcp-Method": "tools/call"})
+    async with httpx.AsyncClient(timeout=60) as http:
+        for label, name, args in CALLS[:-1]:  # the last names a tool too long for a header
+            reply = await http.post(child.url, headers={**base, "Mcp-Name": name},
+                                    json=rpc("tools/call", {"name": name, "arguments": args, "_meta": meta}))
+            result = reply.json()["result"]
+            assert result["resultType"] == "complete" and result["_meta"], (label, result)
+            size = len(json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode())
+            bare = {key: value for key, value in result.items() if key not in ("resultType", "_meta")}
+            added = size - len(json.dumps(bare, ensure_ascii=False, separators=(",", ":")).encode())
+            assert size < LIMIT and 0 < added <= PROTOCOL_RESERVE, (label, size, added)
 
 
 async def test_read_past_the_end_is_an_error_naming_the_line_count(child: Child, workspace: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import trio
 
-from jeeves_mcp import __version__, _log
+from jeeves_mcp import _log
 from jeeves_mcp.mcp.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -32,6 +32,7 @@ from jeeves_mcp.mcp.errors import (
 from jeeves_mcp.mcp.health import health_payload
 from jeeves_mcp.mcp.progress import Notify, ProgressReporter
 from jeeves_mcp.pipeline import ToolRunner
+from jeeves_mcp.results import META_SERVER_INFO, SERVER_INFO
 
 log = logging.getLogger("jeeves_mcp.protocol")
 
@@ -40,8 +41,6 @@ MODERN_VERSIONS = ("2026-07-28",)
 LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[-1]
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")  # RFC 5424
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-SERVER_INFO = {"name": "jeeves-mcp", "version": __version__}
 INSTRUCTIONS = (
     "read, bash and grep work like the usual tools. Add context_focus_question to get only "
     "what answers it; cut blocks show as ⟦PRUNÉ prune_id=… lignes a-b⟧ and recover_text "
