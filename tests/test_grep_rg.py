@@ -4,6 +4,7 @@ bash, through a directory holding that `rg` alone, last on the command's PATH.""
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import subprocess
 import sys
@@ -89,3 +90,33 @@ async def test_a_runs_bash_finds_the_bundled_rg_last_on_its_path(tmp_path: Path,
         assert writable == "read-only", shown
     assert kept["stdout"] == "/opt/none:/bin", kept  # the call's own PATH, as given
     assert not await trio.Path(rg_dir).exists()  # nothing left where the test can see
+
+
+def rg_dirs_of(pid: int) -> list[Path]:
+    """The rg directories a child made in the host's /dev/shm (named with its pid)."""
+    return list(Path("/dev/shm").glob(f"jeeves-rg-{pid}-*"))
+
+
+async def test_a_directory_a_killed_child_left_is_removed_by_the_next(tmp_path: Path) -> None:
+    """Where /dev/shm is the host's (a child not run as root, or one whose health socket is below
+    it), a child killed outright left its rg directory there until reboot; the next child of the
+    same user removes what children gone left."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    sockets = [Path(f"/dev/shm/jeeves-health-{secrets.token_hex(4)}.sock") for _ in range(2)]
+    left: list[Path] = []
+    try:
+        async with running_child(root, tmp_path, env={"JEEVES_MCP_HEALTH_SOCKET": str(sockets[0])}) as first:
+            left = rg_dirs_of(first.process.pid)
+            assert len(left) == 1 and (left[0] / "rg").is_symlink(), left
+            first.process.kill()
+            await first.process.wait()
+        assert left[0].is_dir()  # nothing ran to remove it
+        async with running_child(root, tmp_path, env={"JEEVES_MCP_HEALTH_SOCKET": str(sockets[1])}) as second:
+            assert not left[0].exists()
+            assert len(rg_dirs_of(second.process.pid)) == 1
+    finally:
+        for path in sockets:
+            path.unlink(missing_ok=True)
+        for path in left:
+            shutil.rmtree(path, ignore_errors=True)

@@ -8,6 +8,7 @@ import os
 import pwd
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -18,7 +19,7 @@ import trio
 from jeeves_mcp import _log
 from jeeves_mcp._log import quoted
 from jeeves_mcp.mcp.errors import ToolError
-from jeeves_mcp.proc import TAG_VAR, TREE_VAR, command_user, run_command
+from jeeves_mcp.proc import TAG_VAR, TREE_VAR, command_user, process_alive, run_command
 from jeeves_mcp.proc.namespaces import SHM
 from jeeves_mcp.pruning.engine import without_line_numbers
 from jeeves_mcp.tools import grep
@@ -96,12 +97,14 @@ def bundled_rg_dir() -> Iterator[None]:
 def _linked_dir(rg: str) -> str | None:
     """A new 0755 directory holding only a link `rg` to `rg`. In /dev/shm: the child's own once
     `private_ipc_and_devices` made it, freed by the kernel even when the child is SIGKILLed;
-    else systemd's for the unit, or the host's. In the temp dir where there is no /dev/shm.
+    else systemd's for the unit, or the host's, where what a child killed outright left is
+    removed first (_remove_left_behind). In the temp dir where there is no /dev/shm.
     None, logged, when it cannot be made (no space left): commands go without, the child starts."""
     made = None
     where = SHM if os.access(SHM, os.W_OK | os.X_OK) else None
+    _remove_left_behind(where or tempfile.gettempdir())
     try:
-        made = tempfile.mkdtemp(prefix="jeeves-rg-", dir=where)
+        made = tempfile.mkdtemp(prefix=f"{_RG_DIR_PREFIX}{os.getpid()}-", dir=where)
         # Through a descriptor: TMPDIR may be a directory where a run's user can swap names.
         fd = os.open(made, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
@@ -115,6 +118,31 @@ def _linked_dir(rg: str) -> str | None:
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
         return None
+
+
+_RG_DIR_PREFIX = "jeeves-rg-"
+_RG_DIR_NAME = re.compile(re.escape(_RG_DIR_PREFIX) + r"(\d+)-\w+")
+
+
+def _remove_left_behind(where: str) -> None:
+    """The directories children of our user killed outright left in `where` (a SIGKILL runs no
+    cleanup; the host's /dev/shm, or the temp dir, keep them until reboot): each names its
+    child's pid, and those whose child is gone are removed. Another user's, or a link, is left."""
+    try:
+        names = os.listdir(where)
+    except OSError:
+        return
+    uid = os.geteuid()
+    for name in names:
+        if not (found := _RG_DIR_NAME.fullmatch(name)) or process_alive(int(found.group(1))):
+            continue
+        path = os.path.join(where, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == uid:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def sanitized_env(
