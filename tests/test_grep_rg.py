@@ -4,6 +4,8 @@ bash, through a directory holding that `rg` alone, last on the command's PATH.""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
 import shutil
 import subprocess
@@ -16,11 +18,19 @@ import httpx
 import pytest
 import trio
 
+from jeeves_mcp.proc import process_alive
 from jeeves_mcp.tools import grep
 from tests._child import running_child
 from tests._daemon import running_daemon
 from tests.test_beneath import runnable_by_nobody
 from tests.test_isolation import NOBODY, directory_owned_by
+from tests.test_run_devices import (
+    FUSE,
+    SELF_SERVED_FUSE,
+    abort_connections_since,
+    fuse_connections,
+    waiting,
+)
 from tests.test_security import call_tool
 
 
@@ -113,10 +123,57 @@ async def test_a_directory_a_killed_child_left_is_removed_by_the_next(tmp_path: 
             await first.process.wait()
         assert left[0].is_dir()  # nothing ran to remove it
         async with running_child(root, tmp_path, env={"JEEVES_MCP_HEALTH_SOCKET": str(sockets[1])}) as second:
-            assert not left[0].exists()
             assert len(rg_dirs_of(second.process.pid)) == 1
+            with trio.fail_after(10):  # removed by a thread of the new child's, not waited for
+                while rg_dirs_of(first.process.pid):  # noqa: ASYNC110 - a directory scan
+                    await trio.sleep(0.05)
     finally:
         for path in sockets:
             path.unlink(missing_ok=True)
         for path in left:
             shutil.rmtree(path, ignore_errors=True)
+
+
+async def test_a_fuse_mount_named_as_a_left_directory_does_not_hold_a_child_s_start(tmp_path: Path) -> None:
+    """Another local user can name a FUSE mount of theirs in the host's /dev/shm as a directory
+    a killed child left; its first lookup never returns. The sweep runs in a thread no start
+    waits for: the child is ready and serves, while the sweep waits on the mount."""
+    if os.geteuid() != 0 or not FUSE.exists():
+        pytest.skip("needs root and a /dev/fuse")
+    gone = next(pid for pid in range(32_767, 300, -1) if not process_alive(pid))
+    mount = Path(f"/dev/shm/jeeves-rg-{gone}-fuse")
+    health = Path(f"/dev/shm/jeeves-health-{secrets.token_hex(4)}.sock")
+    root = tmp_path / "ws"
+    root.mkdir()
+    (tmp_path / "selfserved.py").write_text(SELF_SERVED_FUSE)
+    before = fuse_connections()
+    server = await trio.lowlevel.open_process(
+        [sys.executable, str(tmp_path / "selfserved.py"), str(mount)], stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert server.stdout is not None
+        said = b""
+        with trio.fail_after(10):
+            while not said.endswith(b"\n") and (chunk := await server.stdout.receive_some(100)):
+                said += chunk
+        assert said == b"blocking\n", said  # mounted, and its own lookup waits
+        [connection] = fuse_connections() - before
+        async with running_child(root, tmp_path, env={"JEEVES_MCP_HEALTH_SOCKET": str(health)}) as child:
+            async with httpx.AsyncClient(timeout=30) as http:
+                ran = await call_tool(http, child.base, child.headers(), "bash", {"cmd": "echo ok"})
+            assert ran["stdout"] == "ok\n", ran
+            with trio.fail_after(10):  # the sweep reached the mount and waits there, alone
+                while waiting(connection) < 2:  # noqa: ASYNC110 - a counter in /sys
+                    await trio.sleep(0.05)
+    finally:
+        abort_connections_since(before)
+        server.kill()
+        await server.wait()
+        remove_mount(mount, health)
+
+
+def remove_mount(mount: Path, *files: Path) -> None:
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+    with contextlib.suppress(OSError):
+        mount.rmdir()
+    for path in files:
+        path.unlink(missing_ok=True)

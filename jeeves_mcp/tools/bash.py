@@ -8,8 +8,8 @@ import os
 import pwd
 import re
 import shutil
-import stat
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -127,7 +127,13 @@ _RG_DIR_NAME = re.compile(re.escape(_RG_DIR_PREFIX) + r"(\d+)-\w+")
 def _remove_left_behind(where: str) -> None:
     """The directories children of our user killed outright left in `where` (a SIGKILL runs no
     cleanup; the host's /dev/shm, or the temp dir, keep them until reboot): each names its
-    child's pid, and those whose child is gone are removed. Another user's, or a link, is left."""
+    child's pid, and those whose child is gone are removed. In a thread of its own, never
+    waited for: another local user can name a FUSE mount of theirs so, whose first lookup
+    never returns, and a start must not wait on it."""
+    threading.Thread(target=_sweep, args=(where,), name="jeeves-rg-sweep", daemon=True).start()
+
+
+def _sweep(where: str) -> None:
     try:
         names = os.listdir(where)
     except OSError:
@@ -136,13 +142,20 @@ def _remove_left_behind(where: str) -> None:
     for name in names:
         if not (found := _RG_DIR_NAME.fullmatch(name)) or process_alive(int(found.group(1))):
             continue
-        path = os.path.join(where, name)
         try:
-            info = os.lstat(path)
+            fd = os.open(os.path.join(where, name), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         except OSError:
             continue
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == uid:
-            shutil.rmtree(path, ignore_errors=True)
+        try:
+            if os.fstat(fd).st_uid != uid:  # another user's: not ours to touch
+                continue
+            # What we made holds `rg` alone: nothing else is removed, nothing descended into.
+            with contextlib.suppress(OSError):
+                os.unlink("rg", dir_fd=fd)
+        finally:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.join(where, name))
 
 
 def sanitized_env(
