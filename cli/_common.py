@@ -148,12 +148,18 @@ def settings(ctx: typer.Context) -> Settings:
     return obj if isinstance(obj, Settings) else Settings()
 
 
-def fail(command: str, message: str, code: int = EXIT_FAILURE, *, error: str | None = None) -> typer.Exit:
-    """One line on stderr, ending in `[error]` when given (as the API's errors end in their code);
+def fail(
+    command: str, message: str, code: int = EXIT_FAILURE, *, error: str | None = None, priority: str = ""
+) -> typer.Exit:
+    """One line on stderr, ending in `[error]` when given (as the API's errors end in their code)
+    unless the message ends in a code already; `priority`: journald's prefix for the line.
     `raise fail(...)`."""
-    tail = "" if error is None else f" [{error}]"
-    typer.echo(visible(f"jeeves-mcp {command}: {message}{tail}"), err=True)
+    tail = "" if error is None or _ENDS_IN_CODE.search(message) else f" [{error}]"
+    typer.echo(priority + visible(f"jeeves-mcp {command}: {message}{tail}"), err=True)
     return typer.Exit(code)
+
+
+_ENDS_IN_CODE = re.compile(r"\[[A-Z][A-Z0-9_]*\]$")
 
 
 def _describe(exc: Exception) -> str:

@@ -37,6 +37,7 @@ def daemon(
     import trio
 
     from jeeves_mcp import _log
+    from jeeves_mcp.cli._common import EXIT_FAILURE, EXIT_USAGE, fail
     from jeeves_mcp.pruner_config import ConfigError
     from jeeves_mcp.supervisor.daemon import DaemonError, run_daemon
     from jeeves_mcp.supervisor.daemon_config import load_daemon_config
@@ -52,13 +53,11 @@ def daemon(
     try:
         settings = load_daemon_config(config, socket=socket, state_dir=state_dir, live_restore=live_restore)
     except ConfigError as exc:
-        typer.echo(f"{error}jeeves-mcp daemon: bad configuration: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail("daemon", f"bad configuration: {exc}", EXIT_USAGE, error="USAGE", priority=error) from exc
     try:
         trio.run(run_daemon, settings)
     except DaemonError as exc:
-        typer.echo(f"{error}jeeves-mcp daemon: {exc}", err=True)
-        raise typer.Exit(1) from exc
+        raise fail("daemon", str(exc), EXIT_FAILURE, error="FAILED", priority=error) from exc
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
 

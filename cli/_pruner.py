@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -42,6 +43,7 @@ def pruner(
     import trio
 
     from jeeves_mcp import _log
+    from jeeves_mcp.cli._common import EXIT_FAILURE, EXIT_USAGE, fail
     from jeeves_mcp.mcp.server import run_pruner
     from jeeves_mcp.pruner_config import ConfigError, failed_line, load_config, start_failure_line
 
@@ -62,8 +64,7 @@ def pruner(
     except ConfigError as exc:
         if not stdio:  # stdout is where the daemon waits for the ready line: say why instead
             print(failed_line(exc, log_it=log_file is not None), flush=True)
-        typer.echo(f"jeeves-mcp pruner: bad configuration: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail("pruner", f"bad configuration: {exc}", EXIT_USAGE, error="USAGE") from exc
     except BaseException as exc:
         line = start_failure_line(exc)
         if line is None:
@@ -71,6 +72,7 @@ def pruner(
         if not stdio:  # an OS error before the ready line: where the daemon waits for it
             print(line, flush=True)
         # Said as what it is, not as 'internal error: ExceptionGroup' (the review of 2026-11-29).
-        typer.echo(f"jeeves-mcp pruner: {json.loads(line)['error']}", err=True)
-        raise typer.Exit(1) from exc
+        failed = json.loads(line)
+        code = errno.errorcode.get(failed.get("errno") or 0, "FAILED")  # ENOSPC, EMFILE, ...
+        raise fail("pruner", failed["error"], EXIT_FAILURE, error=code) from exc
 

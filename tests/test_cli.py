@@ -606,7 +606,8 @@ async def test_a_pruner_that_cannot_start_says_why_in_one_line(tmp_path: Path) -
     """An OS error before the ready line (a host that does not resolve, a log file's missing
     directory) was printed as 'internal error: ExceptionGroup ...' (the operator review of
     2026-11-29); the failed line for the daemon stays on stdout."""
-    for args in (["--host", "no-such-host.invalid"], ["--log-file", str(tmp_path / "missing" / "x.log")]):
+    missing_dir = ["--log-file", str(tmp_path / "missing" / "x.log")]
+    for args, code in ((["--host", "no-such-host.invalid"], "[FAILED]"), (missing_dir, "[ENOENT]")):
         with trio.fail_after(60):
             done = await trio.run_process(
                 [sys.executable, "-m", "jeeves_mcp", "pruner", "--root", str(tmp_path), *args],
@@ -614,6 +615,7 @@ async def test_a_pruner_that_cannot_start_says_why_in_one_line(tmp_path: Path) -
             )
         err = done.stderr.decode()
         assert done.returncode == 1 and "jeeves-mcp pruner: cannot start: " in err and "internal error" not in err, err
+        assert err.splitlines()[-1].endswith(code), err  # ends with its code, as every CLI error
         assert json.loads(done.stdout.decode().splitlines()[-1])["event"] == "failed"
 
 

@@ -187,7 +187,7 @@ async def test_a_bad_variable_stops_the_commands_with_one_line(tmp_path: Path) -
         assert done.returncode == 2, lines
         prefix = f"jeeves-mcp {args[0]}: bad configuration: {variable}: Input should be a valid"
         assert [line for line in lines if variable in line] == [lines[-1]]
-        assert lines[-1].startswith(prefix), lines
+        assert lines[-1].startswith(prefix) and lines[-1].endswith("[USAGE]"), lines
 
 
 async def test_the_daemons_pruner_table_configures_its_children(tmp_path: Path, run_root: Path) -> None:
