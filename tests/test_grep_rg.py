@@ -19,6 +19,7 @@ import pytest
 import trio
 
 from jeeves_mcp.proc import process_alive
+from jeeves_mcp.tools import bash as bash_tool
 from jeeves_mcp.tools import grep
 from tests._child import running_child
 from tests._daemon import running_daemon
@@ -177,3 +178,31 @@ def remove_mount(mount: Path, *files: Path) -> None:
         mount.rmdir()
     for path in files:
         path.unlink(missing_ok=True)
+
+
+def test_the_sweep_removes_only_its_users_link_directories_and_looks_at_a_bounded_few(tmp_path: Path) -> None:
+    """Another user's directory, a link, a directory holding more than `rg`, a live child's: left.
+    Anyone may make such names, so one start looks at SWEEP_MOST of them at most."""
+    if os.geteuid() != 0:
+        pytest.skip("makes directories owned by another user")
+    gone = 4_194_304 + 1  # above any pid_max: no live process
+    mine = tmp_path / f"jeeves-rg-{gone}-mine"
+    theirs = tmp_path / f"jeeves-rg-{gone}-theirs"
+    fuller = tmp_path / f"jeeves-rg-{gone}-fuller"
+    live = tmp_path / f"jeeves-rg-{os.getpid()}-live"
+    for directory in (mine, theirs, fuller, live):
+        directory.mkdir()
+        (directory / "rg").symlink_to("/usr/bin/true")
+    os.chown(theirs, NOBODY, NOBODY)
+    (fuller / "kept").write_text("x")
+    (tmp_path / f"jeeves-rg-{gone}-link").symlink_to(mine)
+    bash_tool._sweep(str(tmp_path))
+    assert not mine.exists() and theirs.is_dir() and (fuller / "kept").exists() and (live / "rg").is_symlink()
+    assert (tmp_path / f"jeeves-rg-{gone}-link").is_symlink()
+
+    many = tmp_path / "many"
+    many.mkdir()
+    for k in range(bash_tool.SWEEP_MOST + 36):
+        (many / f"jeeves-rg-{gone + k}-x").mkdir()
+    bash_tool._sweep(str(many))
+    assert len(os.listdir(many)) == 36

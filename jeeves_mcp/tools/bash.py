@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import pwd
@@ -122,6 +123,11 @@ def _linked_dir(rg: str) -> str | None:
 
 _RG_DIR_PREFIX = "jeeves-rg-"
 _RG_DIR_NAME = re.compile(re.escape(_RG_DIR_PREFIX) + r"(\d+)-\w+")
+# A start reads no more names than SWEEP_NAMES and looks at no more such ones than SWEEP_MOST:
+# anyone may make names in /dev/shm, and a million would cost each start's thread the memory of
+# the list and seconds of /proc reads.
+SWEEP_NAMES = 10_000
+SWEEP_MOST = 64
 
 
 def _remove_left_behind(where: str) -> None:
@@ -135,12 +141,15 @@ def _remove_left_behind(where: str) -> None:
 
 def _sweep(where: str) -> None:
     try:
-        names = os.listdir(where)
+        with os.scandir(where) as entries:
+            names = [entry.name for entry in itertools.islice(entries, SWEEP_NAMES)]
     except OSError:
         return
     uid = os.geteuid()
-    for name in names:
-        if not (found := _RG_DIR_NAME.fullmatch(name)) or process_alive(int(found.group(1))):
+    candidates = (found for name in names if (found := _RG_DIR_NAME.fullmatch(name)))
+    for found in itertools.islice(candidates, SWEEP_MOST):
+        name = found.group()
+        if process_alive(int(found.group(1))):
             continue
         try:
             fd = os.open(os.path.join(where, name), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
