@@ -71,8 +71,8 @@ class Selection:
     # Line indices, most worth showing first, when the engine ranks lines: a view
     # over budget then drops the lines that come last instead of its middle.
     order: list[int] | None = None
-    # The reasons of another keep mask's blocks, by the engine's own units: a cut to the budget
-    # joins blocks, and the first one's reason named a few of the units the whole one hides.
+    # The reasons of the blocks of the keep mask a cut to the response budget leaves, by the
+    # engine's own units, as such markers name them (one unit: engine._markers).
     reasons_for: Callable[[list[bool]], list[str | None]] | None = None
 
 

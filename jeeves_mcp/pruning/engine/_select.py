@@ -12,7 +12,7 @@ from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change, numbered_v
 
 from ._ages import with_file_ages
 from ._line_model import learned_values
-from ._markers import block_reasons, innermost_name
+from ._markers import BUDGET_REASON_NAMES, block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._planner import CODE_TEMP, plan_code, scored_text, text_layout
 from ._searched import within_files
@@ -205,7 +205,7 @@ def select_lines(
         ranked = set(ranking.order)
         order = ranking.order + [i for i in range(n) if keep[i] and i not in ranked]
     return Selection(keep, block_reasons(layout, scores, keep), order,
-                     reasons_for=lambda mask: block_reasons(layout, scores, mask))
+                     reasons_for=lambda mask: block_reasons(layout, scores, mask, BUDGET_REASON_NAMES))
 
 
 def _unstructured(layout: Layout, n: int) -> bool:
