@@ -640,14 +640,18 @@ needles-dev, cases up / down against the engine as it is:)
 - docs, DOCS_TEMP 0.2 -> 0.21 / 0.22 / 0.23 / 0.25: docs-tune 1/1, 2/3, 2/3, 5/6 at -0.7 to -3.3
   points of reduction, docs level (0.23, 0.25: 1 down); DOCS_PRICE 0.45 -> 0.35 docs-tune 2/3;
   DOCS_BUDGET 0.6, DOCS_SHARE 0.4: no case changes. Not chosen on the tuning sets.
-(2026-11-30, seventeenth session; adopted: a block the budget alone cut names what it hides, paid
-for by prune ids of 8 hex digits and a protocol room of its exact size (112 bytes, not 256); see
+(2026-11-30, seventeenth session; adopted: a block the budget alone cut names the unit it hides most
+relevant and how many more, paid for by prune ids of 8 hex digits and a protocol room of its exact
+size (112 bytes, not 256); see
 the README's performance table. Measured on the way, tuning sets fresh3 / dev cases up / down:)
 - the shorter ids and the exact room alone (260 bytes a view): fresh3 0 / 0, dev 2 / 0. Bytes at
   this scale buy a case or two; the names they paid for raise `named` 7 to 32 points.
 - the names with 8-digit ids and the 256-byte room: fresh3 0 / 1, dev 1 / 0; held out six commit
   sets 0.8480 -> 0.8474 (3 / 6), needles share >= 0.9 0.9016 -> 0.8986. With the exact room too
   (adopted): 0.8482, 0.9006.
+- such a block's marker with one name (adopted) against two: held out six commit sets 0.8482 -> 0.8494
+  (8 up, none down), needles 0.9224 / 0.9006 -> 0.9231 / 0.9026, docs 0.8773 -> 0.8785; named 0.647 ->
+  0.621. Against the session's start: 11 up, none down on the six sets.
 - the planner's price of a new block's marker (MARKER_BYTES) at 100, now that a view's markers
   average 104.7 bytes as serialized (focus 101, budget 110; fresh3, every third case): fresh3 1 up /
   3 down, dev level. Kept at 110.
