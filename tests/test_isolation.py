@@ -50,21 +50,25 @@ async def bash(slot: dict[str, Any], cmd: str, timeout_ms: int = 30_000) -> dict
 def escapes(marker: str) -> str:
     """Descendants that leave the command's group, session and environment, then outlive it:
     one in a new session, two more double-forked out of it. Each has escaped before the
-    command ends (the parent waits on a pipe), so the test does not race the command's own
-    cleanup, which rightly kills what has not escaped yet."""
+    command ends, so the test does not race the command's own cleanup, which rightly kills
+    what has not escaped yet: the parent reads the pipe to its end, which comes when the
+    exec that drops the environment closes the pipe's last write end (os.pipe is
+    close-on-exec). A byte written before the exec let the command end while the last
+    descendant still carried the command's mark."""
     script = (
         "import os\n"
         "for i in (1, 2, 3):\n"
         "    r, w = os.pipe()\n"
         "    if os.fork() == 0:\n"
+        "        os.close(r)\n"
         "        os.setsid()\n"
         "        if i > 1 and os.fork() > 0:\n"
         "            os._exit(0)\n"
         "        null = os.open(os.devnull, os.O_RDWR)\n"
         "        for fd in (0, 1, 2):\n"
         "            os.dup2(null, fd)\n"
-        "        os.write(w, b\"x\")\n"
         f"        os.execve(\"/bin/sleep\", [\"/bin/sleep\", \"{marker}\" + str(i)], {{}})\n"
+        "    os.close(w)\n"
         "    os.read(r, 1)\n"
     )
     return f"python3 -c '{script}'; echo started"
