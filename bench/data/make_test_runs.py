@@ -1,0 +1,201 @@
+"""Make logs cases from real test suites broken by one injected change: large outputs, many failures.
+
+    python bench/data/make_test_runs.py --mirror MIRRORS --out FILE [--repo OWNER/NAME ...]
+                                        [--per-repo 2] [--tries 40] [--seconds 600] [--python PYTHON]
+
+bench/data/logs.jsonl's scenarios are small projects written for one failure each (at most 34 KB);
+an agent's test run is often a whole suite that a regression breaks in many places, hundreds of
+kilobytes where the response budget binds. For each repository (a bare clone with history under
+MIRRORS/OWNER+NAME/repo, as the search tool's `fetch` leaves it) this checks out HEAD, runs its
+tests with PYTHON (pytest, which must be able to import the package and its test dependencies)
+and, if they pass, changes one line of one of its largest modules (a comparison turned around, a
+`return True` made `False`, an off-by-one: candidates drawn with a fixed seed) until --per-repo
+runs fail with at least MIN_FAILURES failing tests and MIN_BYTES of output, or --seconds pass (a
+suite that takes minutes gets few tries). Each case is written as it is made. The case:
+
+- text: the run's stdout and stderr (`python -m pytest -q` or `-v`, alternating), ANSI colours
+  removed, the checkout's path written /tmp/work;
+- gold = [first, last]: make_logs.py's pytest rule (the first `>` line of the FAILURES section
+  through the next `path:line: Type` line): the first failure's cause, as an agent reads it;
+- question: what an agent asks after such a run, one of QUESTIONS in turn, written without
+  looking at the engine;
+- source: OWNER/NAME, so that bench/prune_quality.py splits tuned-on and held-out by repository;
+  `mutation`: the file, line and change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_logs import ANSI, g_pytest
+
+QUESTIONS = (
+    "which tests failed and why?",
+    "why do the tests fail?",
+    "what is the error in the test run?",
+    "the test suite fails after my change, what broke?",
+)
+MIN_FAILURES = 5
+MIN_BYTES = 12_000
+RUN_TIMEOUT_S = 240
+# One line changed: each pattern's first match on a line, turned into its replacement.
+MUTATIONS = (
+    (re.compile(r" == "), " != "),
+    (re.compile(r" != "), " == "),
+    (re.compile(r" is not None"), " is None"),
+    (re.compile(r" is None"), " is not None"),
+    (re.compile(r"\breturn True\b"), "return False"),
+    (re.compile(r"\breturn False\b"), "return True"),
+    (re.compile(r" < "), " <= "),
+    (re.compile(r" > "), " >= "),
+    (re.compile(r" \+ 1\b"), " + 2"),
+    (re.compile(r" - 1\b"), " - 2"),
+    (re.compile(r"\bif not "), "if "),
+)
+_SUMMARY = re.compile(r"(\d+) failed")
+
+
+def checkout(mirror: Path, into: Path) -> str:
+    subprocess.run(["git", "clone", "-q", "--shared", str(mirror), str(into)], check=True, capture_output=True)
+    return subprocess.run(["git", "-C", str(into), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def package_dirs(work: Path) -> list[Path]:
+    """Where the package's modules live: src/*, or top-level folders holding __init__.py."""
+    roots = [p for p in (work / "src").glob("*") if (p / "__init__.py").exists()] if (work / "src").is_dir() else []
+    roots += [p for p in work.iterdir() if p.is_dir() and (p / "__init__.py").exists()
+              and not p.name.startswith(("test", "doc", "example", "bench", "."))]
+    return roots
+
+
+def modules(work: Path) -> list[Path]:
+    """The package's largest modules (tests and vendored code left out)."""
+    found = [
+        p for root in package_dirs(work) for p in root.rglob("*.py")
+        if not re.search(r"(^|/)(tests?|_vendor|vendor|compat)(/|$)|test_", str(p.relative_to(work)))
+    ]
+    if not found:
+        found = [p for p in work.glob("*.py") if not p.name.startswith(("test", "setup", "conf"))]
+    return sorted(found, key=lambda p: -p.stat().st_size)[:6]
+
+
+def run_tests(python: str, work: Path, verbose: bool) -> tuple[str, int]:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "NO_COLOR": "1", "TERM": "dumb", "PYTHONHASHSEED": "0",
+           "PYTHONPATH": str(work / "src") if (work / "src").is_dir() else str(work), "PYTHONDONTWRITEBYTECODE": "1"}
+    args = [python, "-m", "pytest", "-v" if verbose else "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+            "-p", "no:randomly", "-p", "no:xdist"]
+    try:
+        done = subprocess.run(args, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return "", -1
+    out = ANSI.sub("", done.stdout.decode("utf-8", "replace")).replace(str(work), "/tmp/work")
+    return out.replace("\r\n", "\n").rstrip("\n"), done.returncode
+
+
+def failures(out: str) -> int:
+    tail = out.rsplit("\n", 1)[-1]
+    found = _SUMMARY.search(tail)
+    return int(found.group(1)) if found else 0
+
+
+def cases_of(
+    repo: str, mirror: Path, python: str, per_repo: int, tries: int, seconds: float, start: int
+) -> list[dict]:
+    made: list[dict] = []
+    until = time.monotonic() + seconds
+    with tempfile.TemporaryDirectory(prefix="jeeves-test-runs-") as tmp:
+        work = Path(tmp) / "work"
+        try:
+            sha = checkout(mirror, work)
+        except subprocess.CalledProcessError:  # a mirror may lack its largest blobs
+            print(f"{repo}: no checkout of HEAD from {mirror}", file=sys.stderr)
+            return made
+        base, code = run_tests(python, work, verbose=False)
+        if code not in (0, 1) or failures(base) > 0 or "passed" not in base.rsplit("\n", 1)[-1]:
+            print(f"{repo}: its tests do not pass as they are (exit {code}): {base[-200:]!r}", file=sys.stderr)
+            return made
+        rng = random.Random(f"{repo}@{sha}")
+        candidates = []
+        for path in modules(work):
+            for number, line in enumerate(path.read_text(errors="replace").split("\n")):
+                if not line.startswith("        ") or line.lstrip().startswith(("#", '"', "'")):
+                    continue
+                for pattern, replacement in MUTATIONS:
+                    if pattern.search(line):
+                        candidates.append((path, number, pattern, replacement))
+                        break
+        rng.shuffle(candidates)
+        for path, number, pattern, replacement in candidates[:tries]:
+            if time.monotonic() > until:
+                break
+            original = path.read_text()
+            lines = original.split("\n")
+            changed = pattern.sub(replacement, lines[number], count=1)
+            lines[number] = changed
+            path.write_text("\n".join(lines))
+            try:
+                verbose = (start + len(made)) % 2 == 1
+                out, _ = run_tests(python, work, verbose)
+            finally:
+                path.write_text(original)
+            if failures(out) < MIN_FAILURES or len(out.encode()) < MIN_BYTES:
+                continue
+            text_lines = out.split("\n")
+            try:
+                a, b = g_pytest(text_lines)
+            except StopIteration:
+                continue
+            index = start + len(made)
+            made.append({
+                "id": f"testrun-{repo.split('/')[1]}-{len(made)}", "source": repo, "source_type": "logs",
+                "question": QUESTIONS[index % len(QUESTIONS)], "text": out, "gold": [a + 1, b + 1],
+                "mutation": {"file": str(path.relative_to(work)), "line": number + 1, "to": changed.strip(),
+                             "commit": sha, "failed": failures(out)},
+            })
+            print(f"{repo}: {path.relative_to(work)}:{number + 1} -> {failures(out)} failed, "
+                  f"{len(out.encode())} bytes", file=sys.stderr)
+            if len(made) >= per_repo:
+                break
+    return made
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mirror", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--repo", action="append", required=True, help="OWNER/NAME under --mirror")
+    parser.add_argument("--per-repo", type=int, default=2)
+    parser.add_argument("--tries", type=int, default=40)
+    parser.add_argument("--seconds", type=float, default=600, help="at most this long a repository")
+    parser.add_argument("--python", default=sys.executable, help="an interpreter with pytest")
+    args = parser.parse_args()
+    if shutil.which("git") is None:
+        sys.exit("make_test_runs: git is needed")
+    made = 0
+    with args.out.open("w") as out:
+        for repo in args.repo:
+            mirror = args.mirror / repo.replace("/", "+") / "repo"
+            if not mirror.is_dir():
+                print(f"{repo}: no mirror at {mirror}", file=sys.stderr)
+                continue
+            for case in cases_of(repo, mirror, args.python, args.per_repo, args.tries, args.seconds, made):
+                out.write(json.dumps(case) + "\n")
+                out.flush()
+                made += 1
+    print(f"{made} cases -> {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
