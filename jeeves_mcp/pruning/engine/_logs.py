@@ -9,7 +9,7 @@ from itertools import accumulate
 from ._git import short_path
 from ._units import Layout, Unit
 
-__all__ = ["error_lines", "file_sections", "is_error_line", "logs_layout", "name_sections"]
+__all__ = ["error_lines", "failures_first", "file_sections", "is_error_line", "logs_layout", "name_sections"]
 
 # `head` and `tail` run on several files print each under a `==> path <==` header.
 _SECTION_HEADER = re.compile(r"==> (.+) <==")
@@ -17,7 +17,7 @@ _SECTION_HEADER = re.compile(r"==> (.+) <==")
 _ERROR = re.compile(
     r"\b(?:errors?|exceptions?|traceback|fatal|panic(?:ked)?|failed|failures?|critical|aborted"
     r"|segmentation fault|undefined reference|assertion|cannot|could not|unable to|denied|not found|not ok)\b"
-    r"|^E\s{2,}\S|ERR!|^\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt):|^\s*error(?:\[\w+\])?:",
+    r"|^[E>]\s{2,}\S|ERR!|^\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt):|^\s*error(?:\[\w+\])?:",
     re.IGNORECASE,
 )
 # Substrings one of which every match of _ERROR contains (lower case), to find candidate lines fast.
@@ -43,6 +43,7 @@ _ERROR_KEYS = (
     "exit:",
     "interrupt:",
     "\ne  ",
+    "\n>  ",
 )
 _TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
 _CHAIN = re.compile(
@@ -177,7 +178,7 @@ def logs_layout(lines: list[str]) -> Layout:
     for i in range(n):
         if errors[i]:
             always.update(range(max(0, i - before), min(n, i + after + 1)))
-    return Layout(units=units, always=always)
+    return Layout(units=units, always=always, errors_first=_errors_first(lines, always, errors, cuts))
 
 
 def file_sections(lines: list[str]) -> list[int] | None:
@@ -213,3 +214,58 @@ def _section(cuts: list[int], line: int, n: int) -> tuple[int, int] | None:
     if k < 0:
         return None
     return cuts[k], (cuts[k + 1] if k + 1 < len(cuts) else n) - 1
+
+
+_DIGITS = re.compile(r"\d+")
+# Words that say that something failed, not what: a run of tests' progress, a summary.
+_VERDICT = re.compile(r"\b(?:failed|failures?|errors?|not ok)\b", re.IGNORECASE)
+# A log's best record leads a view the response budget cuts if it takes at most this share of it.
+LEAD_SHARE = 0.5
+
+
+def failures_first(
+    lines: list[str], layout: Layout, scores: list[float], max_bytes: int | None
+) -> tuple[int, list[int]]:
+    """How a log the response budget cuts is read: its best record first if it takes at most
+    LEAD_SHARE of `max_bytes`, then layout.errors_first, then the other records. Records by rank
+    alone spent a test run's budget on a few whole failures, or on its summary of FAILED lines,
+    and showed no error. Returns how many records lead and the lines after them."""
+    if max_bytes is None or layout.errors_first is None or layout.listed is not None or not layout.units:
+        return -1, []
+    best = max(range(len(scores)), key=lambda k: (scores[k], -k))
+    u = layout.units[best]
+    rows = {i for a, b in [*u.heads, (u.start, u.end)] for i in range(a, b + 1)}
+    lead = 1 if sum(len(lines[i]) + 8 for i in rows) <= LEAD_SHARE * max_bytes else 0
+    return lead, layout.errors_first
+
+
+def _errors_first(lines: list[str], always: set[int], errors: list[bool], cuts: list[int]) -> list[int]:
+    """A log's last line (a tool's verdict), then each error line with its context (`always`)
+    under the title of its section (the separator line before it that has words): first the
+    errors that say what failed, in order, then those that only say that something did (a test
+    run's progress, its summary), then any said before (digits aside)."""
+    titles = [i for i in cuts if any(c.isalnum() for c in lines[i])]
+    last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), None)
+    runs: list[list[int]] = []
+    for i in sorted(always):
+        if runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    said: set[tuple[str, ...]] = set()
+    first: list[int] = [] if last is None else [last]
+    verdicts: list[int] = []
+    again: list[int] = []
+    for run in runs:
+        told = tuple(_DIGITS.sub("0", lines[i].strip()) for i in run if errors[i])
+        if told in said:
+            into = again
+        else:
+            explains = any(_ERROR.search(_VERDICT.sub("", line)) for line in told)
+            into = first if explains else verdicts
+        said.add(told)
+        k = bisect_right(titles, run[0]) - 1
+        if k >= 0:
+            into.append(titles[k])
+        into.extend(run)
+    return first + verdicts + again

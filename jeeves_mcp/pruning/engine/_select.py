@@ -5,20 +5,21 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from jeeves_mcp.pruning.contract import Selection, protected_lines
 from jeeves_mcp.pruning.render import fill_cheap_gaps, marker_change, numbered_view_bytes
 
 from ._ages import with_file_ages
 from ._line_model import learned_values
+from ._logs import failures_first
 from ._markers import BUDGET_REASON_NAMES, block_reasons, innermost_name
 from ._plan import MARKER_BYTES, Ranking, line_bytes, line_values, unit_chances
 from ._planner import CODE_TEMP, plan_code, scored_text, text_layout
 from ._searched import within_files
 from ._sniff import without_line_numbers
 from ._text import bounded_question, query_identifiers, query_terms
-from ._units import Around, Layout, part_of
+from ._units import Around, Layout, UnitRanking, part_of
 
 __all__ = ["PruneTimeout", "Selection", "select_lines"]
 
@@ -136,7 +137,7 @@ def select_lines(
     )
     scores = scored.units
     _check(deadline)
-    ranking: Ranking | _UnitRanking | None = None
+    ranking: Ranking | UnitRanking | None = None
     of_value: float | None = None  # the value a view's share of it is taken of (a window's)
     if source_type in PLANNED or (source_type == "docs" and _unstructured(layout, n)) or layout.by_line:
         docs = source_type == "docs"
@@ -192,10 +193,11 @@ def select_lines(
         _complete_units(shown, layout, keep, max(256, COMPLETE_SHARE * budget))
     elif source_type == "docs":
         keep = _choose_by_chance(lines, layout, scores)
-        ranking = _UnitRanking(n, layout, scores, keep)
+        ranking = UnitRanking(n, layout, scores, keep)
     else:
         keep = _choose(lines, layout, scores)
-        ranking = _UnitRanking(n, layout, scores, keep)
+        lead, between = failures_first(lines, layout, scores, max_bytes)
+        ranking = UnitRanking(n, layout, scores, keep, lead, between)
     _check(deadline)
     _enforce(lines, layout, scores, keep, max_prune_ratio, min_keep_lines, ranking)
     order = None
@@ -211,37 +213,6 @@ def select_lines(
 def _unstructured(layout: Layout, n: int) -> bool:
     """One unit holds most of the text: there is no structure to choose by."""
     return n > 20 and any(u.end - u.start + 1 > UNSTRUCTURED * n for u in layout.units)
-
-
-class _UnitRanking:
-    """Lines by worth for a budget cut, from whole units: the kept units best first (each
-    with its headings), then the lines kept by the layout's rules, then the rest."""
-
-    def __init__(self, n: int, layout: Layout, scores: list[float], keep: list[bool]) -> None:
-        seen = [False] * n
-        order: list[int] = []
-
-        def add(a: int, b: int) -> None:
-            for i in range(a, b + 1):
-                if not seen[i]:
-                    seen[i] = True
-                    order.append(i)
-
-        units = sorted(
-            (k for k, u in enumerate(layout.units) if any(keep[u.start : u.end + 1])),
-            key=lambda k: (-scores[k], k),
-        )
-        for k in units:
-            u = layout.units[k]
-            for a, b in [*u.heads, (u.start, u.end)]:
-                add(a, b)
-        for i in sorted(layout.always):
-            add(i, i)
-        order.extend(i for i in range(n) if not seen[i])
-        self.order = order
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.order)
 
 
 def _worth_its_size(

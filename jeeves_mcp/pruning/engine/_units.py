@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Around", "Layout", "Unit", "part_of"]
+__all__ = ["Around", "Layout", "Unit", "UnitRanking", "part_of"]
 
 
 @dataclass(slots=True)
@@ -48,6 +48,9 @@ class Layout:
     # Files' lines under `==> path <==` headers (`head`, `tail` of several files): a short gap in
     # them is a file's lines, as a listing's is paths.
     sections: bool = False
+    # A command's log (logs_layout): the lines a cut by the response budget reads after the best
+    # record, its errors first (_logs.failures_first).
+    errors_first: list[int] | None = None
 
 
 def part_of(layout: Layout, rows: Sequence[int | None]) -> tuple[Layout, list[int]]:
@@ -133,3 +136,43 @@ class Around:
             rows.append(i)
             last = i
         return rows if last >= 0 else None
+
+
+class UnitRanking:
+    """Lines by worth for a budget cut, from whole units: the kept units best first (each
+    with its headings), then the lines kept by the layout's rules, then the rest."""
+
+    def __init__(
+        self, n: int, layout: Layout, scores: list[float], keep: list[bool], lead: int = -1,
+        between: Sequence[int] = (),
+    ) -> None:
+        """`between`: lines that come after the `lead` best units (-1: after every unit)."""
+        seen = [False] * n
+        order: list[int] = []
+
+        def add(a: int, b: int) -> None:
+            for i in range(a, b + 1):
+                if not seen[i]:
+                    seen[i] = True
+                    order.append(i)
+
+        units = sorted(
+            (k for k, u in enumerate(layout.units) if any(keep[u.start : u.end + 1])),
+            key=lambda k: (-scores[k], k),
+        )
+        for rank, k in enumerate(units):
+            if rank == lead:
+                for i in between:
+                    add(i, i)
+            u = layout.units[k]
+            for a, b in [*u.heads, (u.start, u.end)]:
+                add(a, b)
+        for i in between:
+            add(i, i)
+        for i in sorted(layout.always):
+            add(i, i)
+        order.extend(i for i in range(n) if not seen[i])
+        self.order = order
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.order)

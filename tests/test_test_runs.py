@@ -1,0 +1,71 @@
+"""A test run that fails in many places, read through `bash` with a question: the view the
+response budget leaves shows each distinct error, the first failure first, and the run's
+verdict (real pytest runs, in a real pruner child)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests._child import Child, tool_json
+from tests.test_http import call
+
+# A regression (a discount applied twice) that fails forty tests with long tracebacks, and a
+# lookup that fails five more with another error, after them in the output.
+FAILING_TESTS = '''
+import pytest
+
+
+def price(order):
+    return round(order["amount"] * 0.9 * 0.9, 2)
+
+
+def check(order, expected):
+    got = price(order)
+    assert got == expected, f"price of order {order['id']} is {got}"
+
+
+@pytest.mark.parametrize("n", range(40))
+def test_price(n):
+    customer = {"name": f"customer {n}", "tier": "gold" if n % 2 else "silver"}
+    lines = [{"sku": f"sku-{k}", "quantity": k + 1} for k in range(3)]
+    amount = 100.0 + n
+    order = {"id": n, "amount": amount, "customer": customer, "lines": lines}
+    # the expected price has the discount once
+    expected = round(amount * 0.9, 2)
+    check(order, expected)
+
+
+@pytest.mark.parametrize("n", range(5))
+def test_lookup(n):
+    stock = {"sku-0": 4}
+    assert stock[f"sku-{n + 1}"] >= 0
+'''
+
+QUESTION = "which tests failed and why?"
+
+
+def run_root(workspace: Path) -> None:
+    (workspace / "test_orders.py").write_text(FAILING_TESTS)
+
+
+@pytest.mark.parametrize("verbosity", ["-q", "-v"])
+async def test_a_failing_test_run_shows_each_error_and_its_verdict(
+    verbosity: str, child: Child, workspace: Path
+) -> None:
+    """Ranked by records alone, such a run's view was a few whole failures or its summary of
+    FAILED lines and showed neither the second kind of error nor, under -v, any error at all."""
+    run_root(workspace)
+    cmd = f"{sys.executable} -m pytest {verbosity} -p no:cacheprovider -p no:randomly -o addopts= test_orders.py"
+    async with httpx.AsyncClient(headers=child.headers(), timeout=60) as http:
+        result = tool_json(await call(http, child, "bash", {"cmd": cmd, "context_focus_question": QUESTION}))
+    assert result["exit_code"] == 1 and result["pruning"]["applied"], result
+    assert result["stdout_bytes"] > 40_000, result["stdout_bytes"]  # the response budget binds
+    shown = result["stdout"]
+    assert "E       AssertionError: price of order 0 is 81.0" in shown  # the first failure
+    assert ">       assert got == expected" in shown  # the line that failed
+    assert "E       KeyError: 'sku-1'" in shown  # the other error, after forty of the first kind
+    assert "45 failed" in shown.rsplit("\n", 1)[-1]  # the verdict
