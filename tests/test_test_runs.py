@@ -10,6 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from jeeves_mcp.pruning.engine import select_lines
+from jeeves_mcp.pruning.render import trim_by_order
 from tests._child import Child, tool_json
 from tests.test_http import call
 
@@ -46,6 +48,8 @@ def test_lookup(n):
 '''
 
 QUESTION = "which tests failed and why?"
+# The text a view of command output starts from (PrunerConfig's response budget, less the result's fields).
+RESPONSE_BUDGET = 9_000
 
 
 def run_root(workspace: Path) -> None:
@@ -69,3 +73,17 @@ async def test_a_failing_test_run_shows_each_error_and_its_verdict(
     assert ">       assert got == expected" in shown  # the line that failed
     assert "E       KeyError: 'sku-1'" in shown  # the other error, after forty of the first kind
     assert "45 failed" in shown.rsplit("\n", 1)[-1]  # the verdict
+
+
+def test_a_question_that_singles_out_errors_still_leads_the_view() -> None:
+    """Errors first must not bury what the question asks about: of 300 diagnostics in ten
+    files, the view of one file's errors shows them all, not the first files' in order."""
+    files = ("models", "views", "forms", "db", "auth", "utils", "tasks", "api", "cache", "cli")
+    lines = [f'src/app/{name}.py:{k * 7 + 3}: error: Argument {k % 3 + 1} to "call_{k}" has incompatible type '
+             f'"str"; expected "int"  [arg-type]' for name in files for k in range(30)]
+    lines.append("Found 300 errors in 10 files (checked 40 source files)")
+    selection = select_lines(lines, "what type errors does cli.py have?", "logs", max_bytes=RESPONSE_BUDGET)
+    kept = trim_by_order(lines, selection.keep, selection.order or [], RESPONSE_BUDGET) or selection.keep
+    shown = [line for line, k in zip(lines, kept, strict=True) if k]
+    assert sum(line.startswith("src/app/cli.py:") for line in shown) == 30, shown
+    assert len(shown) < len(lines)  # the budget binds

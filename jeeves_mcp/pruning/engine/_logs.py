@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Sequence
 from itertools import accumulate
 
 from ._git import short_path
@@ -217,26 +218,56 @@ def _section(cuts: list[int], line: int, n: int) -> tuple[int, int] | None:
 
 
 _DIGITS = re.compile(r"\d+")
-# Words that say that something failed, not what: a run of tests' progress, a summary.
-_VERDICT = re.compile(r"\b(?:failed|failures?|errors?|not ok)\b", re.IGNORECASE)
-# A log's best record leads a view the response budget cuts if it takes at most this share of it.
-LEAD_SHARE = 0.5
+# Words that say that something failed, not what (a run of tests' progress, a summary); not
+# `error:`, a diagnostic's severity before its message.
+_VERDICT = re.compile(r"\b(?:failed|failures?|errors?|not ok)\b(?!:)", re.IGNORECASE)
+# The records a question ranks this near the best lead a log's view the response budget cuts,
+# while they take at most LEAD_SHARE of it.
+LEAD_CLOSE = 0.8
+LEAD_SHARE = 0.7
 
 
 def failures_first(
-    lines: list[str], layout: Layout, scores: list[float], max_bytes: int | None
-) -> tuple[int, list[int]]:
-    """How a log the response budget cuts is read: its best record first if it takes at most
-    LEAD_SHARE of `max_bytes`, then layout.errors_first, then the other records. Records by rank
-    alone spent a test run's budget on a few whole failures, or on its summary of FAILED lines,
-    and showed no error. Returns how many records lead and the lines after them."""
+    lines: list[str], layout: Layout, scores: list[float], keep: list[bool], max_bytes: int | None
+) -> tuple[list[int] | None, list[int]]:
+    """How a log the response budget cuts is read: the records the question singles out first,
+    then layout.errors_first, then the other records. Records by rank alone spent a test run's
+    budget on a few whole failures, or on its summary of FAILED lines, and showed no error.
+    Singled out: the kept records ranked near the best (LEAD_CLOSE), when they fit in the view
+    (a question that matches every failure alike singles out none), best first, up to LEAD_SHARE
+    of it; not a section's title alone, nor records that only say that something failed (they
+    come with the errors). Returns the leading records (None: the order by rank) and the lines
+    after them."""
     if max_bytes is None or layout.errors_first is None or layout.listed is not None or not layout.units:
-        return -1, []
-    best = max(range(len(scores)), key=lambda k: (scores[k], -k))
-    u = layout.units[best]
-    rows = {i for a, b in [*u.heads, (u.start, u.end)] for i in range(a, b + 1)}
-    lead = 1 if sum(len(lines[i]) + 8 for i in rows) <= LEAD_SHARE * max_bytes else 0
+        return None, []
+    lead: list[int] = []
+    top = used = 0.0
+    taken: set[int] = set()
+    for k in sorted(range(len(scores)), key=lambda k: (-scores[k], k)):
+        u = layout.units[k]
+        if scores[k] <= 0 or scores[k] < LEAD_CLOSE * top:
+            break
+        if (
+            not any(keep[u.start : u.end + 1])
+            or (u.start == u.end and is_separator(lines[u.start]))
+            or _only_verdicts(lines[u.start : u.end + 1])
+        ):
+            continue
+        top = top or scores[k]
+        rows = {i for a, b in [*u.heads, (u.start, u.end)] for i in range(a, b + 1)} - taken
+        taken |= rows
+        used += sum(len(lines[i]) + 8 for i in rows)
+        if used <= LEAD_SHARE * max_bytes:
+            lead.append(k)
+        elif used > max_bytes:
+            return [], layout.errors_first  # the question singles nothing out
     return lead, layout.errors_first
+
+
+def _only_verdicts(lines: Sequence[str]) -> bool:
+    """Whether the errors of `lines` (some) only say that something failed, not what."""
+    found = [line for line in lines if is_error_line(line)]
+    return bool(found) and not any(_ERROR.search(_VERDICT.sub("", line)) for line in found)
 
 
 def _errors_first(lines: list[str], always: set[int], errors: list[bool], cuts: list[int]) -> list[int]:
@@ -261,8 +292,7 @@ def _errors_first(lines: list[str], always: set[int], errors: list[bool], cuts: 
         if told in said:
             into = again
         else:
-            explains = any(_ERROR.search(_VERDICT.sub("", line)) for line in told)
-            into = first if explains else verdicts
+            into = verdicts if _only_verdicts(told) else first
         said.add(told)
         k = bisect_right(titles, run[0]) - 1
         if k >= 0:

@@ -196,7 +196,7 @@ def select_lines(
         ranking = UnitRanking(n, layout, scores, keep)
     else:
         keep = _choose(lines, layout, scores)
-        lead, between = failures_first(lines, layout, scores, max_bytes)
+        lead, between = failures_first(lines, layout, scores, keep, max_bytes)
         ranking = UnitRanking(n, layout, scores, keep, lead, between)
     _check(deadline)
     _enforce(lines, layout, scores, keep, max_prune_ratio, min_keep_lines, ranking)

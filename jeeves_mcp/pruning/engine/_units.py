@@ -143,10 +143,10 @@ class UnitRanking:
     with its headings), then the lines kept by the layout's rules, then the rest."""
 
     def __init__(
-        self, n: int, layout: Layout, scores: list[float], keep: list[bool], lead: int = -1,
+        self, n: int, layout: Layout, scores: list[float], keep: list[bool], lead: Sequence[int] | None = None,
         between: Sequence[int] = (),
     ) -> None:
-        """`between`: lines that come after the `lead` best units (-1: after every unit)."""
+        """`lead`, `between`: the units that come first, then lines before the other units."""
         seen = [False] * n
         order: list[int] = []
 
@@ -160,15 +160,17 @@ class UnitRanking:
             (k for k, u in enumerate(layout.units) if any(keep[u.start : u.end + 1])),
             key=lambda k: (-scores[k], k),
         )
-        for rank, k in enumerate(units):
-            if rank == lead:
+        if lead is not None:
+            chosen = set(lead)
+            units = [*lead, -1, *(k for k in units if k not in chosen)]
+        for k in units:
+            if k < 0:
                 for i in between:
                     add(i, i)
+                continue
             u = layout.units[k]
             for a, b in [*u.heads, (u.start, u.end)]:
                 add(a, b)
-        for i in between:
-            add(i, i)
         for i in sorted(layout.always):
             add(i, i)
         order.extend(i for i in range(n) if not seen[i])
