@@ -13,7 +13,8 @@ Sets (each a JSONL of cases with `text`, `question`, `source_type`, `source` and
 - logs, docs: bench/data/{logs,docs}.jsonl, built by the generators beside them;
 - every *.jsonl in $JEEVES_BENCH_EXTRA (a directory) or given with --extra: more sets of
   the same shape, named after the file (e.g. commits-extra.jsonl, needles-extra.jsonl
-  made by ../shared/bench/make_commits.py and bench/data/make_needles.py).
+  made by ../shared/bench/make_commits.py and bench/data/make_needles.py; logs-testruns-*.jsonl,
+  real test suites broken by one changed line, by bench/data/make_test_runs.py).
 
 Tuning is judged by *source* (repository or library), never by case: the sources of the
 two shared dev sets (needles-dev, commits-dev), of logs/docs and of any extra set whose
