@@ -87,3 +87,45 @@ def test_a_question_that_singles_out_errors_still_leads_the_view() -> None:
     shown = [line for line, k in zip(lines, kept, strict=True) if k]
     assert sum(line.startswith("src/app/cli.py:") for line in shown) == 30, shown
     assert len(shown) < len(lines)  # the budget binds
+
+
+# unittest's report follows its dots: tracebacks a test logs while the run goes on come first in
+# the output, its failures after the first `=====` bar.
+UNITTEST_FAILURES = '''
+import logging
+import unittest
+
+
+def price(amount):
+    return round(amount * 0.9 * 0.9, 2)
+
+
+class Noisy(unittest.TestCase):
+    def test_retries(self):
+        for attempt in range(30):
+            try:
+                raise ConnectionError(f"attempt {attempt} refused by the mirror at port {8000 + attempt}")
+            except ConnectionError:
+                logging.exception("retrying the download")
+
+
+class Prices(unittest.TestCase):
+'''
+UNITTEST_FAILURES += "".join(
+    f"    def test_price_{n}(self):\n        self.assertEqual(price({100 + n}), round({100 + n} * 0.9, 2))\n\n"
+    for n in range(30)
+)
+
+
+async def test_a_failing_unittest_run_shows_its_report_not_its_logged_noise(child: Child, workspace: Path) -> None:
+    """Read in order, the errors of the run's logged tracebacks filled the view before the
+    report's first FAIL."""
+    (workspace / "test_prices.py").write_text(UNITTEST_FAILURES)
+    cmd = f"{sys.executable} -m unittest test_prices"
+    async with httpx.AsyncClient(headers=child.headers(), timeout=60) as http:
+        result = tool_json(await call(http, child, "bash", {"cmd": cmd, "context_focus_question": QUESTION}))
+    assert result["exit_code"] == 1 and result["pruning"]["applied"], result
+    shown = result["stderr"]
+    assert "FAIL: test_price_0 (test_prices.Prices.test_price_0)" in shown, shown
+    assert "AssertionError: 81.0 != 90.0" in shown, shown
+    assert "FAILED (failures=30)" in shown

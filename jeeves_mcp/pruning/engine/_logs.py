@@ -18,7 +18,7 @@ _SECTION_HEADER = re.compile(r"==> (.+) <==")
 _ERROR = re.compile(
     r"\b(?:errors?|exceptions?|traceback|fatal|panic(?:ked)?|failed|failures?|critical|aborted"
     r"|segmentation fault|undefined reference|assertion|cannot|could not|unable to|denied|not found|not ok)\b"
-    r"|^[E>]\s{2,}\S|ERR!|^\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt):|^\s*error(?:\[\w+\])?:",
+    r"|^[E>]\s{2,}\S|^FAIL:|ERR!|^\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt):|^\s*error(?:\[\w+\])?:",
     re.IGNORECASE,
 )
 # Substrings one of which every match of _ERROR contains (lower case), to find candidate lines fast.
@@ -45,6 +45,7 @@ _ERROR_KEYS = (
     "interrupt:",
     "\ne  ",
     "\n>  ",
+    "\nfail:",
 )
 _TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
 _CHAIN = re.compile(
@@ -271,31 +272,39 @@ def _only_verdicts(lines: Sequence[str]) -> bool:
 
 
 def _errors_first(lines: list[str], always: set[int], errors: list[bool], cuts: list[int]) -> list[int]:
-    """A log's last line (a tool's verdict), then each error line with its context (`always`)
-    under the title of its section (the separator line before it that has words): first the
-    errors that say what failed, in order, then those that only say that something did (a test
-    run's progress, its summary), then any said before (digits aside)."""
+    """A log's last line (a tool's verdict), then each error line with its context (`always`;
+    a section's bar or title starts anew) under the title of its section (the separator line
+    before it that has words): first the
+    errors that say what failed, in order, those of the report (from the first separator line
+    on) before those printed while the tool ran (a test's logged tracebacks); then those that
+    only say that something failed (a test run's progress, its summary); then any said before
+    (digits aside)."""
     titles = [i for i in cuts if any(c.isalnum() for c in lines[i])]
     last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), None)
+    opens = {i for i in cuts if lines[i].lstrip().startswith("=") or any(c.isalnum() for c in lines[i])}
     runs: list[list[int]] = []
     for i in sorted(always):
-        if runs and runs[-1][-1] == i - 1:
+        if runs and runs[-1][-1] == i - 1 and i not in opens:
             runs[-1].append(i)
         else:
             runs.append([i])
     said: set[tuple[str, ...]] = set()
     first: list[int] = [] if last is None else [last]
+    stray: list[int] = []
     verdicts: list[int] = []
     again: list[int] = []
+    report = cuts[0] if cuts else 0
     for run in runs:
         told = tuple(_DIGITS.sub("0", lines[i].strip()) for i in run if errors[i])
         if told in said:
             into = again
+        elif _only_verdicts(told):
+            into = verdicts
         else:
-            into = verdicts if _only_verdicts(told) else first
+            into = first if next((i for i in run if errors[i]), run[0]) >= report else stray
         said.add(told)
         k = bisect_right(titles, run[0]) - 1
         if k >= 0:
             into.append(titles[k])
         into.extend(run)
-    return first + verdicts + again
+    return first + stray + verdicts + again
