@@ -111,21 +111,25 @@ class Noisy(unittest.TestCase):
 
 class Prices(unittest.TestCase):
 '''
+# Sixty tests named apart, not by digits, failing alike; then one failing otherwise, last.
 UNITTEST_FAILURES += "".join(
-    f"    def test_price_{n}(self):\n        self.assertEqual(price({100 + n}), round({100 + n} * 0.9, 2))\n\n"
-    for n in range(30)
+    f"    def test_price_{first}_{second}(self):\n        self.assertEqual(price(100), round(100 * 0.9, 2))\n\n"
+    for first in ("cart", "order", "quote", "refund", "invoice", "basket") for second in
+    ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa")
 )
+UNITTEST_FAILURES += "    def test_stock(self):\n        self.assertIn('sku-9', {'sku-0': 4})\n"
 
 
 async def test_a_failing_unittest_run_shows_its_report_not_its_logged_noise(child: Child, workspace: Path) -> None:
     """Read in order, the errors of the run's logged tracebacks filled the view before the
-    report's first FAIL."""
+    report's first FAIL; and an error is told once, whatever the names of the tests it fails."""
     (workspace / "test_prices.py").write_text(UNITTEST_FAILURES)
     cmd = f"{sys.executable} -m unittest test_prices"
     async with httpx.AsyncClient(headers=child.headers(), timeout=60) as http:
         result = tool_json(await call(http, child, "bash", {"cmd": cmd, "context_focus_question": QUESTION}))
     assert result["exit_code"] == 1 and result["pruning"]["applied"], result
     shown = result["stderr"]
-    assert "FAIL: test_price_0 (test_prices.Prices.test_price_0)" in shown, shown
+    assert "FAIL: test_price_basket_alpha (test_prices.Prices.test_price_basket_alpha)" in shown, shown
     assert "AssertionError: 81.0 != 90.0" in shown, shown
-    assert "FAILED (failures=30)" in shown
+    assert "AssertionError: 'sku-9' not found in {'sku-0': 4}" in shown, shown  # after sixty of the first kind
+    assert "FAILED (failures=61)" in shown

@@ -295,7 +295,9 @@ def _errors_first(lines: list[str], always: set[int], errors: list[bool], cuts: 
     again: list[int] = []
     report = cuts[0] if cuts else 0
     for run in runs:
-        told = tuple(_DIGITS.sub("0", lines[i].strip()) for i in run if errors[i])
+        # What the run's errors say, digits aside and not the title a bar opens (unittest's
+        # `ERROR: test_x`): the same error in two tests is said twice.
+        told = tuple(_DIGITS.sub("0", lines[i].strip()) for i in run if errors[i] and i - 1 not in opens)
         if told in said:
             into = again
         elif _only_verdicts(told):
