@@ -13,10 +13,12 @@ and, if they pass, changes one line of one of its largest modules (a comparison 
 runs fail with at least MIN_FAILURES failing tests and MIN_BYTES of output, or --seconds pass (a
 suite that takes minutes gets few tries). Each case is written as it is made. The case:
 
-- text: the run's stdout and stderr (`python -m pytest -q` or `-v`, alternating), ANSI colours
-  removed, the checkout's path written /tmp/work;
+- text: the run's stdout and stderr (`python -m pytest -q` or `-v`, alternating; with --runner
+  unittest, `python -m unittest discover`, plain or `-v`), ANSI colours removed, the checkout's
+  path written /tmp/work;
 - gold = [first, last]: make_logs.py's pytest rule (the first `>` line of the FAILURES section
-  through the next `path:line: Type` line): the first failure's cause, as an agent reads it;
+  through the next `path:line: Type` line): the first failure's cause, as an agent reads it; for
+  unittest its first `FAIL:` or `ERROR:` title through the exception line ending its traceback;
 - question: what an agent asks after such a run, one of QUESTIONS in turn, written without
   looking at the engine;
 - source: OWNER/NAME, so that bench/prune_quality.py splits tuned-on and held-out by repository;
@@ -90,11 +92,15 @@ def modules(work: Path) -> list[Path]:
     return sorted(found, key=lambda p: -p.stat().st_size)[:6]
 
 
-def run_tests(python: str, work: Path, verbose: bool) -> tuple[str, int]:
+def run_tests(python: str, work: Path, verbose: bool, runner: str = "pytest") -> tuple[str, int]:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "NO_COLOR": "1", "TERM": "dumb", "PYTHONHASHSEED": "0",
            "PYTHONPATH": str(work / "src") if (work / "src").is_dir() else str(work), "PYTHONDONTWRITEBYTECODE": "1"}
-    args = [python, "-m", "pytest", "-v" if verbose else "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-            "-p", "no:randomly", "-p", "no:xdist"]
+    if runner == "unittest":
+        tests = next((d for d in ("tests", "test") if (work / d).is_dir()), ".")
+        args = [python, "-m", "unittest", "discover", "-s", tests, "-t", "."] + (["-v"] if verbose else [])
+    else:
+        args = [python, "-m", "pytest", "-v" if verbose else "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                "-p", "no:randomly", "-p", "no:xdist"]
     try:
         done = subprocess.run(args, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
@@ -105,13 +111,33 @@ def run_tests(python: str, work: Path, verbose: bool) -> tuple[str, int]:
 
 
 def failures(out: str) -> int:
+    """How many tests failed (pytest's `N failed`, unittest's `FAILED (failures=N, errors=M)`)."""
     tail = out.rsplit("\n", 1)[-1]
+    if tail.startswith("FAILED ("):
+        return sum(int(n) for n in re.findall(r"(?:failures|errors)=(\d+)", tail))
     found = _SUMMARY.search(tail)
     return int(found.group(1)) if found else 0
 
 
+def passed(out: str) -> bool:
+    tail = out.rsplit("\n", 1)[-1]
+    return ("passed" in tail and failures(out) == 0) or tail == "OK" or tail.startswith("OK (")
+
+
+def g_unittest(lines: list[str]) -> tuple[int, int]:
+    """unittest's first failure: its `FAIL:` or `ERROR:` title after the report's first bar
+    through the exception line that ends its traceback."""
+    bar = next(i for i, x in enumerate(lines) if x.startswith("=" * 20))
+    a = next(i for i in range(bar, len(lines)) if re.match(r"^(FAIL|ERROR): ", lines[i]))
+    tb = next(i for i in range(a, len(lines)) if lines[i].startswith("Traceback (most recent call last):"))
+    b = next(i for i in range(tb + 1, len(lines))
+             if lines[i].strip() and not lines[i][:1].isspace() and not lines[i].startswith(("During handling",
+                                                                                             "The above exception")))
+    return a, b
+
+
 def cases_of(
-    repo: str, mirror: Path, python: str, per_repo: int, tries: int, seconds: float, start: int
+    repo: str, mirror: Path, python: str, per_repo: int, tries: int, seconds: float, start: int, runner: str
 ) -> list[dict]:
     made: list[dict] = []
     until = time.monotonic() + seconds
@@ -122,8 +148,8 @@ def cases_of(
         except subprocess.CalledProcessError:  # a mirror may lack its largest blobs
             print(f"{repo}: no checkout of HEAD from {mirror}", file=sys.stderr)
             return made
-        base, code = run_tests(python, work, verbose=False)
-        if code not in (0, 1) or failures(base) > 0 or "passed" not in base.rsplit("\n", 1)[-1]:
+        base, code = run_tests(python, work, False, runner)
+        if code not in (0, 1) or not passed(base):
             print(f"{repo}: its tests do not pass as they are (exit {code}): {base[-200:]!r}", file=sys.stderr)
             return made
         rng = random.Random(f"{repo}@{sha}")
@@ -147,19 +173,19 @@ def cases_of(
             path.write_text("\n".join(lines))
             try:
                 verbose = (start + len(made)) % 2 == 1
-                out, _ = run_tests(python, work, verbose)
+                out, _ = run_tests(python, work, verbose, runner)
             finally:
                 path.write_text(original)
             if failures(out) < MIN_FAILURES or len(out.encode()) < MIN_BYTES:
                 continue
             text_lines = out.split("\n")
             try:
-                a, b = g_pytest(text_lines)
+                a, b = (g_unittest if runner == "unittest" else g_pytest)(text_lines)
             except StopIteration:
                 continue
             index = start + len(made)
             made.append({
-                "id": f"testrun-{repo.split('/')[1]}-{len(made)}", "source": repo, "source_type": "logs",
+                "id": f"{'unittest' if runner == 'unittest' else 'testrun'}-{repo.split('/')[1]}-{len(made)}", "source": repo, "source_type": "logs",
                 "question": QUESTIONS[index % len(QUESTIONS)], "text": out, "gold": [a + 1, b + 1],
                 "mutation": {"file": str(path.relative_to(work)), "line": number + 1, "to": changed.strip(),
                              "commit": sha, "failed": failures(out)},
@@ -180,6 +206,8 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=40)
     parser.add_argument("--seconds", type=float, default=600, help="at most this long a repository")
     parser.add_argument("--python", default=sys.executable, help="an interpreter with pytest")
+    parser.add_argument("--runner", choices=("pytest", "unittest"), default="pytest",
+                        help="unittest: `python -m unittest discover`, the gold its first FAIL or ERROR block")
     args = parser.parse_args()
     if shutil.which("git") is None:
         sys.exit("make_test_runs: git is needed")
@@ -190,7 +218,8 @@ def main() -> None:
             if not mirror.is_dir():
                 print(f"{repo}: no mirror at {mirror}", file=sys.stderr)
                 continue
-            for case in cases_of(repo, mirror, args.python, args.per_repo, args.tries, args.seconds, made):
+            for case in cases_of(repo, mirror, args.python, args.per_repo, args.tries, args.seconds, made,
+                                 args.runner):
                 out.write(json.dumps(case) + "\n")
                 out.flush()
                 made += 1
