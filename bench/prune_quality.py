@@ -656,6 +656,16 @@ the README's performance table. Measured on the way, tuning sets fresh3 / dev ca
 - the planner's price of a new block's marker (MARKER_BYTES) at 100, now that a view's markers
   average 104.7 bytes as serialized (focus 101, budget 110; fresh3, every third case): fresh3 1 up /
   3 down, dev level. Kept at 110.
+(2026-11-30, eighteenth session; adopted for logs: a log the response budget cuts reads the records
+the question singles out, then its errors first (_logs.failures_first; logs-testruns-*, logs-unittest-*
+sets). Measured on code, not adopted:)
+- import lines outside any unit scored for the question's words (they had no line evidence: "with
+  statement is built in Python 2.7" never reached `from __future__ import with_statement`): fresh3 0
+  up / 1 down, dev 0 / 1, needles-dev level; the learned model weighs import lines down and the budget
+  binds.
+- a tests cross-reference (tests at the fix's parent whose names share two question words, and the
+  names their bodies call): of fresh3's 63 missed cases, 14 have such tests and in none do they call
+  the fixed function. Not built.
 """
 
 from __future__ import annotations
