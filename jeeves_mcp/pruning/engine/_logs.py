@@ -278,13 +278,17 @@ def _errors_first(lines: list[str], always: set[int], errors: list[bool], cuts: 
     errors that say what failed, in order, those of the report (from the first separator line
     on) before those printed while the tool ran (a test's logged tracebacks); then those that
     only say that something failed (a test run's progress, its summary); then any said before
-    (digits aside)."""
+    (digits aside), the report's first."""
     titles = [i for i in cuts if any(c.isalnum() for c in lines[i])]
     last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), None)
     opens = {i for i in cuts if lines[i].lstrip().startswith("=") or any(c.isalnum() for c in lines[i])}
+    separators = set(cuts)
     runs: list[list[int]] = []
     for i in sorted(always):
-        if runs and runs[-1][-1] == i - 1 and i not in opens:
+        # An error at the margin opens a report of its own (a logged traceback, a diagnostic), unless
+        # a separator line above makes it a section's (unittest's `-----` under its `FAIL:` title).
+        starts = errors[i] and not lines[i][:1].isspace() and not _CONT.match(lines[i]) and i - 1 not in separators
+        if runs and runs[-1][-1] == i - 1 and i not in opens and not starts:
             runs[-1].append(i)
         else:
             runs.append([i])
@@ -293,20 +297,22 @@ def _errors_first(lines: list[str], always: set[int], errors: list[bool], cuts: 
     stray: list[int] = []
     verdicts: list[int] = []
     again: list[int] = []
+    stray_again: list[int] = []
     report = cuts[0] if cuts else 0
     for run in runs:
         # What the run's errors say, digits aside and not the title a bar opens (unittest's
         # `ERROR: test_x`): the same error in two tests is said twice.
         told = tuple(_DIGITS.sub("0", lines[i].strip()) for i in run if errors[i] and i - 1 not in opens)
+        in_report = next((i for i in run if errors[i]), run[0]) >= report
         if told in said:
-            into = again
+            into = again if in_report else stray_again
         elif _only_verdicts(told):
             into = verdicts
         else:
-            into = first if next((i for i in run if errors[i]), run[0]) >= report else stray
+            into = first if in_report else stray
         said.add(told)
         k = bisect_right(titles, run[0]) - 1
         if k >= 0:
             into.append(titles[k])
         into.extend(run)
-    return first + stray + verdicts + again
+    return first + stray + verdicts + again + stray_again
