@@ -132,6 +132,7 @@ async def test_a_failing_unittest_run_shows_its_report_not_its_logged_noise(chil
     assert "FAIL: test_price_basket_alpha (test_prices.Prices.test_price_basket_alpha)" in shown, shown
     assert "AssertionError: 81.0 != 90.0" in shown, shown
     assert "AssertionError: 'sku-9' not found in {'sku-0': 4}" in shown, shown  # after sixty of the first kind
+    assert "FAIL: test_stock (test_prices.Prices.test_stock)" in shown, shown  # under its title
     assert "FAILED (failures=61)" in shown
     # The logged tracebacks, alike but for their digits, come once; the report's repeats first.
     assert shown.count("ConnectionError: attempt") == 1, shown

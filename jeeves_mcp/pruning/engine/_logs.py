@@ -286,8 +286,12 @@ def _errors_first(lines: list[str], always: set[int], errors: list[bool], cuts: 
     runs: list[list[int]] = []
     for i in sorted(always):
         # An error at the margin opens a report of its own (a logged traceback, a diagnostic), unless
-        # a separator line above makes it a section's (unittest's `-----` under its `FAIL:` title).
-        starts = errors[i] and not lines[i][:1].isspace() and not _CONT.match(lines[i]) and i - 1 not in separators
+        # it ends the indented lines above (a traceback's exception) or a separator line above makes
+        # it a section's (unittest's `-----` under its `FAIL:` title).
+        starts = (
+            errors[i] and not lines[i][:1].isspace() and not _CONT.match(lines[i])
+            and i - 1 not in separators and not lines[i - 1][:1].isspace()
+        )
         if runs and runs[-1][-1] == i - 1 and i not in opens and not starts:
             runs[-1].append(i)
         else:
