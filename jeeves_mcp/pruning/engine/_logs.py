@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from itertools import accumulate
 
 from ._git import short_path
+from ._plan import line_bytes
 from ._units import Layout, Unit
 
 __all__ = ["error_lines", "failures_first", "file_sections", "is_error_line", "logs_layout", "name_sections"]
@@ -251,13 +252,13 @@ def failures_first(
         if (
             not any(keep[u.start : u.end + 1])
             or (u.start == u.end and is_separator(lines[u.start]))
-            or _only_verdicts(lines[u.start : u.end + 1])
+            or _only_verdicts([line for line in lines[u.start : u.end + 1] if is_error_line(line)])
         ):
             continue
         top = top or scores[k]
         rows = {i for a, b in [*u.heads, (u.start, u.end)] for i in range(a, b + 1)} - taken
         taken |= rows
-        used += sum(len(lines[i]) + 8 for i in rows)
+        used += sum(line_bytes(i, lines[i]) for i in rows)
         if used <= LEAD_SHARE * max_bytes:
             lead.append(k)
         elif used > max_bytes:
@@ -265,20 +266,18 @@ def failures_first(
     return lead, layout.errors_first
 
 
-def _only_verdicts(lines: Sequence[str]) -> bool:
-    """Whether the errors of `lines` (some) only say that something failed, not what."""
-    found = [line for line in lines if is_error_line(line)]
-    return bool(found) and not any(_ERROR.search(_VERDICT.sub("", line)) for line in found)
+def _only_verdicts(errors: Sequence[str]) -> bool:
+    """Whether error lines (some) only say that something failed, not what."""
+    return bool(errors) and not any(_ERROR.search(_VERDICT.sub("", line)) for line in errors)
 
 
 def _errors_first(lines: list[str], always: set[int], errors: list[bool], cuts: list[int]) -> list[int]:
     """A log's last line (a tool's verdict), then each error line with its context (`always`;
     a section's bar or title starts anew) under the title of its section (the separator line
-    before it that has words): first the
-    errors that say what failed, in order, those of the report (from the first separator line
-    on) before those printed while the tool ran (a test's logged tracebacks); then those that
-    only say that something failed (a test run's progress, its summary); then any said before
-    (digits aside), the report's first."""
+    before it that has words): first the errors that say what failed, in order, those of the
+    report (from the first separator line on) before those printed while the tool ran (a test's
+    logged tracebacks); then those that only say that something failed (a test run's progress,
+    its summary); then any said before (digits aside), the report's first."""
     titles = [i for i in cuts if any(c.isalnum() for c in lines[i])]
     last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), None)
     opens = {i for i in cuts if lines[i].lstrip().startswith("=") or any(c.isalnum() for c in lines[i])}

@@ -156,21 +156,26 @@ class UnitRanking:
                     seen[i] = True
                     order.append(i)
 
-        units = sorted(
-            (k for k, u in enumerate(layout.units) if any(keep[u.start : u.end + 1])),
-            key=lambda k: (-scores[k], k),
-        )
-        if lead is not None:
-            chosen = set(lead)
-            units = [*lead, -1, *(k for k in units if k not in chosen)]
-        for k in units:
-            if k < 0:
-                for i in between:
-                    add(i, i)
-                continue
+        def add_unit(k: int) -> None:
             u = layout.units[k]
             for a, b in [*u.heads, (u.start, u.end)]:
                 add(a, b)
+
+        ranked = sorted(
+            (k for k, u in enumerate(layout.units) if any(keep[u.start : u.end + 1])),
+            key=lambda k: (-scores[k], k),
+        )
+        if lead is None:
+            lead, rest = ranked, []
+        else:
+            chosen = set(lead)
+            rest = [k for k in ranked if k not in chosen]
+        for k in lead:
+            add_unit(k)
+        for i in between:
+            add(i, i)
+        for k in rest:
+            add_unit(k)
         for i in sorted(layout.always):
             add(i, i)
         order.extend(i for i in range(n) if not seen[i])
