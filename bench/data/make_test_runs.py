@@ -23,6 +23,9 @@ suite that takes minutes gets few tries). Each case is written as it is made. Th
   looking at the engine;
 - source: OWNER/NAME, so that bench/prune_quality.py splits tuned-on and held-out by repository;
   `mutation`: the file, line and change.
+
+It runs each repository's own test code, unsandboxed, as whoever runs it: run it as an unprivileged
+user or in a throwaway container, on repositories you would run the tests of anyway.
 """
 
 from __future__ import annotations
