@@ -2,6 +2,7 @@
 
     python bench/data/make_test_runs.py --mirror MIRRORS --out FILE [--repo OWNER/NAME ...]
                                         [--per-repo 2] [--tries 40] [--seconds 600] [--python PYTHON]
+                                        [--runner pytest|unittest|jest|mocha|vitest|node]
 
 bench/data/logs.jsonl's scenarios are small projects written for one failure each (at most 34 KB);
 an agent's test run is often a whole suite that a regression breaks in many places, hundreds of
@@ -24,6 +25,14 @@ suite that takes minutes gets few tries). Each case is written as it is made. Th
 - source: OWNER/NAME, so that bench/prune_quality.py splits tuned-on and held-out by repository;
   `mutation`: the file, line and change.
 
+With a JavaScript runner (jest, mocha, vitest, node) the package's dependencies are installed from
+the npm registry (`npm ci`, or `npm install` without a lock file; no install scripts), its
+`pretest` script runs before each run (a TypeScript build), its largest source files under src/,
+lib/ or source/ are changed (`===` and `!==`, `return true`, `if (!`, ...), and bench/data/js_test_runners.py
+says how each runner is called and where its gold is. A suite failing up to MAX_BROKEN tests as
+checked out (a test needing the network) is taken: a changed run must fail MIN_FAILURES more,
+and its gold is the first failure the unchanged run did not report.
+
 It runs each repository's own test code, unsandboxed, as whoever runs it: run it as an unprivileged
 user or in a throwaway container, on repositories you would run the tests of anyway.
 """
@@ -42,6 +51,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import js_test_runners as js
 from make_logs import ANSI, g_pytest
 
 QUESTIONS = (
@@ -51,6 +61,8 @@ QUESTIONS = (
     "the test suite fails after my change, what broke?",
 )
 MIN_FAILURES = 5
+# A JavaScript suite failing more than this many tests as checked out is left out.
+MAX_BROKEN = 20
 MIN_BYTES = 12_000
 RUN_TIMEOUT_S = 240
 # One line changed: each pattern's first match on a line, turned into its replacement.
@@ -67,7 +79,20 @@ MUTATIONS = (
     (re.compile(r" - 1\b"), " - 2"),
     (re.compile(r"\bif not "), "if "),
 )
+# The same kinds of change in JavaScript and TypeScript.
+JS_MUTATIONS = (
+    (re.compile(r" === "), " !== "),
+    (re.compile(r" !== "), " === "),
+    (re.compile(r"\breturn true\b"), "return false"),
+    (re.compile(r"\breturn false\b"), "return true"),
+    (re.compile(r" < "), " <= "),
+    (re.compile(r" > "), " >= "),
+    (re.compile(r" \+ 1\b"), " + 2"),
+    (re.compile(r" - 1\b"), " - 2"),
+    (re.compile(r"\bif \(!"), "if ("),
+)
 _SUMMARY = re.compile(r"(\d+) failed")
+NPM_TIMEOUT_S = 600
 
 
 def checkout(mirror: Path, into: Path) -> str:
@@ -96,6 +121,15 @@ def modules(work: Path) -> list[Path]:
 
 
 def run_tests(python: str, work: Path, verbose: bool, runner: str = "pytest") -> tuple[str, int]:
+    if runner in js.RUNNERS:
+        # No colour asked for (ANSI is removed anyway): commander.js tests how it reads NO_COLOR.
+        env = {"PATH": f"{work / 'node_modules' / '.bin'}:/usr/local/bin:/usr/bin:/bin", "HOME": str(work),
+               "CI": "true", "TERM": "dumb"}
+        if js.has_script(work, "pretest"):  # a TypeScript package compiles its sources first
+            built, code = _run(["npm", "run", "pretest"], work, env)
+            if code != 0:
+                return built, -1
+        return _run(js.command(work, runner, verbose) or ["false"], work, env)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "NO_COLOR": "1", "TERM": "dumb", "PYTHONHASHSEED": "0",
            "PYTHONPATH": str(work / "src") if (work / "src").is_dir() else str(work), "PYTHONDONTWRITEBYTECODE": "1"}
     if runner == "unittest":
@@ -104,6 +138,10 @@ def run_tests(python: str, work: Path, verbose: bool, runner: str = "pytest") ->
     else:
         args = [python, "-m", "pytest", "-v" if verbose else "-q", "-p", "no:cacheprovider", "-o", "addopts=",
                 "-p", "no:randomly", "-p", "no:xdist"]
+    return _run(args, work, env)
+
+
+def _run(args: list[str], work: Path, env: dict[str, str]) -> tuple[str, int]:
     try:
         done = subprocess.run(args, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
@@ -113,8 +151,11 @@ def run_tests(python: str, work: Path, verbose: bool, runner: str = "pytest") ->
     return out.replace("\r\n", "\n").rstrip("\n"), done.returncode
 
 
-def failures(out: str) -> int:
-    """How many tests failed (pytest's `N failed`, unittest's `FAILED (failures=N, errors=M)`)."""
+def failures(out: str, runner: str = "pytest") -> int:
+    """How many tests failed (pytest's `N failed`, unittest's `FAILED (failures=N, errors=M)`, a
+    JavaScript runner's own count)."""
+    if runner in js.RUNNERS:
+        return js.failures(out, runner)
     tail = out.rsplit("\n", 1)[-1]
     if tail.startswith("FAILED ("):
         return sum(int(n) for n in re.findall(r"(?:failures|errors)=(\d+)", tail))
@@ -122,9 +163,31 @@ def failures(out: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-def passed(out: str) -> bool:
+def passed(out: str, code: int, runner: str = "pytest") -> bool:
+    if runner in js.RUNNERS:
+        return code == 0
     tail = out.rsplit("\n", 1)[-1]
     return ("passed" in tail and failures(out) == 0) or tail == "OK" or tail.startswith("OK (")
+
+
+def install(work: Path) -> bool:
+    """The package's dependencies from the npm registry, its lock file's when it has one (no
+    install scripts run)."""
+    locked = (work / "package-lock.json").exists()
+    args = ["npm", "ci" if locked else "install", "--ignore-scripts", "--no-audit", "--no-fund"]
+    for extra in ([], ["--legacy-peer-deps"]):  # an old lock or peer range npm now refuses
+        try:
+            if subprocess.run(args + extra, cwd=work, capture_output=True, timeout=NPM_TIMEOUT_S).returncode == 0:
+                return True
+        except subprocess.TimeoutExpired:
+            return False
+    return False
+
+
+def first_failure(lines: list[str], runner: str, known: set[str]) -> tuple[int, int]:
+    if runner in js.RUNNERS:
+        return js.gold(lines, runner, known)
+    return (g_unittest if runner == "unittest" else g_pytest)(lines)
 
 
 def g_unittest(lines: list[str]) -> tuple[int, int]:
@@ -151,17 +214,26 @@ def cases_of(
         except subprocess.CalledProcessError:  # a mirror may lack its largest blobs
             print(f"{repo}: no checkout of HEAD from {mirror}", file=sys.stderr)
             return made
+        if runner in js.RUNNERS and not install(work):
+            print(f"{repo}: npm could not install its dependencies", file=sys.stderr)
+            return made
         base, code = run_tests(python, work, False, runner)
-        if code not in (0, 1) or not passed(base):
+        # A JavaScript suite failing a few tests as checked out here (a network, a time zone) is
+        # taken with them: its changed runs must fail MIN_FAILURES more, the gold a failure of theirs.
+        broken = failures(base, runner) if runner in js.RUNNERS and code == 1 else 0
+        known = js.failing(base.split("\n"), runner) if broken else set()
+        if code not in (0, 1) or not (passed(base, code, runner) or 0 < broken <= MAX_BROKEN):
             print(f"{repo}: its tests do not pass as they are (exit {code}): {base[-200:]!r}", file=sys.stderr)
             return made
         rng = random.Random(f"{repo}@{sha}")
         candidates = []
-        for path in modules(work):
+        javascript = runner in js.RUNNERS
+        indent, comments = ("    ", ("//", "*", "/*")) if javascript else ("        ", ("#", '"', "'"))
+        for path in (js.modules if javascript else modules)(work):
             for number, line in enumerate(path.read_text(errors="replace").split("\n")):
-                if not line.startswith("        ") or line.lstrip().startswith(("#", '"', "'")):
+                if not line.startswith(indent) or line.lstrip().startswith(comments):
                     continue
-                for pattern, replacement in MUTATIONS:
+                for pattern, replacement in JS_MUTATIONS if javascript else MUTATIONS:
                     if pattern.search(line):
                         candidates.append((path, number, pattern, replacement))
                         break
@@ -179,21 +251,20 @@ def cases_of(
                 out, _ = run_tests(python, work, verbose, runner)
             finally:
                 path.write_text(original)
-            if failures(out) < MIN_FAILURES or len(out.encode()) < MIN_BYTES:
+            if failures(out, runner) < broken + MIN_FAILURES or len(out.encode()) < MIN_BYTES:
                 continue
-            text_lines = out.split("\n")
             try:
-                a, b = (g_unittest if runner == "unittest" else g_pytest)(text_lines)
+                a, b = first_failure(out.split("\n"), runner, known)
             except StopIteration:
                 continue
             index = start + len(made)
             made.append({
-                "id": f"{'unittest' if runner == 'unittest' else 'testrun'}-{repo.split('/')[1]}-{len(made)}", "source": repo, "source_type": "logs",
+                "id": f"{'testrun' if runner == 'pytest' else runner}-{repo.split('/')[1]}-{len(made)}", "source": repo, "source_type": "logs",
                 "question": QUESTIONS[index % len(QUESTIONS)], "text": out, "gold": [a + 1, b + 1],
                 "mutation": {"file": str(path.relative_to(work)), "line": number + 1, "to": changed.strip(),
-                             "commit": sha, "failed": failures(out)},
+                             "commit": sha, "failed": failures(out, runner)},
             })
-            print(f"{repo}: {path.relative_to(work)}:{number + 1} -> {failures(out)} failed, "
+            print(f"{repo}: {path.relative_to(work)}:{number + 1} -> {failures(out, runner)} failed, "
                   f"{len(out.encode())} bytes", file=sys.stderr)
             if len(made) >= per_repo:
                 break
@@ -209,8 +280,10 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=40)
     parser.add_argument("--seconds", type=float, default=600, help="at most this long a repository")
     parser.add_argument("--python", default=sys.executable, help="an interpreter with pytest")
-    parser.add_argument("--runner", choices=("pytest", "unittest"), default="pytest",
-                        help="unittest: `python -m unittest discover`, the gold its first FAIL or ERROR block")
+    parser.add_argument("--runner", choices=("pytest", "unittest", *js.RUNNERS), default="pytest",
+                        help="unittest: `python -m unittest discover`, the gold its first FAIL or ERROR block; "
+                             "jest, mocha, vitest, node: a JavaScript package's runner, as bench/data/js_test_runners.py "
+                             "says (its dependencies installed by npm)")
     args = parser.parse_args()
     if shutil.which("git") is None:
         sys.exit("make_test_runs: git is needed")
