@@ -4,6 +4,7 @@ verdict (real pytest runs, in a real pruner child)."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import httpx
 import pytest
 
 from jeeves_mcp.pruning.engine import select_lines
+from jeeves_mcp.pruning.engine._logs import is_error_line
 from jeeves_mcp.pruning.render import trim_by_order
 from tests._child import Child, tool_json
 from tests.test_http import call
@@ -136,3 +138,91 @@ async def test_a_failing_unittest_run_shows_its_report_not_its_logged_noise(chil
     assert "FAILED (failures=61)" in shown
     # The logged tracebacks, alike but for their digits, come once; the report's repeats first.
     assert shown.count("ConnectionError: attempt") == 1, shown
+
+
+# Node's own test runner (TAP when its output is no terminal): forty tests failing alike, then one
+# failing otherwise, last.
+NODE_FAILURES = """
+const test = require('node:test');
+const assert = require('node:assert');
+
+function price(order) {
+  return Math.round(order.amount * 0.9 * 0.9 * 100) / 100;
+}
+
+for (let n = 0; n < 40; n++) {
+  test(`price of order ${n}`, () => {
+    const order = { id: n, amount: 100 + n, lines: [{ sku: `sku-${n}`, quantity: n + 1 }] };
+    // the expected price has the discount once
+    assert.strictEqual(price(order), Math.round((100 + n) * 0.9 * 100) / 100, `price of order ${n}`);
+  });
+}
+
+test('stock lookup', () => {
+  const stock = new Map([['sku-0', 4]]);
+  if (!stock.has('sku-1')) throw new RangeError('no stock entry for sku-1');
+});
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+async def test_a_failing_node_test_run_shows_its_errors_and_its_count(child: Child, workspace: Path) -> None:
+    """TAP's `not ok` blocks hold their error under a YAML `error:` key and its count is a
+    `# fail` line before the tail: read by records alone, the view showed fourteen blocks of the
+    first kind and no count."""
+    (workspace / "orders.test.js").write_text(NODE_FAILURES)
+    async with httpx.AsyncClient(headers=child.headers(), timeout=60) as http:
+        result = tool_json(await call(http, child, "bash", {"cmd": "node --test orders.test.js",
+                                                            "context_focus_question": QUESTION}))
+    assert result["exit_code"] == 1 and result["pruning"]["applied"], result
+    assert result["stdout_bytes"] > 25_000, result["stdout_bytes"]  # the response budget binds
+    shown = result["stdout"]
+    assert "not ok 1 - price of order 0" in shown and "81 !== 90" in shown, shown  # the first failure
+    assert "error: 'no stock entry for sku-1'" in shown, shown  # the other error, after forty
+    assert "# fail 41" in shown, shown  # the count
+
+
+RECORDED = Path(__file__).resolve().parent / "data"
+
+
+def view_of(name: str) -> list[str]:
+    lines = (RECORDED / name).read_text().split("\n")
+    selection = select_lines(lines, QUESTION, "logs", max_bytes=RESPONSE_BUDGET)
+    kept = trim_by_order(lines, selection.keep, selection.order or [], RESPONSE_BUDGET) or selection.keep
+    return [line for line, k in zip(lines, kept, strict=True) if k]
+
+
+def test_a_failing_jest_run_shows_its_first_failure_and_the_other_error() -> None:
+    """jest's errors carry no word a log's errors were known by (`●` titles, `Expected:` and
+    `Received:`, a `> 10 |` code frame): its view showed the list of failed tests and the last
+    failures, not the first one's values (a real jest run, tests/data/README.md)."""
+    shown = view_of("jest-41-failures.txt")
+    assert "  ● prices › order 0 is discounted once" in shown, shown
+    assert "    Expected: 90" in shown and "    Received: 81" in shown, shown
+    assert "    TypeError: Cannot read properties of undefined (reading 'quantity')" in shown, shown
+    assert "Tests:       41 failed, 60 passed, 101 total" in shown, shown
+    # The same assertion failing with other numbers is told once, not forty times.
+    assert sum(line.lstrip().startswith("Expected:") for line in shown) < 10, shown
+
+
+def test_a_failing_mocha_run_shows_its_count_and_its_first_failure() -> None:
+    """mocha's `N failing` and its indented `AssertionError [ERR_ASSERTION]:` were no errors to
+    the log layout: under its spec reporter the view held the progress list and the last two
+    failures (a real mocha run, tests/data/README.md)."""
+    shown = view_of("mocha-41-failures.txt")
+    assert "  41 failing" in shown, shown
+    assert "       discounts order 0 once:" in shown and "81 !== 90" in shown, shown
+    assert "     TypeError: Cannot read properties of undefined (reading 'quantity')" in shown, shown
+
+
+@pytest.mark.parametrize("line", [
+    "  ✔ when help for error then text is on stderr (0.54ms)",
+    "ok 5 - when command variadic argument not last then error",
+    "    ✓ should throw an error for a bad port (2 ms)",
+    "tests/test_errors.py::test_error_message PASSED                  [ 10%]",
+])
+def test_a_test_reported_passed_is_no_error_whatever_its_name(line: str) -> None:
+    """commander.js names 40 tests `... then error`: their pass lines were read as errors and
+    filled a view before its failures."""
+    assert not is_error_line(line)
+    assert is_error_line(line.replace("✔", "✖").replace("ok 5", "not ok 5").replace("✓", "✕").replace("PASSED", "FAILED"))

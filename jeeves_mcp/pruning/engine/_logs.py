@@ -16,10 +16,16 @@ __all__ = ["error_lines", "failures_first", "file_sections", "is_error_line", "l
 # `head` and `tail` run on several files print each under a `==> path <==` header.
 _SECTION_HEADER = re.compile(r"==> (.+) <==")
 
+# JavaScript runners: jest's `●` failure title and `> 12 |` code-frame line, jest's and vitest's
+# `Expected` / `Received`, a failing test's mark (jest ✕, vitest ×, node ✖), a `FAIL` file or
+# title, mocha's `N failing`, node's `# fail N`; an exception's name indented under its test.
 _ERROR = re.compile(
     r"\b(?:errors?|exceptions?|traceback|fatal|panic(?:ked)?|failed|failures?|critical|aborted"
     r"|segmentation fault|undefined reference|assertion|cannot|could not|unable to|denied|not found|not ok)\b"
-    r"|^[E>]\s{2,}\S|^FAIL:|ERR!|^\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt):|^\s*error(?:\[\w+\])?:",
+    r"|^[E>]\s{2,}\S|^FAIL:|ERR!|^\s*\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt)(?: \[\w+\])?:"
+    r"|^\s*error(?:\[\w+\])?:"
+    r"|^\s*● (?!Console)|^\s+> \d+ \||^\s*(?:[-+] )?(?:Expected|Received)\b|^\s*[✕×✖]\s|^\s*FAIL\s"
+    r"|^\s*[1-9]\d* failing$|^(?:# |ℹ )fail [1-9]",
     re.IGNORECASE,
 )
 # Substrings one of which every match of _ERROR contains (lower case), to find candidate lines fast.
@@ -47,6 +53,13 @@ _ERROR_KEYS = (
     "\ne  ",
     "\n>  ",
     "\nfail:",
+    "●",
+    " > ",
+    "expected",
+    "received",
+    "✕",
+    "×",
+    "✖",
 )
 _TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
 _CHAIN = re.compile(
@@ -78,8 +91,13 @@ MAX_SECTION = 50
 MAX_HEADER = 4
 
 
+# A test reported passed (TAP's `ok 3 -`, a ✓ or ✔ mark, pytest's `PASSED`) is no error, whatever
+# its name says (`✔ when help for error then text is on stderr`).
+_PASSED = re.compile(r"^\s*(?:ok \d+\b|[✓✔√] )|::\S+ PASSED\b")
+
+
 def is_error_line(line: str) -> bool:
-    return bool(_ERROR.search(line))
+    return bool(_ERROR.search(line)) and not _PASSED.search(line)
 
 
 def error_lines(lines: list[str]) -> list[bool]:
@@ -96,7 +114,7 @@ def error_lines(lines: list[str]) -> list[bool]:
             pos = low.find(key, max(pos + 1, nxt - 1))
     out = [False] * len(lines)
     for i in candidates:
-        if 0 <= i < len(lines) and _ERROR.search(lines[i]):
+        if 0 <= i < len(lines) and is_error_line(lines[i]):
             out[i] = True
     return out
 
@@ -163,6 +181,12 @@ def logs_layout(lines: list[str]) -> Layout:
         last = i
     close()
 
+    before, after = CONTEXT
+    for i in range(n):
+        if errors[i]:
+            always.update(range(max(0, i - before), min(n, i + after + 1)))
+    order, repeated = _errors_first(lines, always, errors, cuts)
+
     units: list[Unit] = []
     for k, (a, b) in enumerate(records):
         err = any(errors[a : b + 1])
@@ -175,13 +199,12 @@ def logs_layout(lines: list[str]) -> Layout:
             sec = _section(cuts, a, n)
             if sec and sec[1] - sec[0] + 1 <= MAX_SECTION:
                 heads.append(sec)
-        units.append(Unit(a, b, "", sig=(a, a), heads=heads, prior=float(err)))
-
-    before, after = CONTEXT
-    for i in range(n):
-        if errors[i]:
-            always.update(range(max(0, i - before), min(n, i + after + 1)))
-    return Layout(units=units, always=always, errors_first=_errors_first(lines, always, errors, cuts))
+        # A record whose errors were all said before (forty tests failing alike) has no error's prior.
+        told = err and not all(i in repeated for i in range(a, b + 1) if errors[i])
+        units.append(Unit(a, b, "", sig=(a, a), heads=heads, prior=float(told)))
+    # Nor are such errors kept for their own sake: their first telling is; the rest come after
+    # every other error while the view has room.
+    return Layout(units=units, always=always - repeated, errors_first=order)
 
 
 def file_sections(lines: list[str]) -> list[int] | None:
@@ -219,10 +242,14 @@ def _section(cuts: list[int], line: int, n: int) -> tuple[int, int] | None:
     return cuts[k], (cuts[k + 1] if k + 1 < len(cuts) else n) - 1
 
 
-_DIGITS = re.compile(r"\d+")
+# A number, its decimals too (jest's `Expected: 90.9` repeats `Expected: 90`).
+_DIGITS = re.compile(r"\d+(?:\.\d+)*")
 # Words that say that something failed, not what (a run of tests' progress, a summary); not
 # `error:`, a diagnostic's severity before its message.
-_VERDICT = re.compile(r"\b(?:failed|failures?|errors?|not ok)\b(?!:)", re.IGNORECASE)
+_VERDICT = re.compile(r"\b(?:fail(?:ed|ing|ures?)?|errors?|not ok)\b(?!:)|^\s*[✕×✖](?=\s)", re.IGNORECASE)
+# A failure's title under a runner's report (jest's `●`, vitest's `FAIL file > test`): it opens a run
+# of errors, as a bar does, and what the run's errors say leaves it out, as it leaves out a bar's title.
+_TITLE = re.compile(r"^\s*(?:● |FAIL\s)")
 # The records a question ranks this near the best lead a log's view the response budget cuts,
 # while they take at most LEAD_SHARE of it.
 LEAD_CLOSE = 0.8
@@ -274,13 +301,16 @@ def _only_verdicts(errors: Sequence[str]) -> bool:
     return bool(errors) and not any(_ERROR.search(_VERDICT.sub("", line)) for line in errors)
 
 
-def _errors_first(lines: list[str], always: set[int], errors: list[bool], cuts: list[int]) -> list[int]:
+def _errors_first(
+    lines: list[str], always: set[int], errors: list[bool], cuts: list[int]
+) -> tuple[list[int], set[int]]:
     """A log's last line (a tool's verdict), then each error line with its context (`always`;
     a section's bar or title starts anew) under the title of its section (the separator line
     before it that has words): first the errors that say what failed, in order, those of the
     report (from the first separator line on) before those printed while the tool ran (a test's
     logged tracebacks); then those that only say that something failed (a test run's progress,
-    its summary); then any said before (digits aside), the report's first."""
+    its summary); then any said before (digits aside), the report's first. Also returns the
+    lines only such repeats hold."""
     titles = [i for i in cuts if any(c.isalnum() for c in lines[i])]
     last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), None)
     opens = {i for i in cuts if lines[i].lstrip().startswith("=") or any(c.isalnum() for c in lines[i])}
@@ -294,7 +324,7 @@ def _errors_first(lines: list[str], always: set[int], errors: list[bool], cuts: 
             errors[i] and not lines[i][:1].isspace() and not _CONT.match(lines[i])
             and i - 1 not in separators and not lines[i - 1][:1].isspace()
         )
-        if runs and runs[-1][-1] == i - 1 and i not in opens and not starts:
+        if runs and runs[-1][-1] == i - 1 and i not in opens and not starts and not _TITLE.match(lines[i]):
             runs[-1].append(i)
         else:
             runs.append([i])
@@ -308,7 +338,8 @@ def _errors_first(lines: list[str], always: set[int], errors: list[bool], cuts: 
     for run in runs:
         # What the run's errors say, digits aside and not the title a bar opens (unittest's
         # `ERROR: test_x`): the same error in two tests is said twice.
-        told = tuple(_DIGITS.sub("0", lines[i].strip()) for i in run if errors[i] and i - 1 not in opens)
+        told = tuple(_DIGITS.sub("0", lines[i].strip()) for i in run
+                     if errors[i] and i - 1 not in opens and not _TITLE.match(lines[i]))
         in_report = next((i for i in run if errors[i]), run[0]) >= report
         if told in said:
             into = again if in_report else stray_again
@@ -321,4 +352,5 @@ def _errors_first(lines: list[str], always: set[int], errors: list[bool], cuts: 
         if k >= 0:
             into.append(titles[k])
         into.extend(run)
-    return first + stray + verdicts + again + stray_again
+    told_once = first + stray + verdicts
+    return told_once + again + stray_again, set(again + stray_again) - set(told_once)
