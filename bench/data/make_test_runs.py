@@ -40,10 +40,13 @@ user or in a throwaway container, on repositories you would run the tests of any
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -142,13 +145,19 @@ def run_tests(python: str, work: Path, verbose: bool, runner: str = "pytest") ->
 
 
 def _run(args: list[str], work: Path, env: dict[str, str]) -> tuple[str, int]:
-    try:
-        done = subprocess.run(args, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return "", -1
-    out = ANSI.sub("", done.stdout.decode("utf-8", "replace")).replace(str(work), "/tmp/work")
-    return out.replace("\r\n", "\n").rstrip("\n"), done.returncode
+    """The run's output and exit code; a run past RUN_TIMEOUT_S is killed with every process it
+    started (mocha's bin starts its CLI as a child, and a test's servers outlive both)."""
+    with subprocess.Popen(args, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          stdin=subprocess.DEVNULL, start_new_session=True) as run:
+        try:
+            stdout, _ = run.communicate(timeout=RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return "", -1
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.pid, signal.SIGKILL)
+    out = ANSI.sub("", stdout.decode("utf-8", "replace")).replace(str(work), "/tmp/work")
+    return out.replace("\r\n", "\n").rstrip("\n"), run.returncode
 
 
 def failures(out: str, runner: str = "pytest") -> int:
