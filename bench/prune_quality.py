@@ -666,6 +666,11 @@ sets). Measured on code, not adopted:)
 - a tests cross-reference (tests at the fix's parent whose names share two question words, and the
   names their bodies call): of fresh3's 63 missed cases, 14 have such tests and in none do they call
   the fixed function. Not built.
+(2026-11-30, nineteenth session; adopted for logs: JavaScript runners' errors, titles opening runs,
+passed tests no errors, repeated errors neither kept for themselves nor an error's prior; sets made
+by make_test_runs.py --runner jest|mocha|vitest|node. Measured, not adopted:)
+- a coloured run read without its escape sequences (`pytest --color=yes`, jest under CI=true): the
+  views held the same first failure, other error and verdict with the escapes as without; not built.
 """
 
 from __future__ import annotations
