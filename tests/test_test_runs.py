@@ -226,3 +226,15 @@ def test_a_test_reported_passed_is_no_error_whatever_its_name(line: str) -> None
     filled a view before its failures."""
     assert not is_error_line(line)
     assert is_error_line(line.replace("✔", "✖").replace("ok 5", "not ok 5").replace("✓", "✕").replace("PASSED", "FAILED"))
+
+
+def test_each_jest_failure_shown_shows_where_it_was_thrown() -> None:
+    """Forty failures told apart by their values fill the view: each one shown keeps the `at`
+    line under its code frame (four lines past the two kept around its last error line)."""
+    lines = (RECORDED / "jest-40-distinct-failures.txt").read_text().split("\n")
+    shown = view_of("jest-40-distinct-failures.txt")
+    assert len(shown) < len(lines)  # the budget binds
+    titles = [k for k, line in enumerate(shown) if line.startswith("  ● labels › label of ")]
+    assert len(titles) >= 5, shown
+    for k in titles[:-1]:  # the last one shown may be where the budget cut
+        assert "      at Object.toBe (labels.test.js:15:33)" in shown[k:k + 16], shown[k:k + 16]

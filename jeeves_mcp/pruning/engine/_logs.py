@@ -83,6 +83,9 @@ def is_separator(line: str) -> bool:
 _CONT = re.compile(r"^(?:\s|E\s|>\s|\||\^|at\s|Caused by:|\.\.\.|-->|= )")
 # Lines kept around an error line: before, after.
 CONTEXT = (2, 2)
+# A JavaScript or Java stack frame, and how far after an error line its first one is looked for.
+_FRAME = re.compile(r"^\s+at \S")
+TO_FRAME = 8
 MAX_RECORD = 40
 MAX_TRACEBACK = 60
 # A failure section (between separator lines) up to this size is kept whole with its errors.
@@ -184,7 +187,13 @@ def logs_layout(lines: list[str]) -> Layout:
     before, after = CONTEXT
     for i in range(n):
         if errors[i]:
-            always.update(range(max(0, i - before), min(n, i + after + 1)))
+            end = i + after
+            # ... through the first stack frame after it (jest's `at file:line` under a code frame):
+            # where it was thrown.
+            frame = next((j for j in range(i + 1, min(n, i + TO_FRAME + 1)) if _FRAME.match(lines[j])), None)
+            if frame is not None and not any(errors[i + 1 : frame]):
+                end = max(end, frame)
+            always.update(range(max(0, i - before), min(n, end + 1)))
     order, repeated = _errors_first(lines, always, errors, cuts)
 
     units: list[Unit] = []
