@@ -65,7 +65,9 @@ def command(work: Path, runner: str, verbose: bool) -> list[str] | None:
     words = _script_part(_scripts(work), runner)
     if words is None:
         return None
-    start = next(i for i, w in enumerate(words) if w == runner or w.endswith("/" + runner))
+    start = next((i for i, w in enumerate(words) if w == runner or w.endswith("/" + runner)), None)
+    if start is None:  # the runner called by a path of its own (`node .../vitest/dist/cli.js`)
+        return None
     args: list[str] = []
     skip = False
     for word in words[start + 1:]:
