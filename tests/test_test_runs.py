@@ -238,3 +238,16 @@ def test_each_jest_failure_shown_shows_where_it_was_thrown() -> None:
     assert len(titles) >= 5, shown
     for k in titles[:-1]:  # the last one shown may be where the budget cut
         assert "      at Object.toBe (labels.test.js:15:33)" in shown[k:k + 16], shown[k:k + 16]
+
+
+def test_a_failing_vitest_run_shows_its_first_failure_whole_and_its_count() -> None:
+    """vitest writes its reports at the margin: its `- Expected` diff header opened a report of its
+    own, alike in every failure, so no diff was kept; the location (`❯ file:line`) is ten lines past
+    the last error line; its count is above two lines of timings; and its one-line assertions,
+    ranked by their error alone, led the view (a real vitest run, tests/data/README.md)."""
+    shown = view_of("vitest-20-failures.txt")
+    first = shown.index(" FAIL  test/split.test.js > splitWords > splits amber basil coral")
+    report = shown[first:first + 16]
+    assert "- Expected" in report and '    "amber",' in report and '+   "",' in report, report
+    assert " ❯ test/split.test.js:28:54" in report, report
+    assert "      Tests  20 failed (20)" in shown, shown

@@ -84,8 +84,11 @@ _CONT = re.compile(r"^(?:\s|E\s|>\s|\||\^|at\s|Caused by:|\.\.\.|-->|= )")
 # Lines kept around an error line: before, after.
 CONTEXT = (2, 2)
 # A JavaScript or Java stack frame, and how far after an error line its first one is looked for.
-_FRAME = re.compile(r"^\s+at \S")
-TO_FRAME = 8
+_FRAME = re.compile(r"^\s+at \S|^\s*❯ \S+:\d+")  # (vitest's `❯ test/x.test.ts:39:34`)
+# A diff's header under a failed assertion (vitest's `- Expected` at the margin): part of the
+# failure's report, never one of its own.
+_DIFF_HEAD = re.compile(r"^\s*(?:[-+] )?(?:Expected|Received)\b", re.IGNORECASE)
+TO_FRAME = 16
 MAX_RECORD = 40
 MAX_TRACEBACK = 60
 # A failure section (between separator lines) up to this size is kept whole with its errors.
@@ -262,6 +265,8 @@ _TITLE = re.compile(r"^\s*(?:● |FAIL\s)")
 # The records a question ranks this near the best lead a log's view the response budget cuts,
 # while they take at most LEAD_SHARE of it.
 LEAD_CLOSE = 0.8
+# A runner's closing count may stand this many lines above the log's last (timings after it).
+TAIL_LINES = 8
 LEAD_SHARE = 0.7
 # The best records looked at for a lead, at most: 50,000 `FAILED` lines that rank first and
 # cannot lead (they only say that a test failed) cost a log's view half a second to pass over.
@@ -288,13 +293,13 @@ def failures_first(
         u = layout.units[k]
         if scores[k] <= 0 or scores[k] < LEAD_CLOSE * top:
             break
-        if (
-            not any(keep[u.start : u.end + 1])
-            or (u.start == u.end and is_separator(lines[u.start]))
-            or _only_verdicts([line for line in lines[u.start : u.end + 1] if is_error_line(line)])
-        ):
+        if not any(keep[u.start : u.end + 1]) or (u.start == u.end and is_separator(lines[u.start])):
             continue
+        # A record that only says that tests failed does not lead, but ranks: records far below
+        # it (vitest's one-line assertions, scored by their error alone) are not singled out.
         top = top or scores[k]
+        if _only_verdicts([line for line in lines[u.start : u.end + 1] if is_error_line(line)]):
+            continue
         rows = {i for a, b in [*u.heads, (u.start, u.end)] for i in range(a, b + 1)} - taken
         taken |= rows
         used += sum(line_bytes(i, lines[i]) for i in rows)
@@ -310,10 +315,27 @@ def _only_verdicts(errors: Sequence[str]) -> bool:
     return bool(errors) and not any(_ERROR.search(_VERDICT.sub("", line)) for line in errors)
 
 
+def _verdict_tail(lines: list[str], errors: list[bool], last: int) -> list[int]:
+    """The log's last line, and the lines before it from the first count of failures among its
+    last TAIL_LINES lines (jest's `Tests: 41 failed` above its timing, node's `# fail 41`)."""
+    start = last
+    seen = 0
+    for i in range(last, -1, -1):
+        if not lines[i].strip():
+            continue
+        seen += 1
+        if seen > TAIL_LINES:
+            break
+        if errors[i] and any(c.isdigit() for c in lines[i]) and _only_verdicts([lines[i]]):
+            start = i
+    return list(range(start, last + 1))
+
+
 def _errors_first(
     lines: list[str], always: set[int], errors: list[bool], cuts: list[int]
 ) -> tuple[list[int], set[int]]:
-    """A log's last line (a tool's verdict), then each error line with its context (`always`;
+    """A log's last line (a tool's verdict) with a count of failures just above it, then each
+    error line with its context (`always`;
     a section's bar or title starts anew) under the title of its section (the separator line
     before it that has words): first the errors that say what failed, in order, those of the
     report (from the first separator line on) before those printed while the tool ran (a test's
@@ -331,14 +353,14 @@ def _errors_first(
         # it a section's (unittest's `-----` under its `FAIL:` title).
         starts = (
             errors[i] and not lines[i][:1].isspace() and not _CONT.match(lines[i])
-            and i - 1 not in separators and not lines[i - 1][:1].isspace()
+            and i - 1 not in separators and not lines[i - 1][:1].isspace() and not _DIFF_HEAD.match(lines[i])
         )
         if runs and runs[-1][-1] == i - 1 and i not in opens and not starts and not _TITLE.match(lines[i]):
             runs[-1].append(i)
         else:
             runs.append([i])
     said: set[tuple[str, ...]] = set()
-    first: list[int] = [] if last is None else [last]
+    first: list[int] = [] if last is None else _verdict_tail(lines, errors, last)
     stray: list[int] = []
     verdicts: list[int] = []
     again: list[int] = []
