@@ -188,15 +188,16 @@ def logs_layout(lines: list[str]) -> Layout:
     close()
 
     before, after = CONTEXT
-    for i in range(n):
+    frame = n  # the first stack frame after the line (jest's `at file:line` under a code frame)
+    for i in range(n - 1, -1, -1):
         if errors[i]:
             end = i + after
-            # ... through the first stack frame after it (jest's `at file:line` under a code frame):
-            # where it was thrown.
-            frame = next((j for j in range(i + 1, min(n, i + TO_FRAME + 1)) if _FRAME.match(lines[j])), None)
-            if frame is not None and not any(errors[i + 1 : frame]):
+            # ... through the first stack frame after it, if no other error comes first: where it was thrown.
+            if frame < n and frame - i <= TO_FRAME and not any(errors[i + 1 : frame]):
                 end = max(end, frame)
             always.update(range(max(0, i - before), min(n, end + 1)))
+        if ("at " in lines[i] or "❯" in lines[i]) and _FRAME.match(lines[i]):
+            frame = i
     order, repeated = _errors_first(lines, always, errors, cuts)
 
     units: list[Unit] = []
