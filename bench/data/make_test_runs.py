@@ -2,7 +2,7 @@
 
     python bench/data/make_test_runs.py --mirror MIRRORS --out FILE [--repo OWNER/NAME ...]
                                         [--per-repo 2] [--tries 40] [--seconds 600] [--python PYTHON]
-                                        [--runner pytest|unittest|jest|mocha|vitest|node]
+                                        [--runner pytest|unittest|jest|mocha|vitest|node|go]
 
 bench/data/logs.jsonl's scenarios are small projects written for one failure each (at most 34 KB);
 an agent's test run is often a whole suite that a regression breaks in many places, hundreds of
@@ -14,7 +14,8 @@ and, if they pass, changes one line of one of its largest modules (a comparison 
 runs fail with at least MIN_FAILURES failing tests and MIN_BYTES of output, or --seconds pass (a
 suite that takes minutes gets few tries). Each case is written as it is made. The case:
 
-- text: the run's stdout and stderr (`python -m pytest -q` or `-v`, alternating; with --runner
+- text: the run's stdout and stderr (`python -m pytest -q` or `-v`, alternating, a quiet run that
+  fails enough tests in too few bytes run again verbose; with --runner
   unittest, `python -m unittest discover`, plain or `-v`), ANSI colours removed, the checkout's
   path written /tmp/work;
 - gold = [first, last]: make_logs.py's pytest rule (the first `>` line of the FAILURES section
@@ -32,6 +33,9 @@ lib/ or source/ are changed (`===` and `!==`, `return true`, `if (!`, ...), and 
 says how each runner is called and where its gold is. A suite failing up to MAX_BROKEN tests as
 checked out (a test needing the network) is taken: a changed run must fail MIN_FAILURES more,
 and its gold is the first failure the unchanged run did not report.
+
+With --runner go, `go test ./...` (plain or `-v`) with no module proxy: packages whose tests need
+only the standard library; bench/data/go_test_runner.py says where the gold is.
 
 It runs each repository's own test code, unsandboxed, as whoever runs it: run it as an unprivileged
 user or in a throwaway container, on repositories you would run the tests of anyway.
@@ -54,6 +58,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import go_test_runner as go
 import js_test_runners as js
 from make_logs import ANSI, g_pytest
 
@@ -94,6 +99,18 @@ JS_MUTATIONS = (
     (re.compile(r" - 1\b"), " - 2"),
     (re.compile(r"\bif \(!"), "if ("),
 )
+# ... and in Go.
+GO_MUTATIONS = (
+    (re.compile(r" == "), " != "),
+    (re.compile(r" != "), " == "),
+    (re.compile(r"\breturn true\b"), "return false"),
+    (re.compile(r"\breturn false\b"), "return true"),
+    (re.compile(r" < "), " <= "),
+    (re.compile(r" > "), " >= "),
+    (re.compile(r" \+ 1\b"), " + 2"),
+    (re.compile(r" - 1\b"), " - 2"),
+    (re.compile(r"\bif !"), "if "),
+)
 _SUMMARY = re.compile(r"(\d+) failed")
 NPM_TIMEOUT_S = 600
 
@@ -124,6 +141,8 @@ def modules(work: Path) -> list[Path]:
 
 
 def run_tests(python: str, work: Path, verbose: bool, runner: str = "pytest") -> tuple[str, int]:
+    if runner == "go":
+        return _run(go.command(work, verbose), work, go.environment(work))
     if runner in js.RUNNERS:
         # No colour asked for (ANSI is removed anyway): commander.js tests how it reads NO_COLOR.
         env = {"PATH": f"{work / 'node_modules' / '.bin'}:/usr/local/bin:/usr/bin:/bin", "HOME": str(work),
@@ -163,6 +182,8 @@ def _run(args: list[str], work: Path, env: dict[str, str]) -> tuple[str, int]:
 def failures(out: str, runner: str = "pytest") -> int:
     """How many tests failed (pytest's `N failed`, unittest's `FAILED (failures=N, errors=M)`, a
     JavaScript runner's own count)."""
+    if runner == "go":
+        return go.failures(out)
     if runner in js.RUNNERS:
         return js.failures(out, runner)
     tail = out.rsplit("\n", 1)[-1]
@@ -173,7 +194,7 @@ def failures(out: str, runner: str = "pytest") -> int:
 
 
 def passed(out: str, code: int, runner: str = "pytest") -> bool:
-    if runner in js.RUNNERS:
+    if runner in js.RUNNERS or runner == "go":
         return code == 0
     tail = out.rsplit("\n", 1)[-1]
     return ("passed" in tail and failures(out) == 0) or tail == "OK" or tail.startswith("OK (")
@@ -194,6 +215,8 @@ def install(work: Path) -> bool:
 
 
 def first_failure(lines: list[str], runner: str, known: set[str]) -> tuple[int, int]:
+    if runner == "go":
+        return go.gold(lines)
     if runner in js.RUNNERS:
         return js.gold(lines, runner, known)
     return (g_unittest if runner == "unittest" else g_pytest)(lines)
@@ -238,11 +261,15 @@ def cases_of(
         candidates = []
         javascript = runner in js.RUNNERS
         indent, comments = ("    ", ("//", "*", "/*")) if javascript else ("        ", ("#", '"', "'"))
-        for path in (js.modules if javascript else modules)(work):
+        mutations = JS_MUTATIONS if javascript else MUTATIONS
+        sources = js.modules if javascript else modules
+        if runner == "go":
+            indent, comments, mutations, sources = "\t\t", ("//",), GO_MUTATIONS, go.modules
+        for path in sources(work):
             for number, line in enumerate(path.read_text(errors="replace").split("\n")):
                 if not line.startswith(indent) or line.lstrip().startswith(comments):
                     continue
-                for pattern, replacement in JS_MUTATIONS if javascript else MUTATIONS:
+                for pattern, replacement in mutations:
                     if pattern.search(line):
                         candidates.append((path, number, pattern, replacement))
                         break
@@ -258,6 +285,8 @@ def cases_of(
             try:
                 verbose = (start + len(made)) % 2 == 1
                 out, _ = run_tests(python, work, verbose, runner)
+                if not verbose and failures(out, runner) >= broken + MIN_FAILURES and len(out.encode()) < MIN_BYTES:
+                    out, _ = run_tests(python, work, True, runner)  # quiet, it fits the view: verbose
             finally:
                 path.write_text(original)
             if failures(out, runner) < broken + MIN_FAILURES or len(out.encode()) < MIN_BYTES:
@@ -289,10 +318,11 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=40)
     parser.add_argument("--seconds", type=float, default=600, help="at most this long a repository")
     parser.add_argument("--python", default=sys.executable, help="an interpreter with pytest")
-    parser.add_argument("--runner", choices=("pytest", "unittest", *js.RUNNERS), default="pytest",
+    parser.add_argument("--runner", choices=("pytest", "unittest", *js.RUNNERS, "go"), default="pytest",
                         help="unittest: `python -m unittest discover`, the gold its first FAIL or ERROR block; "
                              "jest, mocha, vitest, node: a JavaScript package's runner, as bench/data/js_test_runners.py "
-                             "says (its dependencies installed by npm)")
+                             "says (its dependencies installed by npm); go: `go test ./...`, as "
+                             "bench/data/go_test_runner.py says (modules from the cache only)")
     args = parser.parse_args()
     if shutil.which("git") is None:
         sys.exit("make_test_runs: git is needed")
