@@ -251,3 +251,13 @@ def test_a_failing_vitest_run_shows_its_first_failure_whole_and_its_count() -> N
     assert "- Expected" in report and '    "amber",' in report and '+   "",' in report, report
     assert " ❯ test/split.test.js:28:54" in report, report
     assert "      Tests  20 failed (20)" in shown, shown
+
+
+def test_a_vitest_report_comes_before_the_errors_its_tests_logged() -> None:
+    """vitest's report opens with a bar of `⎯`, which no log layout read as a separator: the
+    thirty errors a passing test logged while the run went on came first and filled the view,
+    and no failure was shown (a real vitest run, tests/data/README.md)."""
+    shown = view_of("vitest-20-failures-logged-errors.txt")
+    first = shown.index(" FAIL  test/split.test.js > splitWords > splits amber basil coral")
+    assert " ❯ test/split.test.js:28:54" in shown[first:first + 16], shown[first:first + 16]
+    assert sum("mirror refused the connection" in line for line in shown) < 5, shown

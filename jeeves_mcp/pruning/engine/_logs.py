@@ -68,7 +68,7 @@ _CHAIN = re.compile(
 # A separator line starts with five of these (after blanks) or ends with five of the
 # second kind after some text. As one regex (`\S.*[=_\-*#~!]{5,}\s*$`) it backtracked
 # quadratically: a 20,000-character line `x=====...y` took 3.4 s.
-_SEPARATOR_CHARS = "=_-*#~+!"
+_SEPARATOR_CHARS = "=_-*#~+!⎯─━═"  # (box-drawing bars: vitest's `⎯⎯⎯ Failed Tests 3 ⎯⎯⎯`)
 _SEPARATOR_END = frozenset(_SEPARATOR_CHARS) - {"+"}
 _SEPARATOR_START = re.compile(rf"\s*[{re.escape(_SEPARATOR_CHARS)}]{{5}}")
 # Five of these in a row, which every separator line holds: found in one pass over the text.
