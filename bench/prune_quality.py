@@ -667,8 +667,9 @@ sets). Measured on code, not adopted:)
   names their bodies call): of fresh3's 63 missed cases, 14 have such tests and in none do they call
   the fixed function. Not built.
 (2026-11-30, nineteenth session; adopted for logs: JavaScript runners' errors, titles opening runs,
-passed tests no errors, repeated errors neither kept for themselves nor an error's prior; sets made
-by make_test_runs.py --runner jest|mocha|vitest|node. Measured, not adopted:)
+passed tests no errors, repeated errors neither kept for themselves nor an error's prior, the first
+stack frame after an error, a runner's closing count, box-drawing bars as separators; sets made by
+make_test_runs.py --runner jest|mocha|vitest|node|go. Measured, not adopted:)
 - a coloured run read without its escape sequences (`pytest --color=yes`, jest under CI=true): the
   views held the same first failure, other error and verdict with the escapes as without; not built.
 - go test's `--- FAIL: TestX` as a failure's title and its messages (`    x_test.go:12: got 81`) as
