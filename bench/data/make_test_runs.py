@@ -73,44 +73,33 @@ MIN_FAILURES = 5
 MAX_BROKEN = 20
 MIN_BYTES = 12_000
 RUN_TIMEOUT_S = 240
-# One line changed: each pattern's first match on a line, turned into its replacement.
+
+
+# One line changed: each pattern's first match on a line, turned into its replacement; the
+# comparisons, off-by-ones and negations are the same kinds in each language, spelled its way.
+def _changes(equal: str, unequal: str, true: str, false: str, negated_if: str, plain_if: str):
+    return (
+        (re.compile(f" {re.escape(equal)} "), f" {unequal} "),
+        (re.compile(f" {re.escape(unequal)} "), f" {equal} "),
+        (re.compile(rf"\breturn {true}\b"), f"return {false}"),
+        (re.compile(rf"\breturn {false}\b"), f"return {true}"),
+        (re.compile(r" < "), " <= "),
+        (re.compile(r" > "), " >= "),
+        (re.compile(r" \+ 1\b"), " + 2"),
+        (re.compile(r" - 1\b"), " - 2"),
+        (re.compile(r"\b" + re.escape(negated_if)), plain_if),
+    )
+
+
+_PYTHON = _changes("==", "!=", "True", "False", "if not ", "if ")
 MUTATIONS = (
-    (re.compile(r" == "), " != "),
-    (re.compile(r" != "), " == "),
+    *_PYTHON[:2],
     (re.compile(r" is not None"), " is None"),
     (re.compile(r" is None"), " is not None"),
-    (re.compile(r"\breturn True\b"), "return False"),
-    (re.compile(r"\breturn False\b"), "return True"),
-    (re.compile(r" < "), " <= "),
-    (re.compile(r" > "), " >= "),
-    (re.compile(r" \+ 1\b"), " + 2"),
-    (re.compile(r" - 1\b"), " - 2"),
-    (re.compile(r"\bif not "), "if "),
+    *_PYTHON[2:],
 )
-# The same kinds of change in JavaScript and TypeScript.
-JS_MUTATIONS = (
-    (re.compile(r" === "), " !== "),
-    (re.compile(r" !== "), " === "),
-    (re.compile(r"\breturn true\b"), "return false"),
-    (re.compile(r"\breturn false\b"), "return true"),
-    (re.compile(r" < "), " <= "),
-    (re.compile(r" > "), " >= "),
-    (re.compile(r" \+ 1\b"), " + 2"),
-    (re.compile(r" - 1\b"), " - 2"),
-    (re.compile(r"\bif \(!"), "if ("),
-)
-# ... and in Go.
-GO_MUTATIONS = (
-    (re.compile(r" == "), " != "),
-    (re.compile(r" != "), " == "),
-    (re.compile(r"\breturn true\b"), "return false"),
-    (re.compile(r"\breturn false\b"), "return true"),
-    (re.compile(r" < "), " <= "),
-    (re.compile(r" > "), " >= "),
-    (re.compile(r" \+ 1\b"), " + 2"),
-    (re.compile(r" - 1\b"), " - 2"),
-    (re.compile(r"\bif !"), "if "),
-)
+JS_MUTATIONS = _changes("===", "!==", "true", "false", "if (!", "if (")
+GO_MUTATIONS = _changes("==", "!=", "true", "false", "if !", "if ")
 _SUMMARY = re.compile(r"(\d+) failed")
 NPM_TIMEOUT_S = 600
 
