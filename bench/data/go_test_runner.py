@@ -18,6 +18,12 @@ _MESSAGE = re.compile(r"^(\s+)\S+_test\.go:\d+: ")
 _FAILED = re.compile(r"^\s*--- FAIL: ")
 
 
+def prepare(work: Path, repo: str) -> None:
+    """A package from before Go modules (no go.mod) gets one naming it as its imports do."""
+    if not (work / "go.mod").exists():
+        (work / "go.mod").write_text(f"module github.com/{repo}\n\ngo 1.13\n")
+
+
 def command(work: Path, verbose: bool) -> list[str]:
     return ["go", "test", "-count=1", *(["-v"] if verbose else []), "./..."]
 

@@ -235,6 +235,8 @@ def cases_of(
         except subprocess.CalledProcessError:  # a mirror may lack its largest blobs
             print(f"{repo}: no checkout of HEAD from {mirror}", file=sys.stderr)
             return made
+        if runner == "go":
+            go.prepare(work, repo)
         if runner in js.RUNNERS and not install(work):
             print(f"{repo}: npm could not install its dependencies", file=sys.stderr)
             return made
