@@ -261,3 +261,15 @@ def test_a_vitest_report_comes_before_the_errors_its_tests_logged() -> None:
     first = shown.index(" FAIL  test/split.test.js > splitWords > splits amber basil coral")
     assert " ❯ test/split.test.js:28:54" in shown[first:first + 16], shown[first:first + 16]
     assert sum("mirror refused the connection" in line for line in shown) < 5, shown
+
+
+def test_a_failing_go_test_run_shows_why_each_test_failed() -> None:
+    """go test says why a test failed in a message of its own (`    labels_test.go:14: ...`), which
+    holds no word a log's errors were known by: the view showed two of twenty, and the list of
+    `--- FAIL:` lines that say only which (a real go test run, tests/data/README.md)."""
+    lines = (RECORDED / "go-20-failures.txt").read_text().split("\n")
+    shown = view_of("go-20-failures.txt")
+    messages = [line for line in lines if line.startswith("    labels_test.go:14: ")]
+    assert len(messages) == 20
+    assert all(message in shown for message in messages), [m for m in messages if m not in shown]
+    assert "FAIL\texample.com/labels\t0.003s" in shown

@@ -18,14 +18,15 @@ _SECTION_HEADER = re.compile(r"==> (.+) <==")
 
 # JavaScript runners: jest's `●` failure title and `> 12 |` code-frame line, jest's and vitest's
 # `Expected` / `Received`, a failing test's mark (jest ✕, vitest ×, node ✖), a `FAIL` file or
-# title, mocha's `N failing`, node's `# fail N`; an exception's name indented under its test.
+# title, mocha's `N failing`, node's `# fail N`; an exception's name indented under its test; go
+# test's message of a failed test (`    x_test.go:12: got 81, want 90`).
 _ERROR = re.compile(
     r"\b(?:errors?|exceptions?|traceback|fatal|panic(?:ked)?|failed|failures?|critical|aborted"
     r"|segmentation fault|undefined reference|assertion|cannot|could not|unable to|denied|not found|not ok)\b"
     r"|^[E>]\s{2,}\S|^FAIL:|ERR!|^\s*\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt)(?: \[\w+\])?:"
     r"|^\s*error(?:\[\w+\])?:"
     r"|^\s*● (?!Console)|^\s+> \d+ \||^\s*(?:[-+] )?(?:Expected|Received)\b|^\s*[✕×✖]\s|^\s*FAIL\s"
-    r"|^\s*[1-9]\d* failing$|^(?:# |ℹ )fail [1-9]",
+    r"|^\s*[1-9]\d* failing$|^(?:# |ℹ )fail [1-9]|^\s+\S+_test\.go:\d+: ",
     re.IGNORECASE,
 )
 # Substrings one of which every match of _ERROR contains (lower case), to find candidate lines fast.
@@ -60,6 +61,7 @@ _ERROR_KEYS = (
     "✕",
     "×",
     "✖",
+    "_test.go:",
 )
 _TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
 _CHAIN = re.compile(
