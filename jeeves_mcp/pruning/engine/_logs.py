@@ -16,16 +16,18 @@ __all__ = ["error_lines", "failures_first", "file_sections", "is_error_line", "l
 # `head` and `tail` run on several files print each under a `==> path <==` header.
 _SECTION_HEADER = re.compile(r"==> (.+) <==")
 
-# JavaScript runners: jest's `●` failure title and `> 12 |` code-frame line, jest's and vitest's
-# `Expected` / `Received`, a failing test's mark (jest ✕, vitest ×, node ✖), a `FAIL` file or
-# title, mocha's `N failing`, node's `# fail N`; an exception's name indented under its test; go
-# test's message of a failed test (`    x_test.go:12: got 81, want 90`).
+# A diff's header under a failed assertion (jest's `Expected:`, vitest's `- Expected` at the margin).
+_DIFF_HEAD = r"^\s*(?:[-+] )?(?:Expected|Received)\b"
+# Words for an error, pytest's `E` and `>` lines, unittest's `FAIL:`, an exception's name; and test
+# runners' own: jest's `●` failure title and `> 12 |` code-frame line, a diff's header, a failing
+# test's mark (jest ✕, vitest ×, node ✖), a `FAIL` file or title, mocha's `N failing`, node's
+# `# fail N`, go test's message of a failed test (`    x_test.go:12: got 81, want 90`).
 _ERROR = re.compile(
     r"\b(?:errors?|exceptions?|traceback|fatal|panic(?:ked)?|failed|failures?|critical|aborted"
     r"|segmentation fault|undefined reference|assertion|cannot|could not|unable to|denied|not found|not ok)\b"
     r"|^[E>]\s{2,}\S|^FAIL:|ERR!|^\s*\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt)(?: \[\w+\])?:"
     r"|^\s*error(?:\[\w+\])?:"
-    r"|^\s*● (?!Console)|^\s+> \d+ \||^\s*(?:[-+] )?(?:Expected|Received)\b|^\s*[✕×✖]\s|^\s*FAIL\s"
+    rf"|^\s*● (?!Console)|^\s+> \d+ \||{_DIFF_HEAD}|^\s*[✕×✖]\s|^\s*FAIL\s"
     r"|^\s*[1-9]\d* failing$|^(?:# |ℹ )fail [1-9]|^\s+\S+_test\.go:\d+: ",
     re.IGNORECASE,
 )
@@ -87,9 +89,6 @@ _CONT = re.compile(r"^(?:\s|E\s|>\s|\||\^|at\s|Caused by:|\.\.\.|-->|= )")
 CONTEXT = (2, 2)
 # A JavaScript or Java stack frame, and how far after an error line its first one is looked for.
 _FRAME = re.compile(r"^\s+at \S|^\s*❯ \S+:\d+")  # (vitest's `❯ test/x.test.ts:39:34`)
-# A diff's header under a failed assertion (vitest's `- Expected` at the margin): part of the
-# failure's report, never one of its own.
-_DIFF_HEAD = re.compile(r"^\s*(?:[-+] )?(?:Expected|Received)\b", re.IGNORECASE)
 TO_FRAME = 16
 MAX_RECORD = 40
 MAX_TRACEBACK = 60
@@ -215,8 +214,8 @@ def logs_layout(lines: list[str]) -> Layout:
             if sec and sec[1] - sec[0] + 1 <= MAX_SECTION:
                 heads.append(sec)
         # A record whose errors were all said before (forty tests failing alike) has no error's prior.
-        told = err and not all(i in repeated for i in range(a, b + 1) if errors[i])
-        units.append(Unit(a, b, "", sig=(a, a), heads=heads, prior=float(told)))
+        says_new = err and not all(i in repeated for i in range(a, b + 1) if errors[i])
+        units.append(Unit(a, b, "", sig=(a, a), heads=heads, prior=float(says_new)))
     # Nor are such errors kept for their own sake: their first telling is; the rest come after
     # every other error while the view has room.
     return Layout(units=units, always=always - repeated, errors_first=order)
@@ -262,18 +261,20 @@ _DIGITS = re.compile(r"\d+(?:\.\d+)*")
 # Words that say that something failed, not what (a run of tests' progress, a summary); not
 # `error:`, a diagnostic's severity before its message.
 _VERDICT = re.compile(r"\b(?:fail(?:ed|ing|ures?)?|errors?|not ok)\b(?!:)|^\s*[✕×✖](?=\s)", re.IGNORECASE)
+# A diff's header is part of its failure's report, never the start of one of its own.
+_AT_DIFF = re.compile(_DIFF_HEAD, re.IGNORECASE)
 # A failure's title under a runner's report (jest's `●`, vitest's `FAIL file > test`): it opens a run
 # of errors, as a bar does, and what the run's errors say leaves it out, as it leaves out a bar's title.
 _TITLE = re.compile(r"^\s*(?:● |FAIL\s)")
 # The records a question ranks this near the best lead a log's view the response budget cuts,
 # while they take at most LEAD_SHARE of it.
 LEAD_CLOSE = 0.8
-# A runner's closing count may stand this many lines above the log's last (timings after it).
-TAIL_LINES = 8
 LEAD_SHARE = 0.7
 # The best records looked at for a lead, at most: 50,000 `FAILED` lines that rank first and
 # cannot lead (they only say that a test failed) cost a log's view half a second to pass over.
 LEAD_LOOK = 1000
+# A runner's closing count may stand this many lines above the log's last (timings after it).
+TAIL_LINES = 8
 
 
 def failures_first(
@@ -356,7 +357,7 @@ def _errors_first(
         # it a section's (unittest's `-----` under its `FAIL:` title).
         starts = (
             errors[i] and not lines[i][:1].isspace() and not _CONT.match(lines[i])
-            and i - 1 not in separators and not lines[i - 1][:1].isspace() and not _DIFF_HEAD.match(lines[i])
+            and i - 1 not in separators and not lines[i - 1][:1].isspace() and not _AT_DIFF.match(lines[i])
         )
         if runs and runs[-1][-1] == i - 1 and i not in opens and not starts and not _TITLE.match(lines[i]):
             runs[-1].append(i)
