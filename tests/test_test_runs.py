@@ -54,6 +54,13 @@ QUESTION = "which tests failed and why?"
 RESPONSE_BUDGET = 9_000
 
 
+def view(lines: list[str], question: str = QUESTION) -> list[str]:
+    """The lines of a log's view at the response budget, as the pipeline cuts it."""
+    selection = select_lines(lines, question, "logs", max_bytes=RESPONSE_BUDGET)
+    kept = trim_by_order(lines, selection.keep, selection.order or [], RESPONSE_BUDGET) or selection.keep
+    return [line for line, k in zip(lines, kept, strict=True) if k]
+
+
 def run_root(workspace: Path) -> None:
     (workspace / "test_orders.py").write_text(FAILING_TESTS)
 
@@ -84,9 +91,7 @@ def test_a_question_that_singles_out_errors_still_leads_the_view() -> None:
     lines = [f'src/app/{name}.py:{k * 7 + 3}: error: Argument {k % 3 + 1} to "call_{k}" has incompatible type '
              f'"str"; expected "int"  [arg-type]' for name in files for k in range(30)]
     lines.append("Found 300 errors in 10 files (checked 40 source files)")
-    selection = select_lines(lines, "what type errors does cli.py have?", "logs", max_bytes=RESPONSE_BUDGET)
-    kept = trim_by_order(lines, selection.keep, selection.order or [], RESPONSE_BUDGET) or selection.keep
-    shown = [line for line, k in zip(lines, kept, strict=True) if k]
+    shown = view(lines, "what type errors does cli.py have?")
     assert sum(line.startswith("src/app/cli.py:") for line in shown) == 30, shown
     assert len(shown) < len(lines)  # the budget binds
 
@@ -185,18 +190,16 @@ async def test_a_failing_node_test_run_shows_its_errors_and_its_count(child: Chi
 RECORDED = Path(__file__).resolve().parent / "data"
 
 
-def view_of(name: str) -> list[str]:
-    lines = (RECORDED / name).read_text().split("\n")
-    selection = select_lines(lines, QUESTION, "logs", max_bytes=RESPONSE_BUDGET)
-    kept = trim_by_order(lines, selection.keep, selection.order or [], RESPONSE_BUDGET) or selection.keep
-    return [line for line, k in zip(lines, kept, strict=True) if k]
+def recorded(name: str) -> list[str]:
+    """The lines of a run recorded under tests/data (its README says how)."""
+    return (RECORDED / name).read_text().split("\n")
 
 
 def test_a_failing_jest_run_shows_its_first_failure_and_the_other_error() -> None:
     """jest's errors carry no word a log's errors were known by (`●` titles, `Expected:` and
     `Received:`, a `> 10 |` code frame): its view showed the list of failed tests and the last
     failures, not the first one's values (a real jest run, tests/data/README.md)."""
-    shown = view_of("jest-41-failures.txt")
+    shown = view(recorded("jest-41-failures.txt"))
     assert "  ● prices › order 0 is discounted once" in shown, shown
     assert "    Expected: 90" in shown and "    Received: 81" in shown, shown
     assert "    TypeError: Cannot read properties of undefined (reading 'quantity')" in shown, shown
@@ -209,7 +212,7 @@ def test_a_failing_mocha_run_shows_its_count_and_its_first_failure() -> None:
     """mocha's `N failing` and its indented `AssertionError [ERR_ASSERTION]:` were no errors to
     the log layout: under its spec reporter the view held the progress list and the last two
     failures (a real mocha run, tests/data/README.md)."""
-    shown = view_of("mocha-41-failures.txt")
+    shown = view(recorded("mocha-41-failures.txt"))
     assert "  41 failing" in shown, shown
     assert "       discounts order 0 once:" in shown and "81 !== 90" in shown, shown
     assert "     TypeError: Cannot read properties of undefined (reading 'quantity')" in shown, shown
@@ -231,8 +234,8 @@ def test_a_test_reported_passed_is_no_error_whatever_its_name(line: str) -> None
 def test_each_jest_failure_shown_shows_where_it_was_thrown() -> None:
     """Forty failures told apart by their values fill the view: each one shown keeps the `at`
     line under its code frame (four lines past the two kept around its last error line)."""
-    lines = (RECORDED / "jest-40-distinct-failures.txt").read_text().split("\n")
-    shown = view_of("jest-40-distinct-failures.txt")
+    lines = recorded("jest-40-distinct-failures.txt")
+    shown = view(lines)
     assert len(shown) < len(lines)  # the budget binds
     titles = [k for k, line in enumerate(shown) if line.startswith("  ● labels › label of ")]
     assert len(titles) >= 5, shown
@@ -245,7 +248,7 @@ def test_a_failing_vitest_run_shows_its_first_failure_whole_and_its_count() -> N
     own, alike in every failure, so no diff was kept; the location (`❯ file:line`) is ten lines past
     the last error line; its count is above two lines of timings; and its one-line assertions,
     ranked by their error alone, led the view (a real vitest run, tests/data/README.md)."""
-    shown = view_of("vitest-20-failures.txt")
+    shown = view(recorded("vitest-20-failures.txt"))
     first = shown.index(" FAIL  test/split.test.js > splitWords > splits amber basil coral")
     report = shown[first:first + 16]
     assert "- Expected" in report and '    "amber",' in report and '+   "",' in report, report
@@ -257,7 +260,7 @@ def test_a_vitest_report_comes_before_the_errors_its_tests_logged() -> None:
     """vitest's report opens with a bar of `⎯`, which no log layout read as a separator: the
     thirty errors a passing test logged while the run went on came first and filled the view,
     and no failure was shown (a real vitest run, tests/data/README.md)."""
-    shown = view_of("vitest-20-failures-logged-errors.txt")
+    shown = view(recorded("vitest-20-failures-logged-errors.txt"))
     first = shown.index(" FAIL  test/split.test.js > splitWords > splits amber basil coral")
     assert " ❯ test/split.test.js:28:54" in shown[first:first + 16], shown[first:first + 16]
     assert sum("mirror refused the connection" in line for line in shown) < 5, shown
@@ -267,8 +270,8 @@ def test_a_failing_go_test_run_shows_why_each_test_failed() -> None:
     """go test says why a test failed in a message of its own (`    labels_test.go:14: ...`), which
     holds no word a log's errors were known by: the view showed two of twenty, and the list of
     `--- FAIL:` lines that say only which (a real go test run, tests/data/README.md)."""
-    lines = (RECORDED / "go-20-failures.txt").read_text().split("\n")
-    shown = view_of("go-20-failures.txt")
+    lines = recorded("go-20-failures.txt")
+    shown = view(lines)
     messages = [line for line in lines if line.startswith("    labels_test.go:14: ")]
     assert len(messages) == 20
     assert all(message in shown for message in messages), [m for m in messages if m not in shown]

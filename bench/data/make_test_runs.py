@@ -55,6 +55,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -104,6 +106,17 @@ _SUMMARY = re.compile(r"(\d+) failed")
 NPM_TIMEOUT_S = 600
 
 
+@dataclass(frozen=True)
+class Language:
+    """Where a language's code to change is and which of its lines are candidates: indented at
+    least `indent` (inside a function), not a comment."""
+
+    sources: Callable[[Path], list[Path]]
+    changes: tuple[tuple[re.Pattern[str], str], ...]
+    indent: str
+    comments: tuple[str, ...]
+
+
 def checkout(mirror: Path, into: Path) -> str:
     subprocess.run(["git", "clone", "-q", "--shared", str(mirror), str(into)], check=True, capture_output=True)
     return subprocess.run(["git", "-C", str(into), "rev-parse", "HEAD"], capture_output=True, text=True,
@@ -127,6 +140,13 @@ def modules(work: Path) -> list[Path]:
     if not found:
         found = [p for p in work.glob("*.py") if not p.name.startswith(("test", "setup", "conf"))]
     return sorted(found, key=lambda p: -p.stat().st_size)[:6]
+
+
+LANGUAGES = {
+    "python": Language(modules, MUTATIONS, "        ", ("#", '"', "'")),
+    "javascript": Language(js.modules, JS_MUTATIONS, "    ", ("//", "*", "/*")),
+    "go": Language(go.modules, GO_MUTATIONS, "\t\t", ("//",)),
+}
 
 
 def run_tests(python: str, work: Path, verbose: bool, runner: str = "pytest") -> tuple[str, int]:
@@ -250,17 +270,12 @@ def cases_of(
             return made
         rng = random.Random(f"{repo}@{sha}")
         candidates = []
-        javascript = runner in js.RUNNERS
-        indent, comments = ("    ", ("//", "*", "/*")) if javascript else ("        ", ("#", '"', "'"))
-        mutations = JS_MUTATIONS if javascript else MUTATIONS
-        sources = js.modules if javascript else modules
-        if runner == "go":
-            indent, comments, mutations, sources = "\t\t", ("//",), GO_MUTATIONS, go.modules
-        for path in sources(work):
+        language = LANGUAGES["go" if runner == "go" else "javascript" if runner in js.RUNNERS else "python"]
+        for path in language.sources(work):
             for number, line in enumerate(path.read_text(errors="replace").split("\n")):
-                if not line.startswith(indent) or line.lstrip().startswith(comments):
+                if not line.startswith(language.indent) or line.lstrip().startswith(language.comments):
                     continue
-                for pattern, replacement in mutations:
+                for pattern, replacement in language.changes:
                     if pattern.search(line):
                         candidates.append((path, number, pattern, replacement))
                         break
